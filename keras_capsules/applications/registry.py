@@ -1,0 +1,49 @@
+"""Registry of application configurations (timm style): every registered entry is tested automatically."""
+
+import dataclasses
+
+_ENTRIES = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplicationEntry:
+    """One paper configuration of an application.
+
+    Attributes:
+        name: unique key, ``"Constructor/variant"``.
+        constructor: the application function.
+        kwargs: arguments that select the configuration.
+        trainable_params: the reference trainable parameter count (ALGORITHMS.md §10), or ``None``.
+        total_params: the reference total parameter count, or ``None``.
+        source: where the reference count comes from.
+    """
+
+    name: str
+    constructor: object
+    kwargs: dict
+    trainable_params: int = None
+    total_params: int = None
+    source: str = ""
+
+    def build(self, **overrides):
+        return self.constructor(**{**self.kwargs, **overrides})
+
+
+def register_configuration(name, constructor, kwargs=None, trainable_params=None, total_params=None, source=""):
+    """Registers a paper configuration under ``name``."""
+    if name in _ENTRIES:
+        raise ValueError(f"register_configuration: {name!r} is already registered.")
+    _ENTRIES[name] = ApplicationEntry(name, constructor, dict(kwargs or {}), trainable_params, total_params, source)
+    return _ENTRIES[name]
+
+
+def list_configurations():
+    """Names of every registered configuration, sorted."""
+    return sorted(_ENTRIES)
+
+
+def get_configuration(name):
+    """The :class:`ApplicationEntry` registered under ``name``."""
+    if name not in _ENTRIES:
+        raise ValueError(f"get_configuration: argument `name` expected one of {list_configurations()}, received {name!r}.")
+    return _ENTRIES[name]

@@ -1,0 +1,57 @@
+"""Argument and shape checks that raise errors naming the layer, the argument, the expected and the received value."""
+
+
+def _where(owner):
+    name = getattr(owner, "name", None)
+    kind = type(owner).__name__ if not isinstance(owner, str) else owner
+    return f"{kind} '{name}'" if name and not isinstance(owner, str) else kind
+
+
+def fail(owner, argument, expected, received, error=ValueError):
+    """Raise ``error`` with the standard message.
+
+    Args:
+        owner: the layer (or a class name string) reporting the problem.
+        argument: the argument or input name.
+        expected: what was expected, in words.
+        received: what arrived.
+    """
+    raise error(f"{_where(owner)}: argument `{argument}` expected {expected}, received {received!r}.")
+
+
+def check_positive_int(owner, argument, value, minimum=1):
+    """Checks that ``value`` is an int >= ``minimum`` (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(owner, argument, f"an integer >= {minimum}", value, TypeError)
+    if value < minimum:
+        fail(owner, argument, f"an integer >= {minimum}", value)
+    return value
+
+
+def check_one_of(owner, argument, value, choices):
+    """Checks that ``value`` is one of ``choices``."""
+    if value not in choices:
+        fail(owner, argument, f"one of {sorted(map(str, choices))}", value)
+    return value
+
+
+def check_rank(owner, argument, shape, ranks, meaning):
+    """Checks that a tensor shape has one of the allowed ranks.
+
+    Args:
+        shape: the received shape (tuple).
+        ranks: an int or a tuple of allowed ranks.
+        meaning: the expected layout in words, e.g. ``"(batch, in_caps, out_caps, dim)"``.
+    """
+    ranks = (ranks,) if isinstance(ranks, int) else tuple(ranks)
+    if len(shape) not in ranks:
+        fail(owner, argument, f"a tensor of rank {' or '.join(map(str, ranks))} {meaning}", f"shape {tuple(shape)}")
+    return shape
+
+
+def check_dim(owner, argument, shape, axis, expected, meaning):
+    """Checks that ``shape[axis]`` equals ``expected`` (unknown dims pass)."""
+    got = shape[axis]
+    if got is not None and expected is not None and got != expected:
+        fail(owner, argument, f"{meaning} = {expected} on axis {axis}", f"shape {tuple(shape)}")
+    return shape

@@ -1,0 +1,148 @@
+"""Primary capsules: a convolution whose channels are grouped into capsules."""
+
+import keras
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.ops.squash import squash, squash_efficient
+from keras_capsules.serialization import register
+
+ACTIVATIONS = ("squash", "squash_efficient", "layer_norm", "sigmoid", "linear")
+
+
+@register
+class PrimaryCaps(keras.layers.Layer):
+    """Convolution (or depthwise convolution) reshaped into ``num_capsules`` capsules per position.
+
+    Inputs: a feature map ``(batch, H, W, channels)``.
+
+    Outputs: ``(poses, activations)``: ``(batch, H_out, W_out, num_capsules, capsule_dim)`` and
+    ``(batch, H_out, W_out, num_capsules)``.
+
+    ``activation`` picks how poses and activations are made:
+
+    - ``"squash"`` (Sabour) / ``"squash_efficient"`` (Efficient-CapsNet): squashed poses; the
+      activation is the pose length (the documented proxy).
+    - ``"layer_norm"``: LayerNorm over each capsule's entries (epsilon 1e-5, PyTorch's default;
+      inverted dot-product attention); activations are ones (those capsules have none).
+    - ``"sigmoid"``: linear poses plus a second convolution with ``num_capsules`` sigmoid
+      activations (matrix capsules with EM routing).
+    - ``"linear"``: raw poses; activations are ones.
+
+    Args:
+        num_capsules: capsule types per position.
+        capsule_dim: pose size (16 for a flat 4x4 matrix).
+        kernel_size, strides, padding: of the convolution.
+        depthwise: use a depthwise convolution with depth multiplier 1 (Efficient-CapsNet); needs
+            ``channels == num_capsules * capsule_dim``.
+        activation: one of ``"squash"``, ``"squash_efficient"``, ``"layer_norm"``, ``"sigmoid"``, ``"linear"``.
+        use_bias: bias in the pose convolution.
+        epsilon: squash epsilon.
+        kernel_initializer, kernel_regularizer: of the convolution(s).
+    """
+
+    def __init__(
+        self,
+        num_capsules,
+        capsule_dim,
+        kernel_size=9,
+        strides=1,
+        padding="valid",
+        depthwise=False,
+        activation="squash",
+        use_bias=True,
+        epsilon=1e-7,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
+        self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
+        self.kernel_size = kernel_size
+        self.strides = strides
+        self.padding = errors.check_one_of(self, "padding", padding, ("valid", "same"))
+        self.depthwise = bool(depthwise)
+        self.activation = errors.check_one_of(self, "activation", activation, ACTIVATIONS)
+        self.use_bias = bool(use_bias)
+        self.epsilon = float(epsilon)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        conv_args = dict(
+            kernel_size=kernel_size,
+            strides=strides,
+            padding=padding,
+            use_bias=self.use_bias,
+            kernel_regularizer=self.kernel_regularizer,
+        )
+        if self.depthwise:
+            self.pose_conv = keras.layers.DepthwiseConv2D(
+                depth_multiplier=1, depthwise_initializer=self.kernel_initializer, name="pose_conv",
+                **{k: v for k, v in conv_args.items() if k != "kernel_regularizer"},
+                depthwise_regularizer=self.kernel_regularizer,
+            )
+        else:
+            self.pose_conv = keras.layers.Conv2D(
+                num_capsules * capsule_dim, kernel_initializer=self.kernel_initializer, name="pose_conv", **conv_args
+            )
+        self.activation_conv = None
+        self.layer_norm = None
+        if self.activation == "sigmoid":
+            self.activation_conv = keras.layers.Conv2D(
+                num_capsules, activation="sigmoid", kernel_initializer=self.kernel_initializer, name="activation_conv",
+                **{**conv_args, "use_bias": True},
+            )
+        if self.activation == "layer_norm":
+            self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-5, name="layer_norm")
+
+    def build(self, input_shape):
+        errors.check_rank(self, "inputs", input_shape, 4, "(batch, H, W, channels)")
+        channels = input_shape[-1]
+        if self.depthwise and channels != self.num_capsules * self.capsule_dim:
+            errors.fail(
+                self, "inputs",
+                f"channels = num_capsules * capsule_dim = {self.num_capsules * self.capsule_dim} for depthwise=True",
+                f"shape {tuple(input_shape)}",
+            )
+        self.pose_conv.build(input_shape)
+        conv_shape = self.pose_conv.compute_output_shape(input_shape)
+        if conv_shape[1] is not None and conv_shape[1] < 1 or conv_shape[2] is not None and conv_shape[2] < 1:
+            errors.fail(self, "inputs", f"a feature map at least kernel_size={self.kernel_size} wide", f"shape {tuple(input_shape)}")
+        if self.activation_conv is not None:
+            self.activation_conv.build(input_shape)
+        if self.layer_norm is not None:
+            self.layer_norm.build(conv_shape[:3] + (self.num_capsules, self.capsule_dim))
+
+    def call(self, inputs):
+        features = self.pose_conv(inputs)
+        height, width = features.shape[1], features.shape[2]
+        batch = ops.shape(features)[0]
+        poses = ops.reshape(features, (batch, height, width, self.num_capsules, self.capsule_dim))
+        if self.activation in ("squash", "squash_efficient"):
+            fn = squash if self.activation == "squash" else squash_efficient
+            poses = fn(poses, epsilon=self.epsilon)
+            return poses, ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
+        if self.activation == "sigmoid":
+            return poses, self.activation_conv(inputs)
+        if self.activation == "layer_norm":
+            poses = self.layer_norm(poses)
+        return poses, ops.ones_like(poses[..., 0])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_capsules": self.num_capsules,
+                "capsule_dim": self.capsule_dim,
+                "kernel_size": self.kernel_size,
+                "strides": self.strides,
+                "padding": self.padding,
+                "depthwise": self.depthwise,
+                "activation": self.activation,
+                "use_bias": self.use_bias,
+                "epsilon": self.epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            }
+        )
+        return config

@@ -1,0 +1,198 @@
+"""Vote transforms: child poses to votes ``u_j|i`` for every parent (ALGORITHMS.md §2, §3.1, §5, §7.1)."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.serialization import register
+
+
+@register
+class VectorVotes(keras.layers.Layer):
+    """Vector votes ``u_j|i = u_i W_ij`` with ``W_ij`` of shape ``(in_dim, capsule_dim)``.
+
+    Input ``(batch, in_caps, in_dim)`` -> votes ``(batch, in_caps, num_capsules, capsule_dim)``.
+
+    Args:
+        num_capsules: number of parents ``out_caps``.
+        capsule_dim: parent pose size ``out_dim``.
+        shared: one ``W_j`` per parent shared by all children (``(out_caps, in_dim, out_dim)``) instead
+            of one per child-parent pair (``(in_caps, out_caps, in_dim, out_dim)``).
+        kernel_initializer, kernel_regularizer, kernel_constraint: for ``W``.
+    """
+
+    def __init__(
+        self,
+        num_capsules,
+        capsule_dim,
+        shared=False,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
+        self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
+        self.shared = bool(shared)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+
+    def build(self, input_shape):
+        errors.check_rank(self, "inputs", input_shape, 3, "(batch, in_caps, in_dim)")
+        _, in_caps, in_dim = input_shape
+        if in_caps is None or in_dim is None:
+            errors.fail(self, "inputs", "known in_caps and in_dim", f"shape {tuple(input_shape)}")
+        shape = (self.num_capsules, in_dim, self.capsule_dim)
+        if not self.shared:
+            shape = (in_caps,) + shape
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+
+    def call(self, poses):
+        equation = "bid,ode->bioe" if self.shared else "bid,iode->bioe"
+        return ops.einsum(equation, poses, ops.cast(self.kernel, poses.dtype))
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[1], self.num_capsules, self.capsule_dim)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_capsules": self.num_capsules,
+                "capsule_dim": self.capsule_dim,
+                "shared": self.shared,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            }
+        )
+        return config
+
+
+@register
+class MatrixVotes(keras.layers.Layer):
+    """Matrix votes between ``p x p`` poses stored flat (``in_dim = p*p``).
+
+    ``side="right"``: ``V_ij = P_i W_ij`` (EM routing, IBM; inverted dot-product attention, apple).
+    ``side="left"``: ``V_ij = W_ij P_i`` (seed 001, ``equiTransform.py``).
+    With ``normalize=True`` each ``W_ij`` is divided by its Frobenius norm ``sqrt(sum W^2 + epsilon)``
+    (seed 001, eq. 1).
+
+    Input ``(batch, in_caps, p*p)`` -> votes ``(batch, in_caps, num_capsules, p*p)``.
+
+    Args:
+        num_capsules: number of parents.
+        shared: one ``W_j`` per parent for all children (``(out_caps, p, p)``) instead of
+            ``(in_caps, out_caps, p, p)``.
+        side: ``"right"`` or ``"left"``.
+        normalize: Frobenius-normalise ``W``.
+        epsilon: guard inside the Frobenius norm (seed 001 uses 1e-5).
+        kernel_initializer, kernel_regularizer, kernel_constraint: for ``W``.
+    """
+
+    def __init__(
+        self,
+        num_capsules,
+        shared=False,
+        side="right",
+        normalize=False,
+        epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
+        self.shared = bool(shared)
+        self.side = errors.check_one_of(self, "side", side, ("right", "left"))
+        self.normalize = bool(normalize)
+        self.epsilon = float(epsilon)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+
+    def build(self, input_shape):
+        errors.check_rank(self, "inputs", input_shape, 3, "(batch, in_caps, p*p)")
+        _, in_caps, in_dim = input_shape
+        side = math.isqrt(in_dim) if in_dim else 0
+        if not in_dim or side * side != in_dim:
+            errors.fail(self, "inputs", "a capsule_dim that is a perfect square p*p (a flat p x p matrix pose)", f"capsule_dim {in_dim}")
+        self.pose_side = side
+        shape = (self.num_capsules, side, side)
+        if not self.shared:
+            shape = (in_caps,) + shape
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+
+    def transform_matrices(self, dtype):
+        """``W`` as used in the product (Frobenius-normalised when ``normalize``)."""
+        kernel = ops.cast(self.kernel, dtype)
+        if self.normalize:
+            kernel = kernel / ops.sqrt(ops.sum(ops.square(kernel), axis=(-2, -1), keepdims=True) + self.epsilon)
+        return kernel
+
+    def call(self, poses):
+        p = self.pose_side
+        batch, in_caps = ops.shape(poses)[0], poses.shape[1]
+        matrices = ops.reshape(poses, (batch, in_caps, p, p))
+        kernel = self.transform_matrices(poses.dtype)
+        i = "" if self.shared else "i"
+        if self.side == "right":
+            votes = ops.einsum(f"bixy,{i}oyz->bioxz", matrices, kernel)
+        else:
+            votes = ops.einsum(f"{i}oxy,biyz->bioxz", kernel, matrices)
+        return ops.reshape(votes, (batch, in_caps, self.num_capsules, p * p))
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[1], self.num_capsules, input_shape[2])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_capsules": self.num_capsules,
+                "shared": self.shared,
+                "side": self.side,
+                "normalize": self.normalize,
+                "epsilon": self.epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            }
+        )
+        return config
+
+
+def make_votes(owner, transform, num_capsules, capsule_dim, shared, matrix_side, normalize_weights, kernel_initializer, kernel_regularizer, name):
+    """Builds the vote-transform sublayer of a capsule layer from its arguments."""
+    errors.check_one_of(owner, "transform", transform, ("vector", "matrix"))
+    common = dict(
+        num_capsules=num_capsules,
+        shared=shared,
+        kernel_initializer=kernel_initializer,
+        kernel_regularizer=kernel_regularizer,
+        name=name,
+    )
+    if transform == "vector":
+        if capsule_dim is None:
+            errors.fail(owner, "capsule_dim", "an integer for transform='vector'", capsule_dim)
+        if normalize_weights:
+            errors.fail(owner, "normalize_weights", "False for transform='vector' (Frobenius normalisation is for matrix poses)", normalize_weights)
+        return VectorVotes(capsule_dim=capsule_dim, **common)
+    return MatrixVotes(side=matrix_side, normalize=normalize_weights, **common)

@@ -1,0 +1,66 @@
+"""Squash non-linearities: Sabour et al. (2017) and Efficient-CapsNet (Mazzia et al. 2021).
+
+Both take poses ``(..., capsule_dim)`` and return a tensor of the same shape with length in [0, 1).
+They are computed so that a zero vector gives a zero output with a finite gradient, and a very long
+vector gives a finite output (``q/(1+q)`` is written ``1 - 1/(1+q)`` so ``q = inf`` cannot make NaN).
+"""
+
+from keras import ops
+
+from keras_capsules.ops.norms import DEFAULT_EPSILON
+
+SABOUR_FORMS = ("sabour", "official", "xifengguo", "fmrouting")
+
+
+def squash(s, axis=-1, epsilon=DEFAULT_EPSILON, form="sabour"):
+    """Sabour squash ``v = |s|^2 / (1 + |s|^2) * s / |s|``.
+
+    Args:
+        s: poses ``(..., capsule_dim)``; a matrix pose stored flat is squashed over its 16 entries.
+        axis: the atom axis.
+        epsilon: the numerical guard (ALGORITHMS.md §1); ignored by ``form="official"``.
+        form: which reference's numerical form to use, for parity tests:
+            ``"sabour"`` (default, EscVM): ``s * q/(1+q) / (sqrt(q) + eps)``;
+            ``"xifengguo"``: ``s * q/(1+q) / sqrt(q + eps)``;
+            ``"fmrouting"``: ``q/(1+q) * s / (|s| + eps)`` (the same as ``"sabour"``);
+            ``"official"``: exact, no epsilon (NaN at ``s = 0``, as in the official TF1 code).
+
+    Returns:
+        Squashed poses, same shape as ``s``.
+    """
+    if form not in SABOUR_FORMS:
+        raise ValueError(f"squash: argument `form` expected one of {SABOUR_FORMS}, received {form!r}.")
+    q = ops.sum(ops.square(s), axis=axis, keepdims=True)
+    scale = 1.0 - 1.0 / (1.0 + q)
+    if form == "xifengguo":
+        return s * scale / ops.sqrt(q + epsilon)
+    if form == "official":
+        return s * scale / ops.sqrt(q)
+    return s * scale / (ops.sqrt(q) + epsilon)
+
+
+def squash_efficient(s, axis=-1, epsilon=DEFAULT_EPSILON):
+    """Efficient-CapsNet squash ``v = (1 - exp(-|s|)) * s / |s|``.
+
+    Computed as EscVM does, ``(1 - 1/(exp(|s|) + eps)) * s / (|s| + eps)``, but with ``exp(-|s|)``
+    in place of ``1/exp(|s|)`` so a long vector cannot overflow ``exp``. Use ``epsilon=1e-20`` for
+    bit-parity with EscVM (in float32 only: 1e-20 underflows in float16).
+
+    Args:
+        s: poses ``(..., capsule_dim)``.
+
+    Returns:
+        Squashed poses, same shape as ``s``.
+    """
+    norm = ops.sqrt(ops.sum(ops.square(s), axis=axis, keepdims=True))
+    return (1.0 - ops.exp(-norm)) * s / (norm + epsilon)
+
+
+SQUASHES = {"squash": squash, "squash_efficient": squash_efficient}
+
+
+def get_squash(name):
+    """Returns the squash function registered under ``name`` (``"squash"`` or ``"squash_efficient"``)."""
+    if name not in SQUASHES:
+        raise ValueError(f"get_squash: argument `name` expected one of {sorted(SQUASHES)}, received {name!r}.")
+    return SQUASHES[name]

@@ -1,0 +1,92 @@
+"""Dynamic routing by agreement (Sabour, Frosst & Hinton 2017; ALGORITHMS.md §2)."""
+
+
+from keras import ops
+
+from keras_capsules.ops.squash import squash
+from keras_capsules.routing.base import Router
+from keras_capsules.routing.registry import register_router
+
+
+@register_router("dynamic")
+class DynamicRouter(Router):
+    """Routing by agreement.
+
+    ``b = 0``; ``iterations`` times: ``c = softmax_parents(b)``, ``s_j = sum_i c_ij u_j|i (+ bias_j)``,
+    ``v_j = squash(s_j)``, ``b_ij += u_j|i . v_j``. The logit update after the last iteration is skipped.
+
+    - Softmax axis: over the **parents** (``out_caps``), separately for each child.
+    - Initial state: logits ``b`` of zeros, one set per example (so the first ``c`` is ``1/out_caps``).
+    - Parameters: ``bias`` ``(out_caps, out_dim)``, initialised to 0.1, when ``use_bias`` (the official
+      TF code; XifengGuo and the paper's 6.8M count have none).
+    - Output activations: the length of ``v_j`` (the documented proxy; squashed lengths are in [0, 1)).
+    - Safeguards: ``squash`` with ``epsilon`` under the norm (finite at ``s = 0``); float32 maths.
+    - Differences from references: ``stop_gradient_inner=True`` reproduces REM/older XifengGuo (votes
+      detached in every iteration but the last); the default lets gradients flow through every
+      iteration, like the official code. ``leaky=True`` adds the official code's leaky-routing column.
+
+    Args:
+        iterations: routing iterations ``r`` (paper: 3).
+        use_bias: add the official per-parent bias before squashing.
+        stop_gradient_inner: detach the votes in all but the last iteration.
+        leaky: prepend a zero logit ("orphan" parent) to each child's softmax, then drop it.
+        epsilon: squash epsilon.
+        bias_initializer: initializer of ``bias``.
+    """
+
+    def __init__(
+        self,
+        iterations=3,
+        use_bias=True,
+        stop_gradient_inner=False,
+        leaky=False,
+        epsilon=1e-7,
+        bias_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(iterations=iterations, **kwargs)
+        self.use_bias = bool(use_bias)
+        self.stop_gradient_inner = bool(stop_gradient_inner)
+        self.leaky = bool(leaky)
+        self.epsilon = float(epsilon)
+        self.bias_initializer = bias_initializer
+
+    def build_router(self, votes_shape):
+        _, _, out_caps, out_dim = votes_shape
+        if self.use_bias:
+            initializer = self.bias_initializer or {"class_name": "Constant", "config": {"value": 0.1}}
+            self.bias = self.add_weight(name="bias", shape=(out_caps, out_dim), initializer=initializer)
+
+    def _coupling(self, logits):
+        if not self.leaky:
+            return ops.softmax(logits, axis=2)
+        orphan = ops.zeros_like(logits[:, :, :1])
+        return ops.softmax(ops.concatenate([orphan, logits], axis=2), axis=2)[:, :, 1:]
+
+    def route(self, votes, activations, training):
+        logits = ops.zeros_like(votes[..., 0])
+        bias = ops.cast(self.bias, "float32") if self.use_bias else 0.0
+        for step in range(self.iterations):
+            last = step == self.iterations - 1
+            used = votes if (last or not self.stop_gradient_inner) else ops.stop_gradient(votes)
+            coupling = self._coupling(logits)
+            if last:
+                coupling = self.finalize_coupling(coupling, training)
+            poses = squash(ops.einsum("bio,biod->bod", coupling, used) + bias, epsilon=self.epsilon)
+            if not last:
+                logits = logits + ops.einsum("biod,bod->bio", used, poses)
+        lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
+        return poses, lengths, coupling
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "use_bias": self.use_bias,
+                "stop_gradient_inner": self.stop_gradient_inner,
+                "leaky": self.leaky,
+                "epsilon": self.epsilon,
+                "bias_initializer": self.bias_initializer,
+            }
+        )
+        return config

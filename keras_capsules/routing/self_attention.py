@@ -1,0 +1,59 @@
+"""Self-attention routing of Efficient-CapsNet (Mazzia et al. 2021; ALGORITHMS.md §4.1)."""
+
+import math
+
+from keras import ops
+
+from keras_capsules.ops.squash import squash_efficient
+from keras_capsules.routing.base import Router
+from keras_capsules.routing.registry import register_router
+
+
+@register_router("self_attention")
+class SelfAttentionRouter(Router):
+    """Non-iterative self-attention routing.
+
+    ``e_ji = sum_k <u_j|i, u_j|k> / sqrt(out_dim)`` (the row sums of ``A_j = U_j U_j^T / sqrt(d)``),
+    ``c_ji = softmax_j(e_ji)``, ``s_j = sum_i u_j|i (c_ji + b_ji)``, ``v_j = squash_efficient(s_j)``.
+
+    - Softmax axis: over the **parents** ``j`` (``out_caps``), as in the reference code.
+    - Initial state: none (a single pass; ``iterations`` must be 1).
+    - Parameters: the log-prior ``bias`` ``(in_caps, out_caps)``, zeros. As in EscVM's code it is added
+      **after** the softmax (the paper calls it a log prior, which would go inside).
+    - Cost: the row sum is computed as ``<u_j|i, sum_k u_j|k>``, O(in_caps * d) per parent instead of
+      forming the ``in_caps x in_caps`` matrix (equal up to float rounding).
+    - Output activations: the length of ``v_j`` (documented proxy).
+    - Safeguards: float32 maths; the stable softmax; ``squash_efficient`` uses ``exp(-|s|)`` and
+      ``epsilon``, finite at zero and for long vectors.
+    - Child activations are not used (the reference FCCaps has no activation input).
+
+    Args:
+        epsilon: ``squash_efficient`` epsilon (EscVM uses 1e-20; 1e-7 is the float16-safe default).
+        bias_initializer: initializer of ``bias``.
+    """
+
+    iterative = False
+
+    def __init__(self, iterations=1, epsilon=1e-7, bias_initializer="zeros", **kwargs):
+        super().__init__(iterations=iterations, **kwargs)
+        self.epsilon = float(epsilon)
+        self.bias_initializer = bias_initializer
+
+    def build_router(self, votes_shape):
+        _, in_caps, out_caps, _ = votes_shape
+        self.bias = self.add_weight(name="bias", shape=(in_caps, out_caps), initializer=self.bias_initializer)
+
+    def route(self, votes, activations, training):
+        out_dim = votes.shape[-1]
+        totals = ops.sum(votes, axis=1)
+        logits = ops.einsum("biod,bod->bio", votes, totals) / math.sqrt(out_dim)
+        coupling = self.finalize_coupling(ops.softmax(logits, axis=2), training)
+        weights = coupling + ops.cast(self.bias, "float32")
+        poses = squash_efficient(ops.einsum("bio,biod->bod", weights, votes), epsilon=self.epsilon)
+        lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
+        return poses, lengths, coupling
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"epsilon": self.epsilon, "bias_initializer": self.bias_initializer})
+        return config
