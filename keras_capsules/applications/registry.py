@@ -16,6 +16,8 @@ class ApplicationEntry:
         trainable_params: the reference trainable parameter count (ALGORITHMS.md §10), or ``None``.
         total_params: the reference total parameter count, or ``None``.
         source: where the reference count comes from.
+        roundtrip: run the ``.keras``/export round trip in the registry test (off only for models too
+            large to save quickly, e.g. the 72M-parameter GLOM ablation, whose count is still checked).
     """
 
     name: str
@@ -24,16 +26,17 @@ class ApplicationEntry:
     trainable_params: int = None
     total_params: int = None
     source: str = ""
+    roundtrip: bool = True
 
     def build(self, **overrides):
         return self.constructor(**{**self.kwargs, **overrides})
 
 
-def register_configuration(name, constructor, kwargs=None, trainable_params=None, total_params=None, source=""):
+def register_configuration(name, constructor, kwargs=None, trainable_params=None, total_params=None, source="", roundtrip=True):
     """Registers a paper configuration under ``name``."""
     if name in _ENTRIES:
         raise ValueError(f"register_configuration: {name!r} is already registered.")
-    _ENTRIES[name] = ApplicationEntry(name, constructor, dict(kwargs or {}), trainable_params, total_params, source)
+    _ENTRIES[name] = ApplicationEntry(name, constructor, dict(kwargs or {}), trainable_params, total_params, source, roundtrip)
     return _ENTRIES[name]
 
 

@@ -1,10 +1,30 @@
 """Numerically safe norms for capsule poses."""
 
+import keras
 from keras import ops
 
 DEFAULT_EPSILON = 1e-7
+LOW_PRECISION = ("float16", "bfloat16")
 
 
+def in_float32(fn):
+    """Decorator: runs ``fn(x, ...)`` in float32 when ``x`` is float16/bfloat16 and casts the result back.
+
+    Squared norms overflow float16 above |x| ~ 256 and small epsilons underflow, so these reductions
+    are done in float32 (the usual mixed-precision practice).
+    """
+
+    def wrapper(x, *args, **kwargs):
+        dtype = keras.backend.standardize_dtype(x.dtype)
+        if dtype not in LOW_PRECISION:
+            return fn(x, *args, **kwargs)
+        return ops.cast(fn(ops.cast(x, "float32"), *args, **kwargs), dtype)
+
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+@in_float32
 def safe_norm(x, axis=-1, keepdims=False, epsilon=DEFAULT_EPSILON):
     """L2 norm ``sqrt(sum(x**2) + epsilon)``: finite value and gradient at ``x = 0``.
 
@@ -18,6 +38,12 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=DEFAULT_EPSILON):
         The norm, shape of ``x`` without ``axis`` (or with length-1 axes when ``keepdims``).
     """
     return ops.sqrt(ops.sum(ops.square(x), axis=axis, keepdims=keepdims) + epsilon)
+
+
+def sqrt_safe_grad(q):
+    """``sqrt(q)`` for ``q >= 0`` whose gradient is 0 (not ``inf * 0 = NaN``) at ``q = 0``."""
+    positive = q > 0
+    return ops.where(positive, ops.sqrt(ops.where(positive, q, ops.ones_like(q))), ops.zeros_like(q))
 
 
 def capsule_length(poses, epsilon=DEFAULT_EPSILON):

@@ -1,17 +1,18 @@
 """Squash non-linearities: Sabour et al. (2017) and Efficient-CapsNet (Mazzia et al. 2021).
 
 Both take poses ``(..., capsule_dim)`` and return a tensor of the same shape with length in [0, 1).
-They are computed so that a zero vector gives a zero output with a finite gradient, and a very long
+Float16/bfloat16 inputs are squashed in float32 and cast back. They are computed so that a zero vector gives a zero output with a finite gradient, and a very long
 vector gives a finite output (``q/(1+q)`` is written ``1 - 1/(1+q)`` so ``q = inf`` cannot make NaN).
 """
 
 from keras import ops
 
-from keras_capsules.ops.norms import DEFAULT_EPSILON
+from keras_capsules.ops.norms import DEFAULT_EPSILON, in_float32, sqrt_safe_grad
 
-SABOUR_FORMS = ("sabour", "official", "xifengguo", "fmrouting")
+SABOUR_FORMS = ("sabour", "escvm", "official")
 
 
+@in_float32
 def squash(s, axis=-1, epsilon=DEFAULT_EPSILON, form="sabour"):
     """Sabour squash ``v = |s|^2 / (1 + |s|^2) * s / |s|``.
 
@@ -19,11 +20,11 @@ def squash(s, axis=-1, epsilon=DEFAULT_EPSILON, form="sabour"):
         s: poses ``(..., capsule_dim)``; a matrix pose stored flat is squashed over its 16 entries.
         axis: the atom axis.
         epsilon: the numerical guard (ALGORITHMS.md §1); ignored by ``form="official"``.
-        form: which reference's numerical form to use, for parity tests:
-            ``"sabour"`` (default, EscVM): ``s * q/(1+q) / (sqrt(q) + eps)``;
-            ``"xifengguo"``: ``s * q/(1+q) / sqrt(q + eps)``;
-            ``"fmrouting"``: ``q/(1+q) * s / (|s| + eps)`` (the same as ``"sabour"``);
+        form: which reference's numerical form to use (ALGORITHMS.md §1):
+            ``"sabour"`` (default; XifengGuo, REM with ``epsilon=1e-6``): ``s * q/(1+q) / sqrt(q + eps)``;
+            ``"escvm"`` (EscVM; FMRouting with ``epsilon=1e-10``): ``s * q/(1+q) / (sqrt(q) + eps)``;
             ``"official"``: exact, no epsilon (NaN at ``s = 0``, as in the official TF1 code).
+            ``q = sum(s**2)``. The first two have finite values and gradients at ``s = 0``.
 
     Returns:
         Squashed poses, same shape as ``s``.
@@ -32,13 +33,14 @@ def squash(s, axis=-1, epsilon=DEFAULT_EPSILON, form="sabour"):
         raise ValueError(f"squash: argument `form` expected one of {SABOUR_FORMS}, received {form!r}.")
     q = ops.sum(ops.square(s), axis=axis, keepdims=True)
     scale = 1.0 - 1.0 / (1.0 + q)
-    if form == "xifengguo":
+    if form == "sabour":
         return s * scale / ops.sqrt(q + epsilon)
     if form == "official":
         return s * scale / ops.sqrt(q)
-    return s * scale / (ops.sqrt(q) + epsilon)
+    return s * scale / (sqrt_safe_grad(q) + epsilon)
 
 
+@in_float32
 def squash_efficient(s, axis=-1, epsilon=DEFAULT_EPSILON):
     """Efficient-CapsNet squash ``v = (1 - exp(-|s|)) * s / |s|``.
 
@@ -52,7 +54,7 @@ def squash_efficient(s, axis=-1, epsilon=DEFAULT_EPSILON):
     Returns:
         Squashed poses, same shape as ``s``.
     """
-    norm = ops.sqrt(ops.sum(ops.square(s), axis=axis, keepdims=True))
+    norm = sqrt_safe_grad(ops.sum(ops.square(s), axis=axis, keepdims=True))
     return (1.0 - ops.exp(-norm)) * s / (norm + epsilon)
 
 

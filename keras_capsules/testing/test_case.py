@@ -67,8 +67,7 @@ def run_export_test(model, data, atol=1e-6):
         path = os.path.join(tmp, "export")
         model.export(path, verbose=False)
         reloaded = tf.saved_model.load(path)
-        args = data if isinstance(data, (list, tuple)) else (data,)
-        got = _to_numpy(reloaded.serve(*args))
+        got = _to_numpy(reloaded.serve(data))
     assert len(got) == len(expected)
     for a, b in zip(expected, got):
         np.testing.assert_allclose(b, a, atol=atol, rtol=0)

@@ -1,0 +1,83 @@
+"""Keras Applications contract for CapsNet and EffCapsNet (keras/src/applications/applications_test.py style)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import applications, losses
+from keras_capsules.applications import CapsNet, CapsuleClassifier, EffCapsNet
+
+
+@pytest.mark.parametrize("constructor", [CapsNet, EffCapsNet])
+def test_notop_pooling_and_input_tensor(constructor):
+    model = constructor(include_top=False, pooling="avg")
+    assert len(model.output.shape) == 2 and model.output.shape[0] is None
+    tensor = keras.Input((28, 28, 1))
+    model = constructor(input_tensor=tensor, classes=7)
+    assert model.inputs[0] is tensor and tuple(model.output.shape) == (None, 7)
+
+
+def test_capsnet_custom_shapes_and_activation():
+    model = CapsNet(input_shape=(32, 32, 3), classes=4, classifier_activation="softmax")
+    out = keras.ops.convert_to_numpy(model(np.random.rand(2, 32, 32, 3).astype("float32")))
+    np.testing.assert_allclose(out.sum(-1), 1.0, rtol=1e-5)
+    assert CapsNet(include_top=False).output.shape[1:] == (6, 6, 256)
+
+
+def test_router_is_swappable():
+    model = EffCapsNet(router="dynamic", routing_iterations=2)
+    caps = model.get_layer("class_caps")
+    assert caps.router.router_name == "dynamic" and caps.router.iterations == 2
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match=r"CapsNet.*weights.*imagenet"):
+        CapsNet(weights="imagenet")
+    with pytest.raises(ValueError, match=r"EffCapsNet.*pooling"):
+        EffCapsNet(include_top=False, pooling="sum")
+    with pytest.raises(ValueError, match=r"EffCapsNet.*variant"):
+        EffCapsNet(variant="cifar")
+    with pytest.raises(ValueError, match=r"CapsNet.*input_shape.*17"):
+        CapsNet(input_shape=(12, 12, 1))
+    with pytest.raises(ValueError, match=r"CapsNet.*classes"):
+        CapsNet(classes=0)
+    with pytest.raises(ValueError, match=r"CapsNet.*classifier_activation"):
+        CapsNet(classifier_activation="nope")
+    with pytest.raises(ValueError, match=r"input_shape.*fully defined"):
+        CapsNet(input_shape=(None, None, 1))
+
+
+def test_weights_load_from_a_local_file(tmp_path):
+    model = EffCapsNet()
+    path = str(tmp_path / "w.weights.h5")
+    model.save_weights(path)
+    again = EffCapsNet(weights=path)
+    x = np.random.rand(2, 28, 28, 1).astype("float32")
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(again(x)))
+
+
+def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(8, 28, 28, 1)).astype("float32")
+    y = rng.integers(0, 10, 8)
+    model = EffCapsNet(reconstruction=True)
+    assert isinstance(model, CapsuleClassifier)
+    model.compile(optimizer="adam", loss=losses.MarginLoss())
+    scores, poses = model(x, training=True)
+    margin = keras.ops.convert_to_numpy(losses.MarginLoss()(y, scores))
+    recon = keras.ops.convert_to_numpy(model.decoder(model.class_mask(poses, y)))
+    expected = margin + 0.392 * np.mean(np.mean((x - recon) ** 2, axis=(1, 2, 3)))
+    total = keras.ops.convert_to_numpy(model.compute_loss(x, y, (scores, poses), training=True))
+    np.testing.assert_allclose(total, expected, rtol=1e-4)
+    history = model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert tuple(model.predict(x, verbose=0).shape) == (8, 10)
+    assert tuple(model.reconstruct(x[:2]).shape) == (2, 28, 28, 1)
+
+
+def test_decode_and_preprocess():
+    preds = np.array([[0.1, 0.9, 0.3]])
+    assert applications.decode_predictions(preds, top=2, class_names=["a", "b", "c"]) == [[("b", 1, 0.9), ("c", 2, 0.3)]]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(applications.preprocess_input(np.array([255.0, 0.0]))), [1.0, 0.0])
+    with pytest.raises(ValueError, match="class_names"):
+        applications.decode_predictions(preds, class_names=["a"])

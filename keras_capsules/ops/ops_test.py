@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_capsules.testing import input_gradient
+from keras_capsules.ops import capsule_length, quantize_bins, quantize_uniform, safe_norm, squash, squash_efficient
+
+
+def np_squash(s):
+    n = np.linalg.norm(s, axis=-1, keepdims=True)
+    return (n**2 / (1 + n**2)) * s / n
+
+
+def np_squash_eff(s):
+    n = np.linalg.norm(s, axis=-1, keepdims=True)
+    return (1 - np.exp(-n)) * s / n
+
+
+def test_squash_matches_equations():
+    s = np.random.default_rng(0).normal(size=(4, 5, 8)).astype("float32") * 3
+    np.testing.assert_allclose(ops.convert_to_numpy(squash(s)), np_squash(s), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_numpy(squash_efficient(s)), np_squash_eff(s), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_numpy(squash(s, form="escvm")), np_squash(s), rtol=1e-5, atol=1e-6)
+
+
+def test_squash_hand_computed_and_bounded():
+    # |s| = 5 (3-4-5 triangle): length 25/26, direction kept.
+    out = ops.convert_to_numpy(squash(np.array([[3.0, 4.0]], "float32")))
+    np.testing.assert_allclose(out, [[3 / 5 * 25 / 26, 4 / 5 * 25 / 26]], rtol=1e-6)
+    big = np.full((2, 16), 1e4, "float32")
+    for fn in (squash, squash_efficient):
+        lengths = np.linalg.norm(ops.convert_to_numpy(fn(big)), axis=-1)
+        assert np.all(lengths <= 1.0 + 1e-6) and np.all(np.isfinite(lengths))
+
+
+@pytest.mark.parametrize(
+    "fn", [squash, lambda x: squash(x, form="escvm"), squash_efficient, lambda x: safe_norm(x), lambda x: capsule_length(x)]
+)
+def test_zero_vectors_give_finite_values_and_gradients(fn):
+    zeros = np.zeros((3, 8), "float32")
+    assert np.all(np.isfinite(ops.convert_to_numpy(fn(zeros))))
+    assert np.all(np.isfinite(input_gradient(fn, zeros)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_squash_low_precision_is_finite(dtype):
+    s = ops.cast(np.array([[0.0] * 8, [200.0] * 8, [1e-3] * 8], "float32"), dtype)
+    for fn in (squash, squash_efficient):
+        out = ops.convert_to_numpy(ops.cast(fn(s), "float32"))
+        assert np.all(np.isfinite(out))
+
+
+def test_official_form_is_nan_at_zero_like_the_reference():
+    out = ops.convert_to_numpy(squash(np.zeros((1, 4), "float32"), form="official"))
+    assert np.all(np.isnan(out))
+
+
+def test_unknown_form_is_rejected():
+    with pytest.raises(ValueError, match="form"):
+        squash(np.ones((1, 4), "float32"), form="nope")
+
+
+def test_quantiser_matches_rem_bins():
+    # REM, K = 11: edges linspace(-0.05, 1.05, 12), centres 0, 0.1, ..., 1.0 (np.digitize, right=False).
+    x = np.array([0.0, 0.04, 0.051, 0.149, 0.151, 0.5, 0.97, 1.0, -0.2, 1.3], "float32")
+    edges = np.linspace(-0.05, 1.05, 12)
+    expected_bins = np.clip(np.digitize(x, edges), 1, 11) - 1
+    np.testing.assert_array_equal(ops.convert_to_numpy(quantize_bins(x, 11)), expected_bins)
+    np.testing.assert_allclose(ops.convert_to_numpy(quantize_uniform(x, 11)), expected_bins / 10, atol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_numpy(quantize_uniform(np.array([0.3, 0.8], "float32"), 2)), [0.0, 1.0])
+    with pytest.raises(ValueError, match="levels"):
+        quantize_uniform(x, 1)

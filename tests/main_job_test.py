@@ -1,0 +1,32 @@
+"""The README's main job, end to end through the CLI (small settings)."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import cli
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data pipelines and SavedModel export are TensorFlow-only")
+def test_train_command_writes_metrics_model_and_export(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = cli.main(["train", "EffCapsNet", "--epochs", "1", "--limit", "320", "--batch-size", "32", "--output", str(out), "--quiet"])
+    assert code == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["model"] == "EffCapsNet" and metrics["dataset"] == "mnist_sample"
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0 and np.isfinite(metrics["test_loss"])
+    assert metrics["recipe"]["learning_rate"] == 5e-4 and metrics["recipe"]["batch_size"] == 32
+    assert (out / "model.keras").is_file() and (out / "export" / "saved_model.pb").is_file()
+    assert "test accuracy" in capsys.readouterr().out
+    model = keras.saving.load_model(str(out / "model.keras"))
+    assert model.count_params() == metrics["parameters"]
+
+
+def test_train_command_reports_missing_data(tmp_path, capsys):
+    code = cli.main(["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "train-images-idx3-ubyte.gz" in err and str(tmp_path) in err
