@@ -26,6 +26,8 @@ def CapsNet(
     routing_iterations=3,
     reconstruction=False,
     reconstruction_weight=0.0005,
+    primary_capsule_dim=8,
+    class_capsule_dim=16,
 ):
     """The MNIST CapsNet of Sabour et al. (2017).
 
@@ -52,6 +54,8 @@ def CapsNet(
         routing_iterations: routing iterations (paper: 3).
         reconstruction: add the reconstruction decoder and its loss.
         reconstruction_weight: weight of the summed squared reconstruction error.
+        primary_capsule_dim: pose size of the 32 primary capsule types (paper: 8).
+        class_capsule_dim: pose size of the class capsules (paper: 16).
 
     Returns:
         A built ``keras.Model``. Inputs are images in [0, 1] (see :func:`preprocess_input`).
@@ -70,10 +74,10 @@ def CapsNet(
     )
     inputs, x = utils.model_inputs(input_tensor, input_shape)
     x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
-    children = PrimaryCaps(32, 8, kernel_size=9, strides=2, activation="squash", name="primary_caps")(x)
+    children = PrimaryCaps(32, primary_capsule_dim, kernel_size=9, strides=2, activation="squash", name="primary_caps")(x)
     class_layer = FcCaps(
         classes,
-        16,
+        class_capsule_dim,
         router=PAPER_ROUTER if router is None else router,
         routing_iterations=routing_iterations,
         name="class_caps",

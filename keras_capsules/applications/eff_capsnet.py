@@ -119,6 +119,8 @@ def EffCapsNet(
     routing_iterations=None,
     reconstruction=False,
     reconstruction_weight=0.392,
+    primary_capsule_dim=8,
+    class_capsule_dim=16,
 ):
     """Efficient-CapsNet (Mazzia et al. 2021) in its MNIST, smallNORB and MultiMNIST configurations.
 
@@ -144,11 +146,15 @@ def EffCapsNet(
         routing_iterations: iterations for iterative routers.
         reconstruction: add the decoder and its loss.
         reconstruction_weight: weight on the mean squared reconstruction error.
+        primary_capsule_dim: pose size of the primary capsules (paper: 8); the depthwise primary
+            convolution keeps 128 channels, so there are ``128 // primary_capsule_dim`` of them.
+        class_capsule_dim: pose size of the class capsules (paper: 16).
 
     Returns:
         A built ``keras.Model`` taking images in [0, 1].
     """
     errors.check_one_of("EffCapsNet", "variant", variant, tuple(VARIANTS))
+    errors.check_one_of("EffCapsNet", "primary_capsule_dim", primary_capsule_dim, (1, 2, 4, 8, 16, 32, 64, 128))
     settings = VARIANTS[variant]
     classes = settings["classes"] if classes is None else classes
     input_shape = utils.validate_application_args(
@@ -167,11 +173,11 @@ def EffCapsNet(
     x = _stem(x, variant)
     kernel, stride = settings["primary"]
     children = PrimaryCaps(
-        16, 8, kernel_size=kernel, strides=stride, depthwise=True, activation="squash_efficient", name="primary_caps"
+        128 // primary_capsule_dim, primary_capsule_dim, kernel_size=kernel, strides=stride, depthwise=True, activation="squash_efficient", name="primary_caps"
     )(x)
     class_layer = FcCaps(
         classes,
-        16,
+        class_capsule_dim,
         router="self_attention" if router is None else router,
         routing_iterations=routing_iterations,
         kernel_initializer="he_normal",

@@ -1,0 +1,78 @@
+"""Shared timing helpers for the benchmarks (wall-clock medians; no assertions)."""
+
+import json
+import os
+import platform
+import resource
+import statistics
+import time
+
+import keras
+import numpy as np
+
+
+def machine_description():
+    """One line describing the machine the numbers come from."""
+    import tensorflow as tf
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, backend {keras.backend.backend()}"
+    )
+
+
+class _StepTimer(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.times = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.times.append(time.perf_counter() - self._start)
+
+
+def time_fit_step(model, x, y, batch_size, steps=30, warmup=5):
+    """Median seconds per ``model.fit`` training step (after ``warmup`` steps that include tracing)."""
+    n = batch_size * (steps + warmup)
+    reps = int(np.ceil(n / len(x)))
+    xs, ys = np.concatenate([x] * reps)[:n], np.concatenate([y] * reps)[:n]
+    timer = _StepTimer()
+    model.fit(xs, ys, batch_size=batch_size, epochs=1, verbose=0, shuffle=False, callbacks=[timer])
+    return statistics.median(timer.times[warmup:])
+
+
+def time_inference(model, x, batch_size, repeats=20, warmup=3):
+    """Median seconds per inference batch through a compiled ``predict_on_batch``."""
+    batch = x[:batch_size]
+    for _ in range(warmup):
+        model.predict_on_batch(batch)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.predict_on_batch(batch)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss_mib():
+    """Peak resident memory of this process so far, MiB (Linux ``ru_maxrss`` is KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_results(name, payload):
+    """Writes ``benchmarks/results/<name>.json``."""
+    folder = os.path.join(os.path.dirname(__file__), "results")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}.json")
+    with open(path, "w") as handle:
+        json.dump(payload, handle, indent=2)
+    return path

@@ -1,0 +1,69 @@
+"""``tune()``: a keras-tuner random search over a capsule application on a dataset (TensorFlow backend)."""
+
+import json
+import os
+
+from keras_capsules import datasets
+from keras_capsules.tuning.hypermodels import CapsuleHyperModel, _import_keras_tuner
+
+
+def _split(dataset, data_dir, limit, validation_fraction):
+    images, labels = datasets.load_arrays(dataset, "train", data_dir=data_dir)
+    if limit is not None:
+        images, labels = images[:limit], labels[:limit]
+    cut = len(images) - max(1, int(len(images) * validation_fraction))
+    scale = lambda x: x.astype("float32") / 255.0  # noqa: E731
+    return (scale(images[:cut]), labels[:cut]), (scale(images[cut:]), labels[cut:])
+
+
+def tune(
+    model="EffCapsNet",
+    dataset="mnist_sample",
+    max_trials=5,
+    epochs=1,
+    batch_size=None,
+    limit=None,
+    data_dir=None,
+    routers=None,
+    directory=None,
+    overwrite=True,
+    validation_fraction=0.1,
+    seed=0,
+    verbose=1,
+    **application_kwargs,
+):
+    """Random search over :class:`CapsuleHyperModel`; the objective is validation accuracy.
+
+    The validation set is the last ``validation_fraction`` of the (limited) training split, so the
+    test split stays untouched. Results go to ``directory`` (default ``runs/tune/<model>-<dataset>``),
+    with ``best_hyperparameters.json`` beside keras-tuner's trial folders.
+
+    Returns:
+        ``(tuner, best_hyperparameters)``; rebuild the best model with
+        ``tuner.hypermodel.build(best_hyperparameters)``.
+    """
+    kt = _import_keras_tuner()
+    (x, y), (xv, yv) = _split(dataset, data_dir, limit, validation_fraction)
+    hypermodel = CapsuleHyperModel(
+        model,
+        classes=datasets.num_classes(dataset),
+        input_shape=x.shape[1:],
+        dataset=dataset,
+        routers=routers,
+        application_kwargs=application_kwargs,
+    )
+    directory = directory or os.path.join("runs", "tune")
+    tuner = kt.RandomSearch(
+        hypermodel,
+        objective="val_accuracy",
+        max_trials=max_trials,
+        directory=directory,
+        project_name=f"{model}-{dataset}",
+        seed=seed,
+        overwrite=overwrite,
+    )
+    tuner.search(x, y, validation_data=(xv, yv), epochs=epochs, batch_size=batch_size or hypermodel.recipe.batch_size, verbose=verbose)
+    best = tuner.get_best_hyperparameters(1)[0]
+    with open(os.path.join(directory, f"{model}-{dataset}", "best_hyperparameters.json"), "w") as handle:
+        json.dump(best.values, handle, indent=2)
+    return tuner, best
