@@ -94,6 +94,21 @@ class Router(keras.layers.Layer):
         return config
 
 
+def parent_major(votes):
+    """``(batch, in_caps, out_caps, dim)`` -> ``(batch, out_caps, in_caps, dim)``.
+
+    Routers iterate in this layout: the per-iteration weighted sums ``sum_i c_ij u_j|i`` and agreements
+    ``u_j|i . v_j`` then become batched matrix products with no transposes (several times faster on
+    CPU than contracting over the middle axis of the contract layout). One transpose per call.
+    """
+    return ops.transpose(votes, (0, 2, 1, 3))
+
+
+def child_major(coupling):
+    """``(batch, out_caps, in_caps)`` -> the contract layout ``(batch, in_caps, out_caps)``."""
+    return ops.transpose(coupling, (0, 2, 1))
+
+
 def ones_activations(votes):
     """Child activations of ones, ``(batch, in_caps)``, for routers used without activations."""
     return ops.ones_like(votes[:, :, 0, 0])

@@ -4,7 +4,7 @@
 from keras import ops
 
 from keras_capsules.ops.squash import squash
-from keras_capsules.routing.base import Router
+from keras_capsules.routing.base import Router, child_major, parent_major
 from keras_capsules.routing.registry import register_router
 
 
@@ -58,12 +58,14 @@ class DynamicRouter(Router):
             self.bias = self.add_weight(name="bias", shape=(out_caps, out_dim), initializer=initializer)
 
     def _coupling(self, logits):
+        """Softmax over parents of logits ``(batch, out_caps, in_caps)``."""
         if not self.leaky:
-            return ops.softmax(logits, axis=2)
-        orphan = ops.zeros_like(logits[:, :, :1])
-        return ops.softmax(ops.concatenate([orphan, logits], axis=2), axis=2)[:, :, 1:]
+            return ops.softmax(logits, axis=1)
+        orphan = ops.zeros_like(logits[:, :1])
+        return ops.softmax(ops.concatenate([orphan, logits], axis=1), axis=1)[:, 1:]
 
     def route(self, votes, activations, training):
+        votes = parent_major(votes)
         logits = ops.zeros_like(votes[..., 0])
         bias = ops.cast(self.bias, "float32") if self.use_bias else 0.0
         for step in range(self.iterations):
@@ -72,11 +74,11 @@ class DynamicRouter(Router):
             coupling = self._coupling(logits)
             if last:
                 coupling = self.finalize_coupling(coupling, training)
-            poses = squash(ops.einsum("bio,biod->bod", coupling, used) + bias, epsilon=self.epsilon)
+            poses = squash(ops.einsum("boi,boid->bod", coupling, used) + bias, epsilon=self.epsilon)
             if not last:
-                logits = logits + ops.einsum("biod,bod->bio", used, poses)
+                logits = logits + ops.einsum("boid,bod->boi", used, poses)
         lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
-        return poses, lengths, coupling
+        return poses, lengths, child_major(coupling)
 
     def get_config(self):
         config = super().get_config()

@@ -5,7 +5,7 @@ import math
 from keras import ops
 
 from keras_capsules.ops.squash import squash_efficient
-from keras_capsules.routing.base import Router
+from keras_capsules.routing.base import Router, child_major, parent_major
 from keras_capsules.routing.registry import register_router
 
 
@@ -45,13 +45,14 @@ class SelfAttentionRouter(Router):
 
     def route(self, votes, activations, training):
         out_dim = votes.shape[-1]
-        totals = ops.sum(votes, axis=1)
-        logits = ops.einsum("biod,bod->bio", votes, totals) / math.sqrt(out_dim)
-        coupling = self.finalize_coupling(ops.softmax(logits, axis=2), training)
-        weights = coupling + ops.cast(self.bias, "float32")
-        poses = squash_efficient(ops.einsum("bio,biod->bod", weights, votes), epsilon=self.epsilon)
+        votes = parent_major(votes)
+        totals = ops.sum(votes, axis=2)
+        logits = ops.einsum("boid,bod->boi", votes, totals) / math.sqrt(out_dim)
+        coupling = self.finalize_coupling(ops.softmax(logits, axis=1), training)
+        weights = coupling + ops.transpose(ops.cast(self.bias, "float32"))
+        poses = squash_efficient(ops.einsum("boi,boid->bod", weights, votes), epsilon=self.epsilon)
         lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
-        return poses, lengths, coupling
+        return poses, lengths, child_major(coupling)
 
     def get_config(self):
         config = super().get_config()
