@@ -1,0 +1,23 @@
+"""Every notebook in examples/ runs top to bottom on small settings, so none of them rots."""
+
+import glob
+import os
+
+import keras
+import pytest
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.ipynb")))
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the notebooks use tf.data pipelines (TensorFlow backend)")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
+def test_notebook_runs(path, tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("KERAS_CAPSULES_EXAMPLE_SMALL", "1")
+    monkeypatch.setenv("KERAS_CAPSULES_EXAMPLE_OUTPUT", str(tmp_path))
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
