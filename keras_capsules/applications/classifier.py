@@ -76,15 +76,21 @@ class CapsuleClassifier(keras.Model):
         return scores
 
     def reconstruct(self, images, labels=None):
-        """Reconstructions ``(batch, *image_shape)``, masked by ``labels`` or by the longest capsule(s)."""
-        _, poses = self.encoder(images, training=False)
-        return self.decoder(self.class_mask(poses, labels))
+        """Reconstructions ``(batch, *image_shape)``, masked by ``labels`` or else by the ``mask_top_k`` highest scores.
+
+        Selecting by score (not pose length) also works for routers whose poses are normalised.
+        """
+        scores, poses = self.encoder(images, training=False)
+        if labels is None:
+            _, top = ops.top_k(scores, k=self.mask_top_k)
+            labels = ops.sum(ops.one_hot(top, scores.shape[-1], dtype=poses.dtype), axis=1)
+        return self.decoder(self.class_mask(poses, labels), training=False)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         scores, poses = y_pred if isinstance(y_pred, (tuple, list)) else (y_pred, None)
         loss = super().compute_loss(x, y, scores, sample_weight, training=training)
         if poses is not None and y is not None and self.reconstruction_weight > 0:
-            images = self.decoder(self.class_mask(poses, y))
+            images = self.decoder(self.class_mask(poses, y), training=training)
             loss = loss + self.reconstruction(x, images, sample_weight)
         return loss
 

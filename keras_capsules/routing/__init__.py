@@ -7,9 +7,19 @@ from keras_capsules.routing.base import Router
 from keras_capsules.routing.registry import available, get, register_router
 from keras_capsules.routing.dynamic import DynamicRouter
 from keras_capsules.routing.self_attention import SelfAttentionRouter
+from keras_capsules.routing.em import EMRouter
+from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
+from keras_capsules.routing.fm_agreement import FMAgreementRouter
+from keras_capsules.routing.kernel import KernelRouter
+from keras_capsules.routing.lstm import LSTMRouter
 
 __all__ = [
     "DynamicRouter",
+    "EMRouter",
+    "FMAgreementRouter",
+    "InvertedDotProductRouter",
+    "KernelRouter",
+    "LSTMRouter",
     "Router",
     "SelfAttentionRouter",
     "available",

@@ -28,7 +28,8 @@ class Router(keras.layers.Layer):
         ``(poses, activations)`` with poses ``(batch, out_caps, out_dim)`` and activations
         ``(batch, out_caps)``, plus coupling ``(batch, in_caps, out_caps)`` when ``return_coupling``.
 
-    Numerical safeguard shared by all routers: the routing maths run in float32 whatever the layer's
+    Numerical safeguard shared by all routers: the routing maths run in float32 (weights included:
+    routers do not autocast their variables under a mixed-precision policy) whatever the layer's
     compute dtype (float16 and bfloat16 overflow in the squared norms and softmaxes of routing), and
     the outputs are cast back to the input dtype; every output is bounded, so the cast cannot overflow.
 
@@ -48,6 +49,8 @@ class Router(keras.layers.Layer):
     iterative = True
 
     def __init__(self, iterations=3, quantize_levels=None, **kwargs):
+        # Routing weights are read in float32 (no mixed-precision autocast to float16).
+        kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         errors.check_positive_int(self, "iterations", iterations)
         if not self.iterative and iterations != 1:

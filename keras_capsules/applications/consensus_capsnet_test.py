@@ -1,0 +1,91 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import routing
+from keras_capsules.applications import ConsensusCapsNet, get_configuration
+from keras_capsules.applications.consensus_capsnet import routing_parameter_count
+from keras_capsules.layers import IdentityPlusUniform
+from keras_capsules.testing import assert_finite
+
+
+def count(weights):
+    return sum(int(np.prod(w.shape)) for w in weights)
+
+
+def images(n=2, shape=(32, 32, 1)):
+    return np.random.default_rng(0).uniform(size=(n,) + shape).astype("float32")
+
+
+@pytest.mark.parametrize("router, routing_params", [("kernel", 779), ("lstm", 39_818), ("em", 74)])
+def test_parameter_count_excluding_routing_is_86408(router, routing_params):
+    model = ConsensusCapsNet(router=router, classifier_activation="softmax")
+    trainable = count(model.trainable_weights)
+    assert routing_parameter_count(model) == routing_params
+    assert trainable - routing_parameter_count(model) == 86_408
+    entry = get_configuration(f"ConsensusCapsNet/smallnorb-{router}")
+    assert trainable == entry.trainable_params and count(model.weights) == entry.total_params
+    scores = keras.ops.convert_to_numpy(model(images()))
+    assert scores.shape == (2, 5)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_em_router_gives_probabilities():
+    model = ConsensusCapsNet(router="em", classifier_activation=None)
+    scores = keras.ops.convert_to_numpy(model(images()))
+    assert scores.shape == (2, 5) and np.all((scores >= 0) & (scores <= 1))
+    assert all(isinstance(model.get_layer(n).router, routing.EMRouter) for n in ("conv_caps1", "conv_caps2", "class_caps"))
+
+
+def test_architecture_follows_seed_001():
+    model = ConsensusCapsNet(router="lstm")
+    shapes = {name: tuple(model.get_layer(name).output[0].shape) for name in ("primary_caps", "conv_caps1", "conv_caps2")}
+    assert shapes == {"primary_caps": (None, 14, 14, 8, 16), "conv_caps1": (None, 6, 6, 16, 16), "conv_caps2": (None, 4, 4, 16, 16)}
+    layers = [model.get_layer(name) for name in ("conv_caps1", "conv_caps2", "class_caps")]
+    for layer in layers:
+        votes = layer.vote_transform
+        assert votes.side == "left" and votes.normalize and not votes.shared
+        assert isinstance(votes.kernel_initializer, IdentityPlusUniform)
+        kernel = keras.ops.convert_to_numpy(votes.kernel)
+        assert np.all(np.abs(kernel - np.eye(4)) <= 0.1 + 1e-6)
+    assert [l.router.compatibility_units for l in layers] == [(), (32, 32), (64, 64)]
+    assert [l.router.activation_units for l in layers] == [(), (64, 64), (124, 124)]
+    assert [l.router.activation for l in layers] == ["sigmoid", "sigmoid", "linear"]
+    assert tuple(layers[2].vote_transform.kernel.shape) == (256, 5, 4, 4)  # not shared across positions
+    assert model.get_layer("primary_pose_relu") is not None
+
+
+def test_router_dict_applies_to_every_layer_and_options():
+    model = ConsensusCapsNet(
+        router={"name": "kernel", "num_components": 2, "kernel": "gaussian_mixture"},
+        routing_iterations=2,
+        primary_pose_activation="linear",
+        classifier_activation=None,
+    )
+    layers = [model.get_layer(name) for name in ("conv_caps1", "conv_caps2", "class_caps")]
+    assert all(l.router.num_components == 2 and l.router.iterations == 2 for l in layers)
+    assert "primary_pose_relu" not in [l.name for l in model.layers]
+    scores = keras.ops.convert_to_numpy(model(images()))
+    assert np.all((scores > 0) & (scores < 1))  # sigmoid class activations
+    assert_finite(scores)
+
+
+@pytest.mark.parametrize("pooling, shape", [(None, (None, 4, 4, 256)), ("avg", (None, 256)), ("max", (None, 256))])
+def test_include_top_false(pooling, shape):
+    model = ConsensusCapsNet(include_top=False, pooling=pooling, input_shape=(32, 32, 2))
+    assert tuple(model.output.shape) == shape
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"router": "dynamic"}, ValueError, "router"),
+        ({"router": routing.KernelRouter()}, TypeError, "router"),
+        ({"primary_pose_activation": "sigmoid"}, ValueError, "primary_pose_activation"),
+        ({"input_shape": (16, 16, 1)}, ValueError, "input_shape"),
+        ({"pooling": "sum"}, ValueError, "pooling"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ConsensusCapsNet(**kwargs)

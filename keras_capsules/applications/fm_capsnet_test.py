@@ -1,0 +1,107 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import routing
+from keras_capsules.applications import CapsuleClassifier, FMCapsNet, get_configuration
+from keras_capsules.applications.fm_capsnet import DeconvDecoder
+from keras_capsules.testing import assert_finite, run_model_saving_test
+
+
+def count(weights):
+    return sum(int(np.prod(w.shape)) for w in weights)
+
+
+def images(n=2, shape=(40, 40, 1), seed=0):
+    return np.random.default_rng(seed).uniform(size=(n,) + shape).astype("float32")
+
+
+def test_cifar_model_parameter_count_and_forward():
+    model = FMCapsNet()
+    assert count(model.trainable_weights) == 903_760
+    assert count(model.weights) == 903_760 + 3_744
+    backbone = sum(count(l.trainable_weights) for l in model.layers if l.name.startswith(("conv1", "stage", "final")))
+    assert backbone == 757_712
+    scores = keras.ops.convert_to_numpy(model(images(1, (32, 32, 3))))
+    assert scores.shape == (1, 10)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)
+    caps = [model.get_layer(n) for n in ("caps1", "caps2", "class_caps")]
+    assert [c.router.normalize_pose for c in caps] == [False, False, True]
+    assert all(isinstance(c.router, routing.FMAgreementRouter) for c in caps)
+
+
+def test_affnist_model_counts_and_registry():
+    model = FMCapsNet(variant="affnist")
+    assert count(model.trainable_weights) == 195_376 == get_configuration("FMCapsNet/affnist").trainable_params
+    assert count(model.weights) == get_configuration("FMCapsNet/affnist").total_params
+    assert get_configuration("FMCapsNet/cifar10").trainable_params == 903_760
+
+
+def test_affnist_reconstruction_decoder_trains_and_round_trips():
+    model = FMCapsNet(variant="affnist", reconstruction=True)
+    assert isinstance(model, CapsuleClassifier)
+    decoder = model.decoder
+    assert count(decoder.trainable_weights) == 186_145 and count(decoder.weights) == 199_041
+    assert count(model.trainable_weights) == 195_376 + 186_145
+    x, y = images(4), np.array([0, 3, 3, 9])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy())
+    scores, poses = model(x, training=True)
+    assert tuple(poses.shape) == (4, 10, 16)
+    total = float(keras.ops.convert_to_numpy(model.compute_loss(x, y, (scores, poses))))
+    classification = float(keras.ops.convert_to_numpy(model.compute_loss(x, y, scores)))
+    assert np.isfinite(total) and total > classification  # the reconstruction term is added
+    recon = keras.ops.convert_to_numpy(model.reconstruct(x, y))
+    assert recon.shape == (4, 40, 40, 1) and recon.min() >= 0 and recon.max() <= 1
+    run_model_saving_test(model, x)
+
+
+def test_deconv_decoder_reads_the_masked_capsule():
+    decoder = DeconvDecoder((40, 40, 1))
+    masked = np.zeros((2, 10, 16), "float32")
+    masked[0, 3] = masked[1, 7] = np.random.default_rng(1).normal(size=16)
+    out = keras.ops.convert_to_numpy(decoder(masked.reshape(2, 160)))
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5)  # same pose, different class slot
+    assert decoder.compute_output_shape((None, 160)) == (None, 40, 40, 1)
+
+
+def test_include_top_false_input_tensor_and_logits():
+    features = FMCapsNet(variant="affnist", include_top=False)
+    assert tuple(features.output.shape) == (None, 100 * 16)
+    tensor = keras.Input((40, 40, 1))
+    model = FMCapsNet(variant="affnist", input_tensor=tensor, classifier_activation=None, classes=4)
+    assert model.inputs[0] is tensor
+    logits = keras.ops.convert_to_numpy(model(images()))
+    assert logits.shape == (2, 4) and not np.allclose(logits.sum(-1), 1.0)
+    assert np.all(np.abs(logits) <= (100 - 1) / 2 + 1e-4)  # |a_j| <= (n - 1)/2 for the paper scale
+
+
+def test_router_override():
+    model = FMCapsNet(variant="affnist", router="dynamic", routing_iterations=2)
+    assert isinstance(model.get_layer("class_caps").router, routing.DynamicRouter)
+    # the dynamic router adds its 10 x 16 bias; the FM vote batch norm (32 parameters) is gone
+    assert count(model.trainable_weights) == 195_376 - 32 + 160
+    assert_finite(model(images()))
+    squash = FMCapsNet(variant="affnist", router={"name": "fm_agreement", "activation": "squash"}, classifier_activation=None)
+    scores = keras.ops.convert_to_numpy(squash(images()))
+    assert np.all((scores >= 0) & (scores < 1))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"variant": "mnist"}, ValueError, "variant"),
+        ({"reconstruction": True}, ValueError, "reconstruction"),
+        ({"router": routing.DynamicRouter()}, TypeError, "router"),
+        ({"weights": "missing.weights.h5"}, ValueError, "weights"),
+        ({"input_shape": (4, 4, 3)}, ValueError, "input_shape"),
+        ({"classes": 0}, ValueError, "classes"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        FMCapsNet(**kwargs)
+
+
+def test_decoder_bad_image_shape():
+    with pytest.raises(ValueError, match="DeconvDecoder.*image_shape"):
+        DeconvDecoder((28, 28, 1))

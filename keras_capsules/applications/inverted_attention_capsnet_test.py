@@ -1,0 +1,73 @@
+"""InvertedAttentionCapsNet: shapes, options and error paths (the registry test covers counts, saving and export)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules.applications import InvertedAttentionCapsNet
+from keras_capsules.layers import ConcurrentRouting
+from keras_capsules.testing import assert_finite
+
+X = np.random.default_rng(0).normal(size=(2, 32, 32, 3)).astype("float32")
+
+
+def _count(weights):
+    return int(sum(np.prod(w.shape) for w in weights))
+
+
+def test_cifar10_simple_structure_head_and_schedules():
+    model = InvertedAttentionCapsNet(dataset="cifar10", backbone="simple", classifier_activation=None)
+    assert _count(model.trainable_weights) == 561_297 == model.count_params()
+    stack = model.get_layer("capsules")
+    assert isinstance(stack, ConcurrentRouting) and stack.iterations == 2 and not stack.sequential
+    assert [tuple(l.vote_transform.kernel.shape) for l in stack.capsule_layers] == [(288, 32, 4, 4), (288, 32, 4, 4), (800, 10, 4, 4)]
+    # apple's init: N(0, 1) * sqrt(N_out / (sqrt(d) * N_in)), N_in counting K*K children per type
+    std = float(np.std(keras.ops.convert_to_numpy(stack.capsule_layers[2].vote_transform.kernel)))
+    assert abs(std - np.sqrt(10 / (4 * 800))) < 0.1 * np.sqrt(10 / (4 * 800))
+    logits = keras.ops.convert_to_numpy(model(X))
+    assert logits.shape == (2, 10)
+    # the head is one Linear(d -> 1) shared by the class capsules
+    poses, _ = keras.Model(model.inputs[0], stack.output)(X)
+    w, b = model.get_layer("logits").dense.get_weights()
+    np.testing.assert_allclose(logits, keras.ops.convert_to_numpy(poses) @ w[:, 0] + b[0], rtol=1e-4, atol=1e-5)
+    # with routing_iterations=2 the sequential schedule (ablation B) gives other outputs from the same weights
+    sequential = InvertedAttentionCapsNet(dataset="cifar10", backbone="simple", classifier_activation=None, sequential_routing=True)
+    sequential.set_weights(model.get_weights())
+    assert not np.allclose(keras.ops.convert_to_numpy(sequential(X)), logits, atol=1e-5)
+
+
+def test_cifar100_without_top_and_softmax_top():
+    features = InvertedAttentionCapsNet(include_top=False, dataset="cifar100", backbone="simple")
+    assert tuple(features.output.shape) == (None, 20 * 36)
+    grid = InvertedAttentionCapsNet(include_top=False, dataset="cifar10", backbone="simple", input_shape=(20, 20, 3), pooling="avg")
+    assert tuple(grid.output.shape) == (None, 32 * 16)
+    probabilities = keras.ops.convert_to_numpy(grid(np.ones((1, 20, 20, 3), "float32")))
+    assert_finite(probabilities)
+
+
+def test_sequential_routing_with_another_router():
+    model = InvertedAttentionCapsNet(backbone="simple", router={"name": "dynamic", "use_bias": False}, sequential_routing=True, classes=4)
+    scores = keras.ops.convert_to_numpy(model(X))
+    assert scores.shape == (2, 4)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*dataset"):
+        InvertedAttentionCapsNet(dataset="mnist")
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*backbone"):
+        InvertedAttentionCapsNet(backbone="vgg")
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*input_shape.*\(32, 32\)"):
+        InvertedAttentionCapsNet(input_shape=(28, 28, 3))
+    with pytest.raises(ValueError, match=r"ConcurrentRouting.*initial parent poses.*sequential=True"):
+        InvertedAttentionCapsNet(backbone="simple", router="dynamic")
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*router.*'name'"):
+        InvertedAttentionCapsNet(backbone="simple", router={"iterations": 2})
+
+
+def test_preprocess_input_is_the_papers_normalisation():
+    from keras_capsules.applications.inverted_attention_capsnet import preprocess_input
+
+    x = np.full((1, 2, 2, 3), 255.0, "float32")
+    expected = (1.0 - np.array([0.4914, 0.4822, 0.4465])) / np.array([0.2023, 0.1994, 0.2010])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(preprocess_input(x))[0, 0, 0], expected, rtol=1e-5)

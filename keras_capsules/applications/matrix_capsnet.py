@@ -1,0 +1,163 @@
+"""Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), smallNORB network (ALGORITHMS.md §3.3)."""
+
+import keras
+
+from keras_capsules import errors, routing
+from keras_capsules.applications import utils
+from keras_capsules.applications.registry import register_configuration
+from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
+from keras_capsules.layers.conv_caps import output_size
+
+preprocess_input = utils.preprocess_input
+decode_predictions = utils.decode_predictions
+
+#: (A, B, C, D): Conv1 channels, primary capsule types, ConvCaps1 and ConvCaps2 types.
+VARIANTS = {"large": (32, 32, 32, 32), "small": (64, 8, 16, 16)}
+
+
+def _router_for(spec, iterations, child_grid, kernel_size, strides, spatial_routing):
+    """A fresh router per capsule layer; EM routers of conv layers get the layer's grid geometry."""
+    if isinstance(spec, routing.Router):
+        expected = "a router name or config dict (one router is built per capsule layer)"
+        errors.fail("MatrixCapsNet", "router", expected, f"a {type(spec).__name__} instance")
+    config = {"name": spec} if isinstance(spec, str) else dict(spec)
+    if "name" not in config:
+        errors.fail("MatrixCapsNet", "router", "a router name or a config dict with a 'name' key", spec)
+    if iterations is not None:
+        config["iterations"] = iterations
+    if config["name"] == "em" and spatial_routing and child_grid is not None:
+        config.update(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
+    return routing.get(config)
+
+
+def MatrixCapsNet(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=5,
+    classifier_activation=None,
+    name="matrix_capsnet",
+    variant="large",
+    router=None,
+    routing_iterations=None,
+    spatial_routing=True,
+    coordinate_addition=True,
+):
+    """The smallNORB network of matrix capsules with EM routing, in IBM's implementation.
+
+    BatchNorm on the input (no centre, no scale: TF-slim's defaults with ``center=False``) ->
+    ReLU Conv1 5x5, stride 2, ``A`` channels, SAME -> PrimaryCaps (1x1 conv to ``B`` 4x4 poses,
+    linear, plus 1x1 conv to ``B`` sigmoid activations) -> ConvCaps1 (K=3, stride 2, ``C`` types)
+    -> ConvCaps2 (K=3, stride 1, ``D`` types) -> class capsules (``classes`` types, 4x4 transforms
+    shared across positions, coordinate addition) -> the class activations are the scores. On 32x32
+    crops the grids are 16x16 -> 7x7 -> 5x5. Train with
+    :class:`~keras_capsules.losses.SpreadLoss` (and its margin schedule).
+
+    Variants (``(A, B, C, D)``): ``"large"`` (32, 32, 32, 32), the paper's network, and ``"small"``
+    (64, 8, 16, 16). Parameters on 32x32x1 with 5 classes: **316,394** trainable + 2 non-trainable
+    (the input BatchNorm's moving mean and variance) = 316,396 total for ``"large"`` (the paper
+    says "310K"); **67,154** trainable, 67,156 total for ``"small"``. The reference counts
+    (ALGORITHMS.md §3.3) are the trainable ones: transforms ``W`` (no vote bias: IBM's
+    ``affine_voting`` is not part of the paper), ``beta_a`` and ``beta_u`` per output type, the conv
+    kernels and biases.
+
+    Initialisation as IBM: Conv1 and PrimaryCaps kernels Glorot-uniform (TF-slim's default), Conv1
+    bias TruncatedNormal(0.01); capsule transforms TruncatedNormal(std 1.0); betas as in
+    :class:`~keras_capsules.routing.em.EMRouter`. (PrimaryCaps biases start at zero; IBM uses
+    TruncatedNormal(0.01).)
+
+    Routing: EM (``"em"``), 3 iterations (the paper; IBM's best smallNORB run used 2). With
+    ``spatial_routing=True`` (default, IBM and the paper) the convolutional capsule layers' EM
+    routers normalise each child across every parent position and type it feeds and start from
+    IBM's spatially aware ``R``; ``False`` routes each receptive field independently.
+
+    Args:
+        include_top: with the class capsules; otherwise the ConvCaps2 capsules as a
+            ``(batch, H, W, D*16)`` feature map (see ``pooling``).
+        weights: ``None`` or the path of a local weights file.
+        input_tensor: optional Keras tensor used as the image input.
+        input_shape: ``(H, W, C)``, default ``(32, 32, 1)`` (smallNORB crops); H and W at least 13.
+        pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"``.
+        classes: number of class capsules (smallNORB: 5).
+        classifier_activation: ``None`` (scores are the class activations, in [0, 1]) or an
+            activation applied to them.
+        name: model name.
+        variant: ``"large"`` or ``"small"``.
+        router: router of the capsule layers, a registered name or a config dict (``None``: EM).
+            One router is built per layer, so a ``Router`` instance is refused.
+        routing_iterations: routing iterations (``None``: the router's default, 3 for EM).
+        spatial_routing: EM only: cross-position normalisation in the convolutional capsule layers.
+        coordinate_addition: add the scaled position to the class-capsule votes (paper, IBM).
+
+    Returns:
+        A built ``keras.Model`` mapping images to ``(batch, classes)`` scores.
+    """
+    errors.check_one_of("MatrixCapsNet", "variant", variant, tuple(VARIANTS))
+    filters, primary_types, types1, types2 = VARIANTS[variant]
+    input_shape = utils.validate_application_args(
+        "MatrixCapsNet",
+        include_top=include_top,
+        weights=weights,
+        input_tensor=input_tensor,
+        input_shape=input_shape,
+        pooling=pooling,
+        classes=classes,
+        classifier_activation=classifier_activation,
+        default_shape=(32, 32, 1),
+        min_size=13,
+    )
+    height, width = input_shape[:2]
+    if height is None or width is None:
+        expected = "known height and width (the capsule layers need their grid sizes)"
+        errors.fail("MatrixCapsNet", "input_shape", expected, input_shape)
+    spec = "em" if router is None else router
+    grid0 = (output_size(height, 5, 2, "same"), output_size(width, 5, 2, "same"))
+    grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
+    transform_init = keras.initializers.TruncatedNormal(stddev=1.0)
+
+    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
+    x = keras.layers.Conv2D(
+        filters, 5, strides=2, padding="same", activation="relu",
+        bias_initializer=keras.initializers.TruncatedNormal(stddev=0.01), name="conv1",
+    )(x)
+    capsules = PrimaryCaps(primary_types, 16, kernel_size=1, activation="sigmoid", name="primary_caps")(x)
+    capsules = ConvCaps(
+        types1, kernel_size=3, strides=2, transform="matrix", kernel_initializer=transform_init,
+        router=_router_for(spec, routing_iterations, grid0, 3, 2, spatial_routing), name="conv_caps1",
+    )(capsules)
+    capsules = ConvCaps(
+        types2, kernel_size=3, strides=1, transform="matrix", kernel_initializer=transform_init,
+        router=_router_for(spec, routing_iterations, grid1, 3, 1, spatial_routing), name="conv_caps2",
+    )(capsules)
+    class_layer = FcCaps(
+        classes,
+        transform="matrix",
+        shared_weights="positions",
+        coordinate_addition=coordinate_addition,
+        kernel_initializer=transform_init,
+        router=_router_for(spec, routing_iterations, None, 1, 1, spatial_routing),
+        name="class_caps",
+    )
+    return utils.assemble(
+        inputs=inputs,
+        children=capsules,
+        class_layer=class_layer,
+        include_top=include_top,
+        pooling=pooling,
+        classifier_activation=classifier_activation,
+        name=name,
+        weights=weights,
+        score_head=lambda poses, activations: activations,
+    )
+
+
+SOURCE = "ALGORITHMS.md §3.3 (IBM models.py; counted from the layer shapes): trainable; total adds the input BatchNorm's 2 moving statistics"
+register_configuration(
+    "MatrixCapsNet/smallnorb", MatrixCapsNet, {"variant": "large"}, trainable_params=316_394, total_params=316_396, source=SOURCE
+)
+register_configuration(
+    "MatrixCapsNet/smallnorb-small", MatrixCapsNet, {"variant": "small"}, trainable_params=67_154, total_params=67_156, source=SOURCE
+)

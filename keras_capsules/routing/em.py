@@ -1,0 +1,339 @@
+"""EM routing of matrix capsules (Hinton, Sabour & Frosst 2018), as IBM implements it (ALGORITHMS.md §3)."""
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, ones_activations, parent_major
+from keras_capsules.routing.registry import register_router
+
+#: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
+_LOG_FILLER = -1e30
+
+
+def clip_gradient(x, limit):
+    """Identity whose gradient is clipped to ``[-limit, limit]`` (``keras.ops.custom_gradient``)."""
+
+    @ops.custom_gradient
+    def identity(value):
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            return ops.clip(upstream, -limit, limit)
+
+        return value, grad
+
+    return identity(x)
+
+
+def inverse_temperatures(iterations, final_lambda=0.01):
+    """IBM's schedule ``lambda_t = final_lambda * (1 - 0.95 ** (t + 1))``, ``t = 0 .. iterations - 1``.
+
+    With ``final_lambda=0.01``: 5.0e-4, 9.75e-4, 1.426e-3 (the authors' OpenReview reply).
+    """
+    return [final_lambda * (1.0 - 0.95 ** (t + 1)) for t in range(iterations)]
+
+
+def spatial_routing_tables(child_grid, kernel_size, strides, padding):
+    """Static index tables of the cross-position E-step of a convolutional capsule layer.
+
+    Children are the (padded) input positions, parents the output positions; the layout is the one
+    :class:`~keras_capsules.layers.ConvCaps` uses (positions folded into the batch in (row, column)
+    order; children of a receptive field in (kernel row, kernel column) order).
+
+    Args:
+        child_grid: ``(H, W)`` of the convolutional capsule layer's input.
+        kernel_size, strides, padding: of that layer.
+
+    Returns:
+        ``(slot_child, child_slots, parents_per_slot)``:
+
+        - ``slot_child``: int32 ``(P * K*K,)``, the padded child position read by every
+          (output position, kernel offset) slot;
+        - ``child_slots``: int32 ``(C, max_parents)``, for every padded child position the slots
+          that read it, padded with the sentinel ``P * K*K``;
+        - ``parents_per_slot``: float32 ``(P * K*K,)``, how many parent positions the slot's child
+          feeds (IBM's ``parents_per_child``).
+    """
+    from keras_capsules.layers.conv_caps import patch_indices
+
+    height, width = child_grid
+    slot_child, pads, padded_width = patch_indices(height, width, kernel_size, strides, padding)
+    num_children = (height + pads[0] + pads[1]) * padded_width
+    counts = np.bincount(slot_child, minlength=num_children)
+    max_parents = max(int(counts.max()), 1)
+    sentinel = slot_child.size
+    child_slots = np.full((num_children, max_parents), sentinel, dtype="int32")
+    order = np.argsort(slot_child, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(slot_child.size) - starts[slot_child[order]]
+    child_slots[slot_child[order], rank] = order
+    return slot_child.astype("int32"), child_slots, counts[slot_child].astype("float32")
+
+
+@register_router("em")
+class EMRouter(Router):
+    """EM routing between matrix capsules, following IBM's implementation step by step.
+
+    Votes ``V`` ``(batch, in_caps, out_caps, out_dim)`` (flattened ``p x p`` votes ``M_i W_ij``; any
+    ``out_dim`` works, 16 in the paper), child activations ``a`` ``(batch, in_caps)`` (ones when
+    absent). ``R`` starts uniform; then for ``t = 0 .. iterations-1``:
+
+    - **M-step**: ``R' = R * a``; ``mu_j = sum_i R' V / (sum_i R' + eps)``;
+      ``var_j = sum_i R' (V - mu_j)^2 / (sum_i R' + eps) + 1e-9``;
+      ``cost_j^h = (beta_u + 0.5 log var_j^h) * sum_i R' * F``;
+      ``a_j = sigmoid(lambda_t (beta_a - sum_h cost_j^h))``.
+    - **E-step** (skipped in the last iteration):
+      ``log p_ij = sum_h [-(V - mu)^2 / (2 var) - 0.5 log(2 pi var)]``;
+      ``R_ij = softmax_j(log(a_j + eps) + log p_ij)`` (computed in log space).
+
+    Outputs: poses ``mu`` ``(batch, out_caps, out_dim)``, activations ``a_j`` ``(batch, out_caps)`` in
+    [0, 1] (real activation probabilities, not a proxy), coupling ``R`` of the last M-step
+    ``(batch, in_caps, out_caps)``.
+
+    - Softmax axis: over the **parents** ``j``. By default the parents of one row of ``votes`` (for
+      :class:`~keras_capsules.layers.ConvCaps`, the types at one output position, since positions
+      fold into the batch). With ``child_grid`` set (see below) the softmax runs over **every parent
+      position and type** the child feeds, as IBM and the paper do.
+    - Initial state: ``R = 1 / out_caps``; with ``child_grid``, IBM's spatially aware
+      ``R = 1 / (parents_per_child * out_caps)`` (border children feed fewer parent positions).
+    - Inverse temperature: ``lambda_t = final_lambda * (1 - 0.95 ** (t + 1))``, ``final_lambda = 0.01``
+      (authors' OpenReview reply, used by IBM and FMRouting; REM's copy keeps ``0.95 ** 1``).
+    - Parameters: ``beta_a`` and ``beta_u`` (IBM's ``beta_v``), one per output capsule type,
+      shape ``(out_caps,)``. Defaults are IBM's (``em_routing.py``): ``beta_a`` ~
+      TruncatedNormal(mean -1000, std 500); ``beta_u`` ~ TF1 ``xavier_initializer()``, which is
+      Glorot **uniform** over IBM's ``(1, 1, 1, 1, o, 1)`` variable, i.e. ``U(+-sqrt(6 / (o + 1)))``
+      (ALGORITHMS.md §3.1 says "Glorot normal"; the TF1 default is uniform). REM draws both from
+      ``randn``, learning-inner-consensus from TruncatedNormal(0.1); pass initializers for those.
+    - ``F``: IBM's "normalise amount of data" factor ``100 / (in_caps / out_caps)`` (not in the paper,
+      whose cost is ``(beta_u + log sigma) * sum_i R_ij``). ``normalize_cost=False`` gives ``F = 1``.
+    - Gradients flow through every iteration (no stop-gradient; the authors' OpenReview answer).
+    - Safeguards: float32 maths (base class); ``eps`` (1e-9) in the M-step denominators and inside
+      ``log(a_j + eps)``; the variance floor 1e-9 (IBM uses the variance, not ``sqrt``, to avoid NaN
+      gradients); a log-space E-step with a max-subtracted softmax; votes are clipped to
+      ``+-max_vote`` (1e4) before routing, because ``(V - mu)^2 / var`` with ``var >= 1e-9``
+      overflows float32 for votes beyond ~1e13 and its gradient for much smaller ones. Votes that
+      large never occur in a trained network (IBM initialises ``W`` with std 1 on unit-scale poses);
+      ``max_vote=None`` disables the clip. In float16/bfloat16 the gradients flowing back into the
+      votes and activations are clipped to the dtype's finite range: the exact derivative of a
+      parent's mean with respect to a child activation is ``R (V - mu) / (sum R' + eps)``, about
+      ``|V| / eps`` when every activation is ~0, far beyond float16's 65504.
+    - Differences from IBM's code: the cross-position E-step is an exact softmax over the parents a
+      child feeds, computed with static gather tables; IBM scatters into a dense
+      ``(parent positions x child positions)`` layout and fills the unconnected entries with
+      ``min(min(zz), -100)``, which leaves a tiny share of the mass on unconnected parents (a large
+      share when every ``zz`` of a child is below -100). IBM's route dropout (``drop_rate`` on the
+      output activations) and the ``affine_voting`` vote bias are not part of the router.
+
+    Cross-position normalisation (IBM's ``spatial_routing_matrix``): convolutional capsule layers
+    fold output positions into the batch axis, so the router needs the geometry of the layer it
+    serves. Pass ``child_grid=(H, W)`` (the layer's input grid) with the layer's ``kernel_size``,
+    ``strides`` and ``padding``; the router then expects ``votes`` of shape
+    ``(batch * H_out * W_out, K*K*types, out_caps, out_dim)`` exactly as
+    :class:`~keras_capsules.layers.ConvCaps` produces them, and both the initial ``R`` and every
+    E-step normalise each child over all ``(position, type)`` parents it feeds. Then ``R`` sums to 1
+    over those parents rather than within one row. For fully connected layers (the class capsules)
+    leave ``child_grid=None``: every child feeds every parent and the two modes coincide.
+
+    Args:
+        iterations: routing iterations (paper 3; IBM's best smallNORB result used 2).
+        final_lambda: final inverse temperature (0.01).
+        epsilon: ``eps`` of the M-step denominators and of ``log(a_j + eps)`` (IBM: 1e-9).
+        variance_floor: added to the variance (IBM: 1e-9).
+        normalize_cost: multiply the cost by IBM's ``F``.
+        max_vote: clip bound for the votes (``None``: no clip).
+        beta_a_initializer, beta_u_initializer: ``None`` for IBM's, or any Keras initializer.
+        child_grid: ``None`` or the ``(H, W)`` input grid of the convolutional layer (see above).
+        kernel_size, strides, padding: that layer's geometry (used only with ``child_grid``).
+    """
+
+    def __init__(
+        self,
+        iterations=3,
+        final_lambda=0.01,
+        epsilon=1e-9,
+        variance_floor=1e-9,
+        normalize_cost=True,
+        max_vote=1e4,
+        beta_a_initializer=None,
+        beta_u_initializer=None,
+        child_grid=None,
+        kernel_size=1,
+        strides=1,
+        padding="valid",
+        **kwargs,
+    ):
+        super().__init__(iterations=iterations, **kwargs)
+        self.final_lambda = float(final_lambda)
+        self.epsilon = float(epsilon)
+        self.variance_floor = float(variance_floor)
+        if self.variance_floor <= 0:
+            errors.fail(self, "variance_floor", "a positive float", variance_floor)
+        self.normalize_cost = bool(normalize_cost)
+        if max_vote is not None and not float(max_vote) > 0:
+            errors.fail(self, "max_vote", "None or a positive float", max_vote)
+        self.max_vote = None if max_vote is None else float(max_vote)
+        self.beta_a_initializer = beta_a_initializer
+        self.beta_u_initializer = beta_u_initializer
+        if child_grid is not None:
+            if not isinstance(child_grid, (list, tuple)) or len(child_grid) != 2:
+                errors.fail(self, "child_grid", "None or a pair (H, W)", child_grid)
+            for size in child_grid:
+                errors.check_positive_int(self, "child_grid", size)
+            child_grid = tuple(int(s) for s in child_grid)
+        self.child_grid = child_grid
+        self.kernel_size = errors.check_positive_int(self, "kernel_size", kernel_size)
+        self.strides = errors.check_positive_int(self, "strides", strides)
+        self.padding = errors.check_one_of(self, "padding", padding, ("valid", "same"))
+        self._gradient_limit = None
+
+    def build_router(self, votes_shape):
+        _, in_caps, out_caps, out_dim = votes_shape
+        if in_caps is None or out_caps is None or out_dim is None:
+            errors.fail(self, "votes", "known in_caps, out_caps and out_dim", f"shape {tuple(votes_shape)}")
+        beta_a_init = self.beta_a_initializer
+        if beta_a_init is None:
+            beta_a_init = keras.initializers.TruncatedNormal(mean=-1000.0, stddev=500.0)
+        beta_u_init = self.beta_u_initializer
+        if beta_u_init is None:
+            limit = math.sqrt(6.0 / (out_caps + 1))
+            beta_u_init = keras.initializers.RandomUniform(-limit, limit)
+        self.beta_a = self.add_weight(name="beta_a", shape=(out_caps,), initializer=beta_a_init)
+        self.beta_u = self.add_weight(name="beta_u", shape=(out_caps,), initializer=beta_u_init)
+        self.cost_factor = 100.0 * out_caps / in_caps if self.normalize_cost else 1.0
+        self._tables = None
+        if self.child_grid is not None:
+            kk = self.kernel_size * self.kernel_size
+            if in_caps % kk:
+                errors.fail(
+                    self,
+                    "votes",
+                    f"in_caps divisible by kernel_size**2 = {kk} (K*K*types children per receptive field) with child_grid set",
+                    f"shape {tuple(votes_shape)}",
+                )
+            self._tables = spatial_routing_tables(self.child_grid, self.kernel_size, self.strides, self.padding)
+            self.num_positions = self._tables[0].size // kk
+            self.child_types = in_caps // kk
+
+    # ---- the two steps, in the parent-major layout (batch, out, in[, dim]) of base.parent_major ----
+
+    def _m_step(self, coupling, votes, activations, inverse_temperature):
+        """M-step: ``coupling`` ``(batch, out, in)``, ``votes`` ``(batch, out, in, d)``, ``activations`` ``(batch, in)``.
+
+        Returns ``(mean, variance, out_acts, spread)``: ``(batch, out, d)`` twice, ``(batch, out)`` and
+        ``(V - mu)^2`` ``(batch, out, in, d)`` (reused by the E-step, which needs the same ``mu``).
+        """
+        weighted = coupling * activations[:, None, :]  # R'
+        mass = ops.sum(weighted, axis=2)  # (batch, out)
+        denominator = (mass + self.epsilon)[:, :, None]
+        mean = ops.einsum("boi,boid->bod", weighted, votes) / denominator
+        spread = ops.square(votes - mean[:, :, None])
+        variance = ops.einsum("boi,boid->bod", weighted, spread) / denominator + self.variance_floor
+        beta_u = ops.cast(self.beta_u, "float32")[None, :, None]
+        cost = ops.sum((beta_u + 0.5 * ops.log(variance)) * mass[:, :, None], axis=-1) * self.cost_factor
+        beta_a = ops.cast(self.beta_a, "float32")[None, :]
+        out_acts = ops.sigmoid(inverse_temperature * (beta_a - cost))
+        return mean, variance, out_acts, spread
+
+    def _log_assignments(self, spread, variance, out_acts):
+        """``log(a_j + eps) + log p_ij``, ``(batch, out, in)``, from the M-step's ``(V - mu)^2``."""
+        distance = ops.einsum("boid,bod->boi", spread, 0.5 / variance)
+        log_norm = 0.5 * ops.sum(ops.log(2.0 * math.pi * variance), axis=-1)  # (batch, out): no child index
+        return (ops.log(out_acts + self.epsilon) - log_norm)[:, :, None] - distance
+
+    def _e_step(self, logits):
+        """Softmax over parents of ``(batch, out, in)`` logits (over positions too with ``child_grid``)."""
+        if self._tables is None:
+            return ops.softmax(logits, axis=1)
+        return ops.exp(logits - self._spatial_log_normalizer(logits))
+
+    def _spatial_log_normalizer(self, logits):
+        """Log of the softmax denominator over every (position, type) parent of each child, ``(batch, 1, in)``."""
+        slot_child, child_slots, _ = self._tables
+        kk = self.kernel_size * self.kernel_size
+        out_caps = logits.shape[1]
+        slots = ops.reshape(child_major(logits), (-1, self.num_positions * kk, self.child_types, out_caps))
+        filler = ops.full_like(slots[:, :1], _LOG_FILLER)
+        padded = ops.concatenate([slots, filler], axis=1)
+        num_children, max_parents = child_slots.shape
+        gathered = ops.take(padded, ops.convert_to_tensor(child_slots.reshape(-1)), axis=1)
+        gathered = ops.reshape(gathered, (-1, num_children, max_parents, self.child_types, out_caps))
+        peak = ops.stop_gradient(ops.max(gathered, axis=(2, 4), keepdims=True))
+        total = ops.sum(ops.exp(gathered - peak), axis=(2, 4))  # (batch, children, types)
+        log_norm = ops.log(total) + ops.squeeze(peak, axis=(2, 4))
+        per_slot = ops.take(log_norm, ops.convert_to_tensor(slot_child), axis=1)  # (batch, P*KK, types)
+        return ops.reshape(per_slot, (-1, 1, kk * self.child_types))
+
+    def _initial_coupling(self, votes):
+        """``R`` before the first M-step, ``(batch, out, in)`` for parent-major ``votes``."""
+        out_caps = votes.shape[1]
+        uniform = ops.ones_like(votes[..., 0]) / out_caps
+        if self._tables is None:
+            return uniform
+        _, _, parents = self._tables
+        kk = self.kernel_size * self.kernel_size
+        scale = np.repeat(1.0 / parents.reshape(self.num_positions, kk), self.child_types, axis=1)  # (P, KK*types)
+        rows = ops.reshape(uniform, (-1, self.num_positions, out_caps, kk * self.child_types))
+        rows = rows * ops.convert_to_tensor(scale[None, :, None, :].astype("float32"))
+        return ops.reshape(rows, (-1,) + tuple(uniform.shape[1:]))
+
+    def call(self, votes, activations=None, training=None, return_coupling=False):
+        # Remember the caller's precision: route() sees float32 copies (base class).
+        dtype = keras.backend.standardize_dtype(votes.dtype)
+        self._gradient_limit = float(_dtype_max(dtype)) if dtype in LOW_PRECISION else None
+        return super().call(votes, activations, training=training, return_coupling=return_coupling)
+
+    def route(self, votes, activations, training):
+        if self._gradient_limit is not None:
+            votes = clip_gradient(votes, self._gradient_limit)
+            activations = None if activations is None else clip_gradient(activations, self._gradient_limit)
+        if self.max_vote is not None:
+            votes = ops.clip(votes, -self.max_vote, self.max_vote)
+        if activations is None:
+            activations = ones_activations(votes)
+        votes = parent_major(votes)
+        coupling = self._initial_coupling(votes)
+        temperatures = inverse_temperatures(self.iterations, self.final_lambda)
+        for step, inverse_temperature in enumerate(temperatures):
+            last = step == self.iterations - 1
+            if last:
+                coupling = self.finalize_coupling(coupling, training)
+            mean, variance, out_acts, spread = self._m_step(coupling, votes, activations, inverse_temperature)
+            if not last:
+                coupling = self._e_step(self._log_assignments(spread, variance, out_acts))
+        return mean, out_acts, child_major(coupling)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "final_lambda": self.final_lambda,
+                "epsilon": self.epsilon,
+                "variance_floor": self.variance_floor,
+                "normalize_cost": self.normalize_cost,
+                "max_vote": self.max_vote,
+                "beta_a_initializer": _serialize_initializer(self.beta_a_initializer),
+                "beta_u_initializer": _serialize_initializer(self.beta_u_initializer),
+                "child_grid": None if self.child_grid is None else list(self.child_grid),
+                "kernel_size": self.kernel_size,
+                "strides": self.strides,
+                "padding": self.padding,
+            }
+        )
+        return config
+
+
+def _dtype_max(dtype):
+    """Largest finite value of a float dtype name (float16: 65504; bfloat16: ~3.39e38)."""
+    if dtype == "bfloat16":
+        return 3.3895313892515355e38
+    return np.finfo(dtype).max
+
+
+def _serialize_initializer(initializer):
+    if initializer is None or isinstance(initializer, (str, dict)):
+        return initializer
+    return keras.initializers.serialize(initializer)

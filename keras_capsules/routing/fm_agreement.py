@@ -1,0 +1,228 @@
+"""FM agreement: pairwise-product agreement in O(kn) (Zhao, Wang & Huang, seed 003; ALGORITHMS.md §6)."""
+
+import keras
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.routing.base import Router
+from keras_capsules.routing.registry import register_router
+
+SCALES = ("paper", "code")
+ACTIVATIONS = ("sum", "squash")
+
+#: Votes larger than this (in absolute value) are rescaled before the batch-norm statistics, whose
+#: squares would otherwise overflow float32 (1e19 squared); ordinary votes are never rescaled.
+_BN_SAFE_MAGNITUDE = 1e15
+
+
+def unit_vectors(x, epsilon):
+    """``x / |x|`` over the last axis, finite for zero vectors and for any finite magnitude.
+
+    Each vector is first divided by ``max(max_f |x_f|, 1)`` (a constant for the gradient; the
+    direction is scale-invariant), so the squared norm cannot overflow, then by
+    ``sqrt(sum x^2 + epsilon)``: a zero vector maps to zero with a finite gradient, and vectors
+    much longer than ``sqrt(epsilon)`` come out with unit length.
+
+    Args:
+        x: ``(..., dim)`` float32.
+        epsilon: guard under the square root.
+
+    Returns:
+        ``(..., dim)``.
+    """
+    scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(x), axis=-1, keepdims=True), 1.0))
+    x = x / scale
+    return x * ops.rsqrt(ops.sum(ops.square(x), axis=-1, keepdims=True) + epsilon)
+
+
+def fm_pairwise_sum(units, scale="paper"):
+    """The FM agreement ``s_j`` in O(n k): ``c [ (sum_i u_i) * (sum_i u_i) - sum_i u_i * u_i ]``.
+
+    Equals ``2c * sum_{i<i'} u_i * u_i'`` (elementwise products), with ``c = 1/(2n)`` for
+    ``scale="paper"`` (Algorithm 1: ``(1/n) sum_{i<i'}``) and ``c = 1/n`` for ``scale="code"``
+    (FMRouting rescales the votes by ``1/sqrt(n)`` and drops the 1/2).
+
+    Args:
+        units: votes ``(batch, in_caps, out_caps, dim)`` (normalised by the caller).
+        scale: ``"paper"`` or ``"code"``.
+
+    Returns:
+        ``(batch, out_caps, dim)``.
+    """
+    n = units.shape[1]
+    factor = 1.0 / (2.0 * n) if scale == "paper" else 1.0 / n
+    total = ops.sum(units, axis=1)
+    squares = ops.sum(ops.square(units), axis=1)
+    return factor * (ops.square(total) - squares)
+
+
+@register_router("fm_agreement")
+class FMAgreementRouter(Router):
+    """FM agreement (Algorithm 1 of seed 003): a single pass, no iterations.
+
+    For each parent ``j`` (``n`` = number of children, ``u`` the votes after the optional batch norm):
+
+    1. ``u_j|i <- u_j|i / |u_j|i|`` (L2-normalised votes);
+    2. ``s_j = (1/(2n)) [ (sum_i u_j|i)^2 - sum_i u_j|i^2 ] = (1/n) sum_{i<i'} u_j|i * u_j|i'``,
+       computed in O(n k) rather than as the O(n^2 k) pairwise sum;
+    3. pose ``p_j = s_j / |s_j|`` (or ``s_j`` itself with ``normalize_pose=False``);
+    4. activation ``a_j = sum_f s_j,f``.
+
+    - Activations: ``a_j`` is **raw** (``a_j = (|sum_i u_j|i|^2 - n) / (2n)``, in
+      ``[-1/2, (n-1)/2]`` with the paper scale); it is not a probability. The reference uses it
+      directly as the softmax cross-entropy logits of the class layer (ex4_2), so use
+      ``classifier_activation="softmax"`` or a ``from_logits`` loss on it. ``activation="squash"``
+      instead returns the affNIST code's (ex4_3_1, ``LastFMPool`` with ``activation='squash'``)
+      ``p_j = squash(s_j)`` and ``a_j = |s_j|^2 / (1 + |s_j|^2)``.
+    - Scale: ``scale="paper"`` is Algorithm 1's ``1/(2n)``; ``scale="code"`` is FMRouting's
+      ``1/n`` (the votes are divided by ``sqrt(n)`` and the 1/2 is dropped), i.e. ``2 s_j``.
+      Only the activations' scale differs; the normalised pose is the same.
+    - Intermediate layers: FMRouting passes the **unnormalised** ``s_j`` on to the next layer
+      (``norm_pose=False``) and normalises only the last layer's pose; ``normalize_pose=False``
+      does that.
+    - Batch norm (Algorithm 2, "matrix transform then BatchNorm"): with ``batch_norm=True`` a
+      ``BatchNormalization`` sublayer normalises the votes before step 1, with ex4_2's Keras
+      defaults (axis -1: one mean/variance per pose entry over batch x children x parents;
+      momentum 0.99, epsilon 1e-3). ex4_4 (smallNORB) uses ``batch_norm_axis=(1, 2, 3)``. The
+      sublayer is float32 whatever the global dtype policy, and it follows ``training``.
+    - Coupling (returned with ``return_coupling=True``; FM has none of its own, this is a
+      documented proxy): child ``i``'s share of parent ``j``'s agreement. With
+      ``g_ij = u_j|i . (sum_{i'!=i} u_j|i') / (n - 1)``, the mean cosine between child ``i``'s vote
+      and the other children's votes (``sum_i g_ij = 2n a_j / (n-1)`` with the paper scale, so
+      ``g`` splits ``a_j`` between the children), ``c_ij = (1 + g_ij) / sum_i' (1 + g_i'j)``.
+      **It sums to 1 over the children** (``in_caps``, axis 1) for each parent, like seed 001's
+      and attention couplings (not over the parents like Sabour's). A child whose vote opposes all
+      the others gets 0; perfect agreement gives ``1/n`` each. The coupling does not weight the
+      votes, so REM quantisation (``quantize_levels``) changes the returned coupling only.
+    - Initial state: none (single pass; ``iterations`` must be 1). Child activations are ignored.
+    - Parameters: only the batch norm's (2 trainable + 2 statistics per normalised feature).
+    - Safeguards: float32 maths; every vote is rescaled by ``max(max|u|, 1)`` (gradient-free, the
+      direction is scale-invariant) before ``u / sqrt(|u|^2 + epsilon)``, so zero votes give zero
+      and huge votes cannot overflow; ``s_j`` is normalised the same way; votes beyond 1e15 in
+      magnitude are rescaled before the batch-norm statistics (never for ordinary inputs).
+    - Differences from the reference code: ``epsilon`` under the square root instead of FMRouting's
+      ``|u| + 1e-10`` (finite gradient at zero).
+
+    Args:
+        scale: ``"paper"`` (``1/(2n)``) or ``"code"`` (``1/n``).
+        normalize_pose: output ``s_j/|s_j|`` (last layer) or ``s_j`` (intermediate layers).
+        activation: ``"sum"`` (``a_j = sum_f s_j,f``) or ``"squash"`` (ex4_3_1).
+        batch_norm: batch-normalise the votes first.
+        batch_norm_axis: int or tuple of ints of the votes ``(batch, in_caps, out_caps, dim)``.
+        batch_norm_momentum, batch_norm_epsilon: of the batch norm.
+        epsilon: guard of the L2 normalisations.
+
+    Example:
+        >>> router = FMAgreementRouter()
+        >>> poses, logits = router(keras.random.normal((2, 64, 10, 16)))   # (2, 10, 16), (2, 10)
+    """
+
+    iterative = False
+
+    def __init__(
+        self,
+        iterations=1,
+        scale="paper",
+        normalize_pose=True,
+        activation="sum",
+        batch_norm=True,
+        batch_norm_axis=-1,
+        batch_norm_momentum=0.99,
+        batch_norm_epsilon=1e-3,
+        epsilon=1e-7,
+        **kwargs,
+    ):
+        super().__init__(iterations=iterations, **kwargs)
+        self.scale = errors.check_one_of(self, "scale", scale, SCALES)
+        self.activation = errors.check_one_of(self, "activation", activation, ACTIVATIONS)
+        self.normalize_pose = bool(normalize_pose)
+        self.batch_norm = bool(batch_norm)
+        if isinstance(batch_norm_axis, (list, tuple)):
+            batch_norm_axis = [int(a) for a in batch_norm_axis]
+        elif isinstance(batch_norm_axis, bool) or not isinstance(batch_norm_axis, int):
+            errors.fail(self, "batch_norm_axis", "an int or a list of ints", batch_norm_axis, TypeError)
+        self.batch_norm_axis = batch_norm_axis
+        self.batch_norm_momentum = float(batch_norm_momentum)
+        self.batch_norm_epsilon = float(batch_norm_epsilon)
+        self.epsilon = float(epsilon)
+        self.vote_norm = None
+        if self.batch_norm:
+            # Keras' BatchNormalization takes one axis: the normalised axes are moved last and
+            # flattened into it (see _normalize_votes).
+            self.vote_norm = keras.layers.BatchNormalization(
+                axis=-1,
+                momentum=self.batch_norm_momentum,
+                epsilon=self.batch_norm_epsilon,
+                dtype="float32",
+                name="vote_batch_norm",
+            )
+
+    def build_router(self, votes_shape):
+        in_caps = votes_shape[1]
+        if in_caps is None:
+            errors.fail(self, "votes", "a known in_caps (axis 1): the FM scale is 1/n", f"shape {votes_shape}")
+        if self.vote_norm is not None:
+            axes = self.batch_norm_axis if isinstance(self.batch_norm_axis, list) else [self.batch_norm_axis]
+            if not axes or any(not -3 <= axis <= 3 or axis == 0 for axis in axes):
+                errors.fail(self, "batch_norm_axis", "non-batch axes of the votes (1, 2, 3 or -1, -2, -3)", self.batch_norm_axis)
+            kept = sorted({axis % 4 for axis in axes})
+            reduced = [axis for axis in (1, 2, 3) if axis not in kept]
+            self._bn_permutation = [0] + reduced + kept
+            self._bn_inverse = [self._bn_permutation.index(axis) for axis in range(4)]
+            self._bn_reduced_dims = tuple(votes_shape[axis] for axis in reduced)
+            self._bn_kept_dims = tuple(votes_shape[axis] for axis in kept)
+            if None in self._bn_reduced_dims + self._bn_kept_dims:
+                errors.fail(self, "votes", "known in_caps, out_caps and out_dim", f"shape {votes_shape}")
+            features = 1
+            for dim in self._bn_kept_dims:
+                features *= dim
+            self._bn_features = features
+            self.vote_norm.build((None,) + self._bn_reduced_dims + (features,))
+
+    def _normalize_votes(self, votes, training):
+        if self.vote_norm is None:
+            return votes
+        # Identity for ordinary votes; keeps the batch statistics finite for absurdly large ones.
+        scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(votes)) / _BN_SAFE_MAGNITUDE, 1.0))
+        x = votes / scale
+        if self._bn_kept_dims == (self._bn_features,) and self._bn_permutation == [0, 1, 2, 3]:  # axis -1: as is
+            return self.vote_norm(x, training=training)
+        batch = ops.shape(x)[0]
+        x = ops.reshape(ops.transpose(x, self._bn_permutation), (batch,) + self._bn_reduced_dims + (self._bn_features,))
+        x = self.vote_norm(x, training=training)
+        x = ops.reshape(x, (batch,) + self._bn_reduced_dims + self._bn_kept_dims)
+        return ops.transpose(x, self._bn_inverse)
+
+    def route(self, votes, activations, training):
+        units = unit_vectors(self._normalize_votes(votes, training), self.epsilon)
+        s = fm_pairwise_sum(units, self.scale)
+
+        n = units.shape[1]
+        total = ops.sum(units, axis=1, keepdims=True)
+        agreement = ops.sum(units * (total - units), axis=-1) / max(n - 1, 1)
+        share = ops.relu(1.0 + agreement) + 1e-6
+        coupling = self.finalize_coupling(share / ops.sum(share, axis=1, keepdims=True), training)
+
+        if self.activation == "squash":
+            q = ops.sum(ops.square(s), axis=-1, keepdims=True)
+            length = 1.0 - 1.0 / (1.0 + q)
+            return unit_vectors(s, self.epsilon) * length, length[..., 0], coupling
+        out_acts = ops.sum(s, axis=-1)
+        poses = unit_vectors(s, self.epsilon) if self.normalize_pose else s
+        return poses, out_acts, coupling
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "scale": self.scale,
+                "normalize_pose": self.normalize_pose,
+                "activation": self.activation,
+                "batch_norm": self.batch_norm,
+                "batch_norm_axis": self.batch_norm_axis,
+                "batch_norm_momentum": self.batch_norm_momentum,
+                "batch_norm_epsilon": self.batch_norm_epsilon,
+                "epsilon": self.epsilon,
+            }
+        )
+        return config

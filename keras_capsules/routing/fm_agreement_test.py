@@ -1,0 +1,199 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import routing
+from keras_capsules.routing import FMAgreementRouter
+from keras_capsules.routing.fm_agreement import fm_pairwise_sum
+from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+
+EPS = 1e-7
+
+
+def to_np(x):
+    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
+
+
+def np_unit(x):
+    return x / np.sqrt((x**2).sum(-1, keepdims=True) + EPS)
+
+
+def np_fm_explicit(votes, scale="paper"):
+    """Algorithm 1 of seed 003 with the explicit O(k n^2) pairwise sum: s_j = (1/n) sum_{i<i'} u_i * u_i'."""
+    u = np_unit(votes)
+    n = u.shape[1]
+    s = np.zeros(u.shape[:1] + u.shape[2:])
+    for i in range(n):
+        for k in range(i + 1, n):
+            s += u[:, i] * u[:, k]
+    s /= n
+    if scale == "code":
+        s *= 2.0
+    return u, s
+
+
+def np_fm_router(votes, scale="paper", normalize_pose=True):
+    u, s = np_fm_explicit(votes, scale)
+    n = u.shape[1]
+    others = np.stack([u.sum(1) - u[:, i] for i in range(n)], axis=1)
+    g = (u * others).sum(-1) / max(n - 1, 1)
+    share = np.maximum(1.0 + g, 0.0) + 1e-6
+    coupling = share / share.sum(1, keepdims=True)
+    poses = np_unit(s) if normalize_pose else s
+    return poses, s.sum(-1), coupling
+
+
+def np_batch_norm(x, epsilon=1e-3):
+    mean = x.mean(axis=(0, 1, 2), keepdims=True)
+    var = x.var(axis=(0, 1, 2), keepdims=True)
+    return (x - mean) / np.sqrt(var + epsilon)
+
+
+def random_votes(seed, shape=(3, 6, 4, 5), scale=1.0):
+    return (np.random.default_rng(seed).normal(size=shape) * scale).astype("float32")
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+@pytest.mark.parametrize("scale", ["paper", "code"])
+def test_linear_form_equals_explicit_pairwise_sum(n, scale):
+    units = np_unit(np.random.default_rng(n).normal(size=(2, n, 3, 6)))
+    _, expected = np_fm_explicit(units, scale)
+    got = to_np(fm_pairwise_sum(keras.ops.convert_to_tensor(units.astype("float32")), scale))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", ["paper", "code"])
+@pytest.mark.parametrize("normalize_pose", [True, False])
+def test_matches_numpy_reference(scale, normalize_pose):
+    votes = random_votes(0)
+    router = FMAgreementRouter(scale=scale, normalize_pose=normalize_pose, batch_norm=False)
+    poses, acts, coupling = router(votes, return_coupling=True)
+    expected_p, expected_a, expected_c = np_fm_router(votes.astype("float64"), scale, normalize_pose)
+    np.testing.assert_allclose(to_np(poses), expected_p, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(acts), expected_a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(coupling), expected_c, rtol=1e-4, atol=1e-6)
+
+
+def test_batch_norm_on_votes_matches_reference():
+    votes = random_votes(1) * 3.0 + 1.0
+    router = FMAgreementRouter()
+    poses, acts = router(votes, training=True)
+    expected_p, expected_a, _ = np_fm_router(np_batch_norm(votes.astype("float64")))
+    np.testing.assert_allclose(to_np(poses), expected_p, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(to_np(acts), expected_a, rtol=1e-3, atol=1e-4)
+    # Inference uses the moving statistics, which training updated from their initial (0, 1).
+    assert len(router.trainable_weights) == 2 and len(router.non_trainable_weights) == 2
+    assert not np.allclose(to_np(router.vote_norm.moving_mean), 0.0)
+    # With fresh statistics, inference batch norm only rescales (by 1/sqrt(1 + eps)): unit votes are unchanged.
+    fresh_poses, _ = FMAgreementRouter()(votes, training=False)
+    np.testing.assert_allclose(to_np(fresh_poses), np_fm_router(votes.astype("float64"))[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis, reduce", [([1, 2, 3], (0,)), (2, (0, 1, 3)), ([-1, 1], (0, 2))])
+def test_batch_norm_axis_option(axis, reduce):
+    votes = random_votes(2) * 2.0 + 0.5
+    router = FMAgreementRouter(batch_norm_axis=axis)
+    poses, _ = router(votes, training=True)
+    v = votes.astype("float64")
+    normalised = (v - v.mean(axis=reduce, keepdims=True)) / np.sqrt(v.var(axis=reduce, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(to_np(poses), np_fm_router(normalised)[0], rtol=1e-3, atol=1e-4)
+    assert router.vote_norm.gamma.shape[0] == int(np.prod([votes.shape[a] for a in range(1, 4) if a not in reduce]))
+
+
+def test_squash_activation_matches_reference():
+    votes = random_votes(3)
+    poses, acts = FMAgreementRouter(activation="squash", batch_norm=False)(votes)
+    _, s = np_fm_explicit(votes.astype("float64"))
+    q = (s**2).sum(-1)
+    np.testing.assert_allclose(to_np(acts), q / (1 + q), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(to_np(poses), s * (q / (1 + q) / np.sqrt(q + EPS))[..., None], rtol=1e-3, atol=1e-5)
+
+
+def test_coupling_sums_to_one_over_children_and_is_permutation_invariant():
+    votes = random_votes(4, shape=(2, 9, 3, 4))
+    router = FMAgreementRouter(batch_norm=False)
+    poses, acts, coupling = router(votes, return_coupling=True)
+    np.testing.assert_allclose(to_np(coupling).sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all(to_np(coupling) >= 0)
+    perm = np.random.default_rng(0).permutation(9)
+    poses_p, acts_p, coupling_p = router(votes[:, perm], return_coupling=True)
+    np.testing.assert_allclose(to_np(poses_p), to_np(poses), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(acts_p), to_np(acts), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(coupling_p), to_np(coupling)[:, perm], rtol=1e-5)
+
+
+def test_agreeing_votes_get_uniform_coupling_and_maximal_activation():
+    direction = np.random.default_rng(5).normal(size=(1, 1, 2, 4))
+    votes = np.repeat(direction, 6, axis=1).astype("float32") * np.arange(1, 7, dtype="float32")[None, :, None, None]
+    poses, acts, coupling = FMAgreementRouter(batch_norm=False)(votes, return_coupling=True)
+    np.testing.assert_allclose(to_np(coupling), 1 / 6, rtol=1e-5)
+    np.testing.assert_allclose(to_np(acts), (6 - 1) / 2, rtol=1e-5)  # (1/2n) (n^2 - n) for identical unit votes
+
+
+def test_quantized_coupling_at_inference():
+    votes = random_votes(6)
+    _, _, c = FMAgreementRouter(quantize_levels=11, batch_norm=False)(votes, training=False, return_coupling=True)
+    c = to_np(c)
+    np.testing.assert_allclose(c * 10, np.round(c * 10), atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("magnitude", ["zero", "unit", "huge"])
+@pytest.mark.parametrize("training", [False, True])
+def test_finite_forward_and_gradient(dtype, magnitude, training):
+    huge = 6e4 if dtype == "float16" else 1e30
+    scale = {"zero": 0.0, "unit": 1.0, "huge": huge}[magnitude]
+    votes = keras.ops.cast(np.random.default_rng(7).uniform(-1, 1, size=(2, 5, 3, 4)) * scale, dtype)
+    router = FMAgreementRouter(dtype=dtype)
+    outputs = router(votes, training=training, return_coupling=True)
+    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
+    assert_finite(outputs)
+    if training and keras.backend.backend() == "jax":
+        return  # batch-norm statistic updates cannot run inside jax.grad; covered by the TF run
+    grad = input_gradient(lambda v: router(v, training=training)[0] * 1e-3, votes)
+    assert_finite([grad], "gradient")
+
+
+def test_in_capsule_layers():
+    from keras_capsules.layers import ConvCaps, FcCaps
+
+    poses = np.random.default_rng(8).normal(size=(2, 5, 5, 3, 16)).astype("float32")
+    conv_poses, conv_acts = ConvCaps(4, kernel_size=3, strides=2, router="fm_agreement", transform="matrix")(poses)
+    assert tuple(conv_poses.shape) == (2, 2, 2, 4, 16) and tuple(conv_acts.shape) == (2, 2, 2, 4)
+    fc_poses, fc_acts, c = FcCaps(3, router={"name": "fm_agreement", "scale": "code"}, transform="matrix")(
+        (conv_poses, conv_acts), return_coupling=True
+    )
+    assert tuple(fc_poses.shape) == (2, 3, 16) and tuple(c.shape) == (2, 16, 3)
+
+
+def test_layer_contract():
+    votes = random_votes(9, shape=(4, 5, 3, 4))
+    run_layer_test(FMAgreementRouter, {"scale": "code", "normalize_pose": False}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)])
+
+
+def test_registry_and_config():
+    router = routing.get("fm_agreement", batch_norm=False, activation="squash")
+    assert isinstance(router, FMAgreementRouter)
+    revived = routing.get(keras.saving.serialize_keras_object(router))
+    assert revived.get_config() == router.get_config()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"iterations": 3}, ValueError, "iterations"),
+        ({"scale": "half"}, ValueError, "scale"),
+        ({"activation": "relu"}, ValueError, "activation"),
+        ({"batch_norm_axis": "last"}, TypeError, "batch_norm_axis"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        FMAgreementRouter(**kwargs)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="votes"):
+        FMAgreementRouter()(np.zeros((2, 3, 4), "float32"))
+    with pytest.raises(ValueError, match="batch_norm_axis"):
+        FMAgreementRouter(batch_norm_axis=0)(random_votes(0))

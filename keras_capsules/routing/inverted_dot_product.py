@@ -1,0 +1,168 @@
+"""Inverted dot-product attention routing (Tsai, Srivastava, Goh & Salakhutdinov, ICLR 2020; ALGORITHMS.md §5)."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.registry import register_router
+
+
+@register_router("inverted_dot_product")
+class InvertedDotProductRouter(Router):
+    """Inverted dot-product attention routing: parents attend to their children's votes.
+
+    With votes ``v_ij`` ``(batch, in_caps, out_caps, d)`` and parent poses ``p_j`` (zeros at first):
+
+    - agreement ``a_ij = <p_j, v_ij> / sqrt(d)`` (the ``1/sqrt(d)`` is in apple's code, not in the
+      paper; ``scale_agreement=False`` drops it);
+    - routing ``r_ij = softmax_j(a_ij)`` (apple then divides by ``sum_j r + 1e-10``, a no-op, omitted);
+    - pose ``p_j = LayerNorm(Dropout(sum_i r_ij v_ij))``, no division by ``sum_i r``.
+
+    ``iterations = t`` runs the first pass (parents at zero, so ``r = 1/out_caps`` and
+    ``p_j = LN(sum_i v_ij / out_caps)``) and ``t - 1`` refinements: this is one layer of apple's
+    sequential routing (``--sequential_routing``). The concurrent (Jacobi) schedule over a stack of
+    layers is :class:`~keras_capsules.layers.ConcurrentRouting`, which uses the extra call arguments
+    below.
+
+    - Softmax axis: over the **parents** ``j`` of one row of ``votes``; for convolutional layers the
+      types at the same output position (positions are folded into the batch), exactly apple's
+      ``CapsuleCONV``.
+    - Initial state: parent poses of zeros (uniform first routing), or ``initial_poses``.
+    - Parameters: the LayerNorm's ``gamma`` (ones) and ``beta`` (zeros), shape ``(d,)``: PyTorch
+      ``nn.LayerNorm(d)``, epsilon **1e-5** (Keras' default 1e-3 differs), biased variance over the
+      ``d`` pose entries of each capsule.
+    - Output activations: the documented proxy, the **share of routing mass** each parent receives,
+      ``sum_i r_ij / in_caps`` (in [0, 1], summing to 1 over parents); LayerNorm'd poses have no
+      length-based activation and apple's capsules have none.
+    - Dropout (``dropout``, apple's ``--dp``, default 0) on ``sum_i r_ij v_ij`` before the LayerNorm,
+      in every pass, in training only. Child activations are ignored.
+    - Safeguards: float32 maths (base class); the max-subtracted softmax; LayerNorm's epsilon (zero
+      votes give ``p = beta``) and an overflow-safe LayerNorm (the centred values are rescaled by
+      their largest magnitude before squaring, which leaves the function unchanged); votes are
+      clipped to ``+-max_vote`` (1e15) so that ``sum_i r_ij v_ij`` and the agreements stay finite for
+      any finite input (no effect on real votes; ``None`` disables it).
+
+    Call arguments beyond the :class:`Router` contract (all optional; used by ``ConcurrentRouting``):
+        initial_poses: ``(batch, out_caps, d)`` parent poses to start from; every pass is then a
+            refinement (no uniform first pass).
+        steps: number of passes for this call (default ``iterations``).
+        finalize: apply ``finalize_coupling`` (REM quantisation at inference) to the last pass
+            (default ``True``; ``ConcurrentRouting`` sets it on the final sweep only).
+
+    Args:
+        iterations: passes ``t`` (apple's ``num_routing``; its README runs use 2).
+        scale_agreement: divide the agreement by ``sqrt(d)``.
+        dropout: dropout rate on the pre-LayerNorm poses.
+        epsilon: LayerNorm epsilon (1e-5).
+        max_vote: clip bound for the votes (``None``: no clip).
+        gamma_initializer, beta_initializer: of the LayerNorm.
+        seed: seed of the dropout noise.
+    """
+
+    #: ``call`` accepts ``initial_poses`` (used by :class:`~keras_capsules.layers.ConcurrentRouting`).
+    supports_initial_poses = True
+
+    def __init__(
+        self,
+        iterations=2,
+        scale_agreement=True,
+        dropout=0.0,
+        epsilon=1e-5,
+        max_vote=1e15,
+        gamma_initializer="ones",
+        beta_initializer="zeros",
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(iterations=iterations, **kwargs)
+        self.scale_agreement = bool(scale_agreement)
+        if not 0.0 <= float(dropout) < 1.0:
+            errors.fail(self, "dropout", "a rate in [0, 1)", dropout)
+        self.dropout = float(dropout)
+        self.epsilon = float(epsilon)
+        if max_vote is not None and not float(max_vote) > 0:
+            errors.fail(self, "max_vote", "None or a positive float", max_vote)
+        self.max_vote = None if max_vote is None else float(max_vote)
+        self.gamma_initializer = keras.initializers.get(gamma_initializer)
+        self.beta_initializer = keras.initializers.get(beta_initializer)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
+
+    def build_router(self, votes_shape):
+        _, _, out_caps, out_dim = votes_shape
+        if out_dim is None:
+            errors.fail(self, "votes", "a known out_dim", f"shape {tuple(votes_shape)}")
+        self.gamma = self.add_weight(name="gamma", shape=(out_dim,), initializer=self.gamma_initializer)
+        self.beta = self.add_weight(name="beta", shape=(out_dim,), initializer=self.beta_initializer)
+
+    def call(self, votes, activations=None, training=None, return_coupling=False, initial_poses=None, steps=None, finalize=True):
+        dtype = votes.dtype
+        votes32 = ops.cast(votes, "float32")
+        poses32 = None
+        if initial_poses is not None:
+            errors.check_rank(self, "initial_poses", tuple(initial_poses.shape), 3, "(batch, out_caps, out_dim)")
+            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 1, votes.shape[2], "out_caps")
+            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 2, votes.shape[3], "out_dim")
+            poses32 = ops.cast(initial_poses, "float32")
+        if steps is not None:
+            errors.check_positive_int(self, "steps", steps)
+        poses, out_acts, coupling = self._route(votes32, training, poses32, steps or self.iterations, finalize)
+        outputs = (ops.cast(poses, dtype), ops.cast(out_acts, dtype))
+        if return_coupling:
+            return outputs + (ops.cast(coupling, dtype),)
+        return outputs
+
+    def route(self, votes, activations, training):
+        return self._route(votes, training, None, self.iterations, True)
+
+    def _layer_norm(self, x):
+        """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, overflow-safe.
+
+        The centred values are divided by ``s = max(1, max|x - mean|)`` (a constant for the
+        gradient) before squaring, and the epsilon by ``s**2``: the same function, but the sum of
+        squares cannot overflow float32 for any finite input. For ``s = 1`` it is the textbook form.
+        """
+        centred = x - ops.mean(x, axis=-1, keepdims=True)
+        scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(centred), axis=-1, keepdims=True), 1.0))
+        centred = centred / scale
+        variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
+        normed = centred / ops.sqrt(variance + self.epsilon / ops.square(scale))
+        return normed * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")
+
+    def _route(self, votes, training, poses, steps, finalize):
+        if self.max_vote is not None:
+            votes = ops.clip(votes, -self.max_vote, self.max_vote)
+        scale = 1.0 / math.sqrt(votes.shape[-1]) if self.scale_agreement else 1.0
+        votes = parent_major(votes)  # (batch, out, in, d): batched matmuls below
+        for step in range(steps):
+            if poses is None:
+                logits = ops.zeros_like(votes[..., 0])
+            else:
+                logits = ops.einsum("boid,bod->boi", votes, poses) * scale
+            coupling = ops.softmax(logits, axis=1)
+            if finalize and step == steps - 1:
+                coupling = self.finalize_coupling(coupling, training)
+            pooled = ops.einsum("boi,boid->bod", coupling, votes)
+            if self.seed_generator is not None and training:
+                pooled = keras.random.dropout(pooled, self.dropout, seed=self.seed_generator)
+            poses = self._layer_norm(pooled)
+        shares = ops.mean(coupling, axis=2)
+        return poses, shares, child_major(coupling)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "scale_agreement": self.scale_agreement,
+                "dropout": self.dropout,
+                "epsilon": self.epsilon,
+                "max_vote": self.max_vote,
+                "gamma_initializer": keras.initializers.serialize(self.gamma_initializer),
+                "beta_initializer": keras.initializers.serialize(self.beta_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config

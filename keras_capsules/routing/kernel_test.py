@@ -1,0 +1,207 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import routing
+from keras_capsules.routing import KernelRouter
+from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+
+SHAPE = (3, 6, 4, 5)  # (batch, in_caps, out_caps, dim)
+
+
+def to_np(x):
+    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
+
+
+def randomise(router, seed=0):
+    """Gives every router weight a random, non-default value (so the reference test sees them all)."""
+    rng = np.random.default_rng(seed)
+    for weight in router.weights:
+        value = rng.normal(size=weight.shape) * 0.5
+        if weight.name in ("lambda1", "lambda2"):
+            value = value * 4.0  # signed: the router must take abs()
+        weight.assign(value.astype("float32"))
+
+
+def params(router):
+    return {w.name: to_np(w) for w in router.weights}
+
+
+def np_kernel(p, kind, mu, v):
+    """K(mu_j, v_j|i) of seed 001 eq. 15, one mixture component at a time: (b, i, o)."""
+    logits = p["mixture_logits"]
+    pi = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    tau = mu[:, None] - v
+    total = np.zeros(v.shape[:3])
+    for q in range(len(pi)):
+        if kind == "spectral_mixture":
+            m, nu = p["frequencies"][q], np.abs(p["bandwidths"][q])
+            k = (np.exp(-2 * np.pi**2 * tau**2 * nu) * np.cos(2 * np.pi * tau * m)).sum(-1)
+        else:
+            ell = np.abs(p["length_scales"][q]) + 1e-3
+            k = np.exp(-(tau**2).sum(-1) / (2 * ell**2))
+        total += pi[q] * k
+    return total
+
+
+def np_kernel_routing(votes, acts, p, iterations, kind="spectral_mixture", activation="sigmoid", prior=True):
+    """Seed 001 similarity routing (ALGORITHMS.md §7.2-7.3) with the plain power/exp/normalise form."""
+    b, n, o, _ = votes.shape
+    lam1, lam2 = np.abs(p["lambda1"]), np.abs(p["lambda2"])
+    lam = lam1 + lam2 + 1e-6
+    c = np.full((b, n, o), 1.0 / n)
+    mu = (c[..., None] * votes).sum(1)
+    for _ in range(iterations):
+        k = np_kernel(p, kind, mu, votes)
+        r = (acts[:, :, None] + 0.1) ** (lam2 / lam) * np.exp(k / lam)
+        c = r / r.sum(axis=1, keepdims=True)
+        mu = (c[..., None] * votes).sum(1) / c.sum(1)[..., None]
+    logit = p["theta1"] * (c * k).sum(1) + p["theta2"]
+    if prior:
+        logit = logit + np.abs(p["theta3"]) * (c * np.log(acts[:, :, None] + 1e-6)).sum(1)
+    out = 1 / (1 + np.exp(-logit)) if activation == "sigmoid" else logit
+    return mu, out, c
+
+
+def data(seed=0, shape=SHAPE):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=shape).astype("float32"), rng.uniform(size=shape[:2]).astype("float32")
+
+
+@pytest.mark.parametrize("iterations", [1, 3])
+@pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
+def test_matches_numpy_reference(iterations, kind):
+    votes, acts = data(1)
+    router = KernelRouter(iterations=iterations, kernel=kind, num_components=3)
+    router(votes, acts)
+    randomise(router, seed=iterations)
+    poses, out, coupling = router(votes, acts, return_coupling=True)
+    mu, a, c = np_kernel_routing(votes.astype("float64"), acts.astype("float64"), params(router), iterations, kind)
+    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("activation, prior", [("linear", True), ("linear", False), ("sigmoid", False)])
+def test_activation_variants(activation, prior):
+    votes, acts = data(2)
+    router = KernelRouter(activation=activation, activation_prior=prior)
+    router(votes, acts)
+    randomise(router, seed=5)
+    _, out = router(votes, acts)
+    _, expected, _ = np_kernel_routing(
+        votes.astype("float64"), acts.astype("float64"), params(router), 3, activation=activation, prior=prior
+    )
+    np.testing.assert_allclose(to_np(out), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_coupling_is_a_distribution_over_inputs_and_default_initialisation():
+    votes, acts = data(3)
+    router = KernelRouter(num_components=4)
+    _, out, coupling = router(votes, acts, return_coupling=True)
+    np.testing.assert_allclose(to_np(coupling).sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all((to_np(out) > 0) & (to_np(out) < 1))
+    np.testing.assert_allclose(to_np(router.lambda1), 12.0, atol=0.3)
+    np.testing.assert_allclose(to_np(router.lambda2), 1.0)
+    np.testing.assert_allclose(to_np(router.theta2), 1.0)
+    np.testing.assert_allclose(to_np(router.mixture_logits), 1.0)
+    assert np.all(np.abs(to_np(router.frequencies)) <= 0.2 + 1e-6)
+    assert not np.allclose(to_np(router.frequencies), to_np(router.bandwidths))
+    assert not np.allclose(to_np(router.theta1), to_np(router.theta3))
+    # 4 mixture logits + 2 x 4 x 5 kernel parameters + 5 x 4 per-channel parameters
+    assert sum(int(np.prod(w.shape)) for w in router.trainable_weights) == 4 + 40 + 20
+
+
+def test_gaussian_length_scales_start_an_octave_apart():
+    router = KernelRouter(kernel="gaussian_mixture", num_components=3)
+    router.build(SHAPE)
+    np.testing.assert_allclose(to_np(router.length_scales), [0.5, 1.0, 2.0])
+
+
+def test_activations_default_to_ones_and_strong_child_dominates():
+    votes, _ = data(4)
+    a, _ = KernelRouter()(votes)
+    b, _ = KernelRouter()(votes, np.ones(SHAPE[:2], "float32"))
+    assert a.shape == b.shape
+    # Identical votes: equal kernel values, so the activation prior alone decides the coupling,
+    # c_0 / c_i = ((1 + 0.1) / (0 + 0.1)) ** (l2 / l) = 11 with l1 = 0.
+    same = np.repeat(votes[:, :1], SHAPE[1], axis=1)
+    acts = np.zeros(SHAPE[:2], "float32")
+    acts[:, 0] = 1.0
+    router = KernelRouter(iterations=2)
+    router(same, acts)
+    router.lambda1.assign(np.zeros(SHAPE[2], "float32"))
+    _, _, c = router(same, acts, return_coupling=True)
+    np.testing.assert_allclose(to_np(c)[:, 0], 11 / (11 + SHAPE[1] - 1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("magnitude", ["zero", "unit", "huge"])
+@pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
+def test_finite_forward_and_gradient(dtype, magnitude, kind):
+    huge = 6e4 if dtype == "float16" else 1e30
+    scale = {"zero": 0.0, "unit": 1.0, "huge": huge}[magnitude]
+    rng = np.random.default_rng(6)
+    votes = keras.ops.cast(rng.uniform(-1, 1, size=SHAPE) * scale, dtype)
+    acts = keras.ops.cast(rng.uniform(size=SHAPE[:2]) * (scale > 0), dtype)  # all-zero activations with zero votes
+    router = KernelRouter(kernel=kind, dtype=dtype)
+    outputs = router(votes, acts, return_coupling=True)
+    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
+    assert_finite(outputs)
+    grad_votes = input_gradient(lambda v: router(v, acts)[1], votes)
+    grad_acts = input_gradient(lambda a: router(votes, a)[1], acts)
+    assert_finite([grad_votes, grad_acts], "gradient")
+
+
+def test_negative_bandwidth_cannot_overflow():
+    votes, acts = data(7)
+    router = KernelRouter()
+    router(votes * 1e3, acts)
+    router.bandwidths.assign(-np.ones(router.bandwidths.shape, "float32"))
+    assert_finite(router(votes * 1e3, acts, return_coupling=True))
+
+
+def test_in_conv_capsules_with_activations():
+    from keras_capsules.layers import ConvCaps
+
+    rng = np.random.default_rng(8)
+    poses = rng.normal(size=(2, 4, 4, 2, 16)).astype("float32")
+    acts = rng.uniform(size=(2, 4, 4, 2)).astype("float32")
+    out_poses, out_acts, c = ConvCaps(3, kernel_size=3, router="kernel", transform="matrix")((poses, acts), return_coupling=True)
+    assert tuple(out_poses.shape) == (2, 2, 2, 3, 16) and tuple(out_acts.shape) == (2, 2, 2, 3)
+    np.testing.assert_allclose(to_np(c).sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_layer_contract():
+    votes, _ = data(9, shape=(4, 5, 3, 4))
+    run_layer_test(KernelRouter, {"num_components": 2, "kernel": "gaussian_mixture"}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)])
+
+
+def test_registry_and_config_round_trip():
+    router = routing.get("kernel", num_components=10, activation="linear", theta_initializer="zeros")
+    assert isinstance(router, KernelRouter)
+    revived = routing.get(keras.saving.serialize_keras_object(router))
+    assert revived.get_config() == router.get_config()
+    revived.build(SHAPE)
+    np.testing.assert_allclose(to_np(revived.theta1), 0.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"kernel": "rbf"}, ValueError, "kernel"),
+        ({"num_components": 0}, ValueError, "num_components"),
+        ({"num_components": 2.5}, TypeError, "num_components"),
+        ({"activation": "tanh"}, ValueError, "activation"),
+        ({"prior_offset": 0.0}, ValueError, "prior_offset"),
+        ({"iterations": 0}, ValueError, "iterations"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        KernelRouter(**kwargs)
+
+
+def test_bad_votes_rank():
+    with pytest.raises(ValueError, match="KernelRouter.*votes"):
+        KernelRouter()(np.zeros((2, 3, 4), "float32"))

@@ -1,0 +1,210 @@
+"""Connectionist (LSTM) routing of seed 001, "Learning to compute inner consensus" (ALGORITHMS.md §7.2, §7.5)."""
+
+import keras
+from keras import ops
+
+from keras_capsules import errors
+from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.registry import register_router
+
+ACTIVATIONS = ("sigmoid", "linear")
+STATE_ASSIGNMENTS = ("code", "paper")
+
+
+def _units(owner, argument, value):
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        errors.fail(owner, argument, "a list of positive integers (hidden layer widths)", value, TypeError)
+    value = tuple(value)
+    for width in value:
+        errors.check_positive_int(owner, argument, width)
+    return value
+
+
+@register_router("lstm")
+class LSTMRouter(Router):
+    """Connectionist routing: a learned LSTM cell proposes the compatibilities.
+
+    For every (example, child ``i``, parent ``j``) the same LSTM cell (one per router, i.e. per
+    capsule layer, shared by all children, parents and positions) reads, at each iteration,
+    ``x_ij = concat(mu_j, a_i, v_j|i, c_ij)`` (``2 dim + 2`` features; 34 for 4x4 poses) and
+    updates its state ``(cell_ij, hidden_ij)``, which starts at zero and is carried across the
+    iterations. Then:
+
+    - compatibility: ``c_ij = softmax_i(Dense_1(MLP_c(state_ij)))``, an MLP of ReLU layers
+      (``compatibility_units``) and a linear ``Dense(1)``, **softmax over the inputs** ``i``
+      (``in_caps``, axis 1): one distribution over the children per parent, as in seed 001;
+    - pose: ``mu_j = sum_i c_ij v_j|i``.
+
+    Initial state: ``c_ij = 1/n``, ``mu_j`` the mean vote, LSTM state zeros. After the last
+    iteration ``a_j = sigmoid(Dense_1(MLP_a(sum_i c_ij state_ij)))`` (``activation="linear"``: the
+    logit, the code's ``activate=False`` for a class layer trained with softmax cross-entropy).
+
+    - State assignment: the code (rnnRouting.py, TF ``LSTMStateTuple(c, h)``) feeds the **cell
+      state** to the compatibility MLP and the **hidden state** to the activation MLP
+      (``state_assignment="code"``, the default); the paper describes the reverse
+      (``state_assignment="paper"``: hidden -> compatibility, cell -> activation).
+    - LSTM cell: Keras' gate layout and defaults (gates ``i, f, g, o``; sigmoid/tanh; kernel
+      glorot-uniform, recurrent kernel orthogonal, bias zeros with the forget-gate bias at 1 when
+      ``unit_forget_bias``); TF1's ``LSTMCell`` adds a constant ``forget_bias=1`` instead, the same
+      at initialisation. 4 * units * (2 dim + 2 + units + 1) parameters (3,264 for 16 units, 4x4 poses).
+      It runs as einsums over all ``(batch, out_caps, in_caps)`` triples at once, in the parent-major
+      layout (one transpose per call); the vote part of the input projection is computed once,
+      outside the iteration loop.
+    - Parameters: the cell's; the compatibility MLP and ``Dense(1)``; the activation MLP and
+      ``Dense(1)``. Seed 001's network uses ``[]/[]``, ``[32, 32]/[64, 64]`` and
+      ``[64, 64]/[124, 124]`` (compatibility/activation) for its three routing layers.
+    - Child activations: an input feature; ones when absent.
+    - Safeguards: float32 maths (the MLP sublayers are float32 whatever the global policy);
+      sigmoid/tanh gates and a softmax are bounded and finite for any finite input.
+
+    Args:
+        iterations: LSTM steps (paper: 3).
+        units: LSTM units (the code's ``degree``, 16).
+        compatibility_units: hidden ReLU widths of the compatibility MLP.
+        activation_units: hidden ReLU widths of the activation MLP.
+        activation: ``"sigmoid"`` or ``"linear"`` (logits).
+        state_assignment: ``"code"`` or ``"paper"`` (see above).
+        unit_forget_bias: initialise the forget-gate bias to 1.
+        kernel_initializer, recurrent_initializer, dense_initializer: of the LSTM input kernel, the
+            LSTM recurrent kernel and the MLP layers.
+    """
+
+    def __init__(
+        self,
+        iterations=3,
+        units=16,
+        compatibility_units=(),
+        activation_units=(),
+        activation="sigmoid",
+        state_assignment="code",
+        unit_forget_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        dense_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(iterations=iterations, **kwargs)
+        self.units = errors.check_positive_int(self, "units", units)
+        self.compatibility_units = _units(self, "compatibility_units", compatibility_units)
+        self.activation_units = _units(self, "activation_units", activation_units)
+        self.activation = errors.check_one_of(self, "activation", activation, ACTIVATIONS)
+        self.state_assignment = errors.check_one_of(self, "state_assignment", state_assignment, STATE_ASSIGNMENTS)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.dense_initializer = keras.initializers.get(dense_initializer)
+
+        def dense(width, activation, name):
+            return keras.layers.Dense(
+                width,
+                activation=activation,
+                kernel_initializer=type(self.dense_initializer).from_config(self.dense_initializer.get_config()),
+                dtype="float32",
+                name=name,
+            )
+
+        self.compatibility_mlp = [dense(w, "relu", f"compatibility_{i}") for i, w in enumerate(self.compatibility_units)]
+        self.compatibility_head = dense(1, None, "compatibility_logits")
+        self.activation_mlp = [dense(w, "relu", f"activation_{i}") for i, w in enumerate(self.activation_units)]
+        self.activation_head = dense(1, "sigmoid" if self.activation == "sigmoid" else None, "activation_output")
+
+    def _weight(self, name, shape, initializer):
+        # float32 whatever the dtype policy: the routing maths are float32, and e.g. the orthogonal
+        # initializer has no bfloat16 kernel.
+        return self.add_weight(name=name, shape=shape, initializer=initializer, dtype="float32")
+
+    def build_router(self, votes_shape):
+        _, in_caps, out_caps, out_dim = votes_shape
+        if None in (in_caps, out_caps, out_dim):
+            errors.fail(self, "votes", "known in_caps, out_caps and out_dim", f"shape {votes_shape}")
+        gates = 4 * self.units
+        self.lstm_kernel = self._weight(name="lstm_kernel", shape=(2 * out_dim + 2, gates), initializer=self.kernel_initializer)
+        self.lstm_recurrent_kernel = self._weight(
+            name="lstm_recurrent_kernel", shape=(self.units, gates), initializer=self.recurrent_initializer
+        )
+        if self.unit_forget_bias:
+            units = self.units
+
+            def bias_initializer(shape, dtype=None):
+                return ops.concatenate(
+                    [ops.zeros((units,), dtype=dtype), ops.ones((units,), dtype=dtype), ops.zeros((2 * units,), dtype=dtype)]
+                )
+
+        else:
+            bias_initializer = "zeros"
+        self.lstm_bias = self._weight(name="lstm_bias", shape=(gates,), initializer=bias_initializer)
+        for stack, head in ((self.compatibility_mlp, self.compatibility_head), (self.activation_mlp, self.activation_head)):
+            shape = (None, self.units)
+            for layer in stack + [head]:
+                layer.build(shape)
+                shape = (None, layer.units)
+
+    def _lstm_step(self, projected, state):
+        """One LSTM step on every ``(batch, out, in)`` triple: ``projected`` ``(b, o, i, 4u)`` is ``W x + b``."""
+        cell, hidden = state
+        z = projected + ops.einsum("boiu,ug->boig", hidden, ops.cast(self.lstm_recurrent_kernel, "float32"))
+        u = self.units
+        input_gate = ops.sigmoid(z[..., :u])
+        forget_gate = ops.sigmoid(z[..., u : 2 * u])
+        candidate = ops.tanh(z[..., 2 * u : 3 * u])
+        output_gate = ops.sigmoid(z[..., 3 * u :])
+        cell = forget_gate * cell + input_gate * candidate
+        return cell, output_gate * ops.tanh(cell)
+
+    @staticmethod
+    def _mlp(stack, head, x):
+        for layer in stack:
+            x = layer(x)
+        return head(x)
+
+    def route(self, votes, activations, training):
+        in_caps, out_dim = votes.shape[1], votes.shape[3]
+        if activations is None:
+            activations = ops.ones_like(votes[:, :, 0, 0])
+        votes = parent_major(votes)  # (b, o, i, d): the iterations are batched matrix products
+        kernel = ops.cast(self.lstm_kernel, "float32")
+        k_pose, k_act = kernel[:out_dim], kernel[out_dim]
+        k_vote, k_coupling = kernel[out_dim + 1 : 2 * out_dim + 1], kernel[2 * out_dim + 1]
+        # The parts of W x that do not change across iterations: votes, child activations, bias.
+        fixed = (
+            ops.einsum("boid,dg->boig", votes, k_vote)
+            + ops.expand_dims(ops.expand_dims(activations, 1), -1) * k_act
+            + ops.cast(self.lstm_bias, "float32")
+        )
+
+        coupling = ops.ones_like(votes[..., 0]) / in_caps
+        poses = ops.einsum("boi,boid->bod", coupling, votes)
+        zeros = ops.zeros_like(fixed[..., : self.units])
+        state = (zeros, zeros)
+        for step in range(self.iterations):
+            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose), 2)
+            projected = fixed + pose_part + ops.expand_dims(coupling, -1) * k_coupling
+            state = self._lstm_step(projected, state)
+            features = state[0] if self.state_assignment == "code" else state[1]
+            logits = self._mlp(self.compatibility_mlp, self.compatibility_head, features)[..., 0]
+            coupling = ops.softmax(logits, axis=2)
+            if step == self.iterations - 1:
+                coupling = self.finalize_coupling(coupling, training)
+            poses = ops.einsum("boi,boid->bod", coupling, votes)
+
+        summary_state = state[1] if self.state_assignment == "code" else state[0]
+        pooled = ops.einsum("boi,boiu->bou", coupling, summary_state)
+        out_acts = self._mlp(self.activation_mlp, self.activation_head, pooled)[..., 0]
+        return poses, out_acts, child_major(coupling)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "compatibility_units": list(self.compatibility_units),
+                "activation_units": list(self.activation_units),
+                "activation": self.activation,
+                "state_assignment": self.state_assignment,
+                "unit_forget_bias": self.unit_forget_bias,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+                "dense_initializer": keras.initializers.serialize(self.dense_initializer),
+            }
+        )
+        return config
