@@ -1,0 +1,289 @@
+"""Coupling access: every routing layer's coupling coefficients and inputs for a batch, from any built model.
+
+``routing_trace(model, images)`` is the one call. It works on a model built by an application
+constructor or loaded from ``.keras`` with no rebuilding by hand: it walks the model's functional
+graph (for a :class:`~keras_capsules.applications.CapsuleClassifier`, its functional ``encoder``),
+finds every routed capsule layer (:class:`~keras_capsules.layers.FcCaps`,
+:class:`~keras_capsules.layers.ConvCaps`) and builds a *probe* model whose outputs include each of
+those layers called again with ``return_coupling=True`` on the same symbolic inputs. The probe shares
+every weight with the model (it is the same layer objects) and adds nothing to the model's own
+graph or its saved config.
+
+:func:`set_quantization` / :func:`quantization` switch REM's quantiser ``q_K`` on for every router of
+a trained model (ALGORITHMS.md §8.2).
+"""
+
+import contextlib
+import dataclasses
+
+import keras
+import numpy as np
+
+from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import unpack_capsules
+from keras_capsules.layers.conv_caps import ConvCaps
+from keras_capsules.layers.fc_caps import FcCaps
+from keras_capsules.layers.routed_capsules import RoutedCapsules
+from keras_capsules.routing.base import Router
+
+
+def _to_numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def routing_graph(model):
+    """The functional model that holds the routing layers: ``model`` itself or its ``encoder``.
+
+    Raises:
+        TypeError: when neither ``model`` nor ``model.encoder`` is a functional model.
+    """
+    for candidate in (model, getattr(model, "encoder", None)):
+        if isinstance(candidate, keras.Model) and hasattr(candidate, "_nodes_by_depth") and candidate.inputs:
+            return candidate
+    errors.fail(
+        "interpret.routing_graph",
+        "model",
+        "a functional Keras model (an application) or a CapsuleClassifier with a functional `encoder`",
+        type(model).__name__,
+        TypeError,
+    )
+
+
+def routed_layer_nodes(model):
+    """``[(layer, node), ...]`` for every call of a routed capsule layer in the model, inputs first."""
+    graph = routing_graph(model)
+    found = []
+    for depth in sorted(graph._nodes_by_depth, reverse=True):
+        for node in graph._nodes_by_depth[depth]:
+            if isinstance(node.operation, RoutedCapsules):
+                found.append((node.operation, node))
+    if not found:
+        errors.fail("interpret.routed_layer_nodes", "model", "a model with at least one FcCaps or ConvCaps layer", model.name)
+    return found
+
+
+def routing_layer_names(model):
+    """Names of the routed capsule layers, in graph order (inputs first)."""
+    return [layer.name for layer, _ in routed_layer_nodes(model)]
+
+
+class _CouplingTap(keras.layers.Layer):
+    """Calls a built routed layer with ``return_coupling=True`` (same weights).
+
+    A separate layer object, because a Keras functional graph takes each layer's output arity from
+    its first call, so the routed layer itself cannot be called again with three outputs. Never saved.
+    """
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        self.layer = layer
+        self.built = True
+
+    def call(self, inputs, training=None):
+        return self.layer(inputs, training=training, return_coupling=True)
+
+
+def routing_probe(model, layers=None):
+    """A functional model sharing ``model``'s weights that returns scores and routing tensors.
+
+    Outputs (a dict): ``"scores"`` (the model's first output, ``(batch, classes)``), and for each
+    selected routed layer ``L``: ``"L:coupling"`` (the layer's coupling, see :class:`LayerRouting`),
+    ``"L:input_poses"``, ``"L:input_activations"`` (when the layer receives activations) and
+    ``"L:output_activations"``.
+
+    Args:
+        model: an application model or a model loaded from ``.keras``.
+        layers: names of the routed layers to include (default: all).
+    """
+    graph = routing_graph(model)
+    nodes = routed_layer_nodes(model)
+    names = [layer.name for layer, _ in nodes]
+    wanted = names if layers is None else list(layers)
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        errors.fail("interpret.routing_probe", "layers", f"names among the routed layers {names}", unknown)
+    outputs = {"scores": graph.outputs[0]}
+    seen = set()
+    for layer, node in nodes:
+        if layer.name not in wanted or layer.name in seen:
+            continue
+        seen.add(layer.name)
+        args, kwargs = node.arguments.args, dict(node.arguments.kwargs)
+        _, out_acts, coupling = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
+        poses, acts = unpack_capsules(layer, args[0])
+        outputs[f"{layer.name}:coupling"] = coupling
+        outputs[f"{layer.name}:input_poses"] = poses
+        if acts is not None:
+            outputs[f"{layer.name}:input_activations"] = acts
+        outputs[f"{layer.name}:output_activations"] = out_acts
+    return keras.Model(graph.input, outputs, name=f"{model.name}_routing_probe")
+
+
+@dataclasses.dataclass
+class LayerRouting:
+    """Routing tensors of one routed capsule layer for a batch (NumPy arrays).
+
+    Attributes:
+        name: layer name.
+        layer_type: ``"FcCaps"`` or ``"ConvCaps"``.
+        coupling: the layer's coupling, in its native layout: FcCaps ``(batch, in_caps, out_caps)``
+            with children flattened in (row, column, type) order for grid inputs; ConvCaps
+            ``(batch * H_out * W_out, K*K*in_types, out_types)`` with children in (kernel row,
+            kernel column, type) order.
+        input_poses: the child poses as the layer received them, ``(batch, [H, W,] types, dim)``.
+        input_activations: the child activations, same shape without ``dim``; the pose lengths
+            where the layer received bare poses.
+        output_activations: ``(batch, [H_out, W_out,] out_caps)``.
+    """
+
+    name: str
+    layer_type: str
+    coupling: np.ndarray
+    input_poses: np.ndarray
+    input_activations: np.ndarray
+    output_activations: np.ndarray
+
+    @property
+    def grid_input(self):
+        """Whether the children form a grid ``(H, W, types)`` (primary or convolutional capsules)."""
+        return self.input_poses.ndim == 5
+
+    def class_coupling(self):
+        """FcCaps coupling in the children's layout: ``(batch, [H, W,] types, out_caps)``."""
+        if self.layer_type != "FcCaps":
+            errors.fail("LayerRouting.class_coupling", "layer", "an FcCaps layer (parents are classes)", f"{self.layer_type} '{self.name}'")
+        return self.coupling.reshape(self.input_poses.shape[:-1] + (self.coupling.shape[-1],))
+
+
+@dataclasses.dataclass
+class RoutingTrace:
+    """Scores and per-layer routing tensors of a batch, as returned by :func:`routing_trace`.
+
+    Attributes:
+        scores: ``(batch, classes)`` model scores.
+        layers: :class:`LayerRouting` of every routed layer, inputs first.
+    """
+
+    scores: np.ndarray
+    layers: list
+
+    @property
+    def predictions(self):
+        """Predicted class per example (arg-max of the scores), ``(batch,)`` int."""
+        return np.argmax(self.scores, axis=-1)
+
+    @property
+    def last(self):
+        """The last routing layer (the class layer of a classifier)."""
+        return self.layers[-1]
+
+    def __getitem__(self, name):
+        for record in self.layers:
+            if record.name == name:
+                return record
+        errors.fail("RoutingTrace", "name", f"one of {[r.name for r in self.layers]}", name, KeyError)
+
+
+def _layer_type(layer):
+    for cls in (FcCaps, ConvCaps):
+        if isinstance(layer, cls):
+            return cls.__name__
+    return type(layer).__name__
+
+
+def trace_from_outputs(model, outputs):
+    """Turns a probe's output dict (tensors or arrays) into a :class:`RoutingTrace`."""
+    layers = []
+    for layer, _ in routed_layer_nodes(model):
+        key = f"{layer.name}:coupling"
+        if key not in outputs or any(r.name == layer.name for r in layers):
+            continue
+        poses = _to_numpy(outputs[f"{layer.name}:input_poses"])
+        acts = outputs.get(f"{layer.name}:input_activations")
+        acts = np.sqrt(np.sum(np.square(poses), axis=-1)) if acts is None else _to_numpy(acts)
+        layers.append(
+            LayerRouting(
+                name=layer.name,
+                layer_type=_layer_type(layer),
+                coupling=_to_numpy(outputs[key]),
+                input_poses=poses,
+                input_activations=acts,
+                output_activations=_to_numpy(outputs[f"{layer.name}:output_activations"]),
+            )
+        )
+    return RoutingTrace(scores=_to_numpy(outputs["scores"]), layers=layers)
+
+
+def routing_trace(model, images, layers=None):
+    """Coupling coefficients and child activations of every routing layer for one batch.
+
+    Runs at inference (``training=False``), so routers with ``quantize_levels`` report the
+    quantised coupling ``q_K(c)`` of their last iteration.
+
+    Args:
+        model: an application model (functional, or a ``CapsuleClassifier``), also one loaded from ``.keras``.
+        images: a batch ``(batch, H, W, C)`` (array or tensor).
+        layers: optional names of the routed layers to include (default: all).
+
+    Returns:
+        A :class:`RoutingTrace`: ``scores``, ``predictions`` and one :class:`LayerRouting` per layer.
+
+    Example:
+        >>> trace = routing_trace(model, images)
+        >>> trace.last.coupling.shape          # CapsNet: (batch, 1152, 10)
+    """
+    probe = routing_probe(model, layers)
+    return trace_from_outputs(model, probe(images, training=False))
+
+
+def routers(model):
+    """Every :class:`~keras_capsules.routing.Router` inside ``model`` (nested layers included)."""
+    return [layer for layer in model._flatten_layers(include_self=False, recursive=True) if isinstance(layer, Router)]
+
+
+def _reset_compiled_functions(model):
+    for target in (model, getattr(model, "encoder", None)):
+        if isinstance(target, keras.Model):
+            target.predict_function = None
+            target.test_function = None
+            target.train_function = None
+
+
+def set_quantization(model, levels):
+    """Sets REM's quantiser ``q_K`` (``quantize_levels``) on every router of ``model``, in place.
+
+    At inference each router then snaps the coupling of its last iteration to the ``levels`` centres
+    ``k/(levels-1)`` before it weights the votes (ALGORITHMS.md §8.2); training is unaffected. The
+    setting is part of the routers' config, so a model saved afterwards keeps it. Compiled
+    predict/evaluate/train functions are reset so the next call retraces with the new setting.
+
+    Args:
+        model: any Keras model containing routers.
+        levels: ``K >= 2``, or ``None`` to switch quantisation off.
+
+    Returns:
+        The previous ``quantize_levels`` of each router, in :func:`routers` order.
+    """
+    if levels is not None:
+        errors.check_positive_int("interpret.set_quantization", "levels", levels, minimum=2)
+    found = routers(model)
+    if not found:
+        errors.fail("interpret.set_quantization", "model", "a model with at least one router", model.name)
+    previous = [router.quantize_levels for router in found]
+    for router in found:
+        router.quantize_levels = levels
+    _reset_compiled_functions(model)
+    return previous
+
+
+@contextlib.contextmanager
+def quantization(model, levels):
+    """Context manager: :func:`set_quantization` inside the block, the previous settings restored after."""
+    found = routers(model)
+    previous = set_quantization(model, levels)
+    try:
+        yield model
+    finally:
+        for router, value in zip(found, previous):
+            router.quantize_levels = value
+        _reset_compiled_functions(model)

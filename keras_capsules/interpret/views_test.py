@@ -1,0 +1,116 @@
+"""Saliency (eq. 16), FC parse trees, PNG views and ``keras-capsules explain``."""
+
+import json
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import layers
+from keras_capsules.cli import main
+from keras_capsules.interpret import (
+    LayerRouting,
+    RoutingTrace,
+    fc_parse_tree,
+    plot_parse_tree,
+    plot_saliency,
+    saliency_maps,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _grid_model():
+    """8x8x1 images -> primary 3x3 grid of 2 types -> FcCaps(4 hidden) -> FcCaps(3 classes)."""
+    inputs = keras.Input((8, 8, 1))
+    primary = layers.PrimaryCaps(2, 4, kernel_size=3, strides=2, name="primary_caps")(inputs)
+    hidden = layers.FcCaps(4, 4, name="hidden_caps")(primary)
+    poses, _ = layers.FcCaps(3, 4, name="class_caps")(hidden)
+    return keras.Model(inputs, layers.Length()(poses), name="grid_model")
+
+
+def test_saliency_is_eq_16_upsampled():
+    model = _grid_model()
+    x = np.random.default_rng(0).uniform(size=(2, 8, 8, 1)).astype("float32")
+    maps, trace = saliency_maps(model, x)
+    assert maps.shape == (2, 8, 8)
+    record = trace["hidden_caps"]  # the last FcCaps layer with grid children
+    coupling = record.class_coupling()  # (2, 3, 3, 2, 4)
+    j = trace.predictions
+    norms = np.linalg.norm(record.input_poses, axis=-1)
+    expected = np.stack([(norms[b] * coupling[b, ..., j[b]]).mean(-1) for b in range(2)])  # (2, 3, 3)
+    resized = keras.ops.convert_to_numpy(keras.ops.image.resize(expected[..., None], (8, 8), interpolation="bilinear"))[..., 0]
+    np.testing.assert_allclose(maps, resized, rtol=1e-5, atol=1e-7)
+    # The bilinear map keeps the grid's range.
+    assert maps.min() >= expected.min() - 1e-6 and maps.max() <= expected.max() + 1e-6
+    chosen, _ = saliency_maps(model, x, layer="hidden_caps", classes=[0, 0])
+    assert chosen.shape == (2, 8, 8)
+    with pytest.raises(ValueError, match=r"saliency_layer.*grid"):
+        saliency_maps(model, x, layer="class_caps")
+
+
+def _record(name, coupling, in_acts, out_acts):
+    coupling = np.asarray(coupling, "float32")[None]
+    poses = np.zeros(coupling.shape[:2] + (2,), "float32")
+    return LayerRouting(name, "FcCaps", coupling, poses, np.asarray(in_acts, "float32")[None], np.asarray(out_acts, "float32")[None])
+
+
+def test_fc_parse_tree_backtracks_with_the_in_degree_rule():
+    # Level 0: 3 children; level 1: 2 capsules; level 2: 2 classes. Thresholds 1/2.
+    first = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]]  # in-degrees of level 1: capsule 0 <- {0, 2}, capsule 1 <- {1}
+    second = [[0.3, 0.7], [0.45, 0.55]]  # class 1 <- {0, 1}; class 0 gets nothing above 1/2
+    trace = RoutingTrace(
+        scores=np.array([[0.1, 0.9]], "float32"),
+        layers=[_record("hidden", first, [1, 1, 1], [0.6, 0.4]), _record("classes", second, [0.6, 0.4], [0.1, 0.9])],
+    )
+    tree = fc_parse_tree(trace, index=0)
+    assert tree["predicted"] == 1 and tree["thresholds"] == [0.5, 0.5]
+    assert tree["levels"][1]["in_degree"] == [2, 1] and tree["levels"][2]["in_degree"] == [0, 2]
+    assert tree["edges"] == [(0, 0, 0, pytest.approx(0.9)), (0, 1, 1, pytest.approx(0.8)), (0, 2, 0, pytest.approx(0.6)),
+                             (1, 0, 1, pytest.approx(0.7)), (1, 1, 1, pytest.approx(0.55))]
+    assert [level["kept"] for level in tree["levels"]] == [[0, 1, 2], [0, 1], [1]]
+
+    # A capsule with in-degree 0 sends no edges: at threshold 0.85 hidden capsule 1 receives nothing,
+    # so its 0.95 coupling to the predicted class is not drawn.
+    trace.layers[1] = _record("classes", [[0.1, 0.9], [0.05, 0.95]], [0.6, 0.4], [0.1, 0.9])
+    strict = fc_parse_tree(trace, index=0, threshold=0.85)
+    assert strict["levels"][1]["in_degree"] == [1, 0] and strict["levels"][2]["in_degree"] == [0, 2]
+    assert strict["edges"] == [(0, 0, 0, pytest.approx(0.9)), (1, 0, 1, pytest.approx(0.9))]
+    trace.layers[1] = _record("classes", [[0.3, 0.7, 0.0]] * 3, [0, 0, 0], [0, 0, 1])
+    with pytest.raises(ValueError, match=r"fc_routing_chain.*consecutive"):
+        fc_parse_tree(trace)
+
+
+def test_views_write_pngs(tmp_path):
+    model = _grid_model()
+    x = np.random.default_rng(0).uniform(size=(3, 8, 8, 1)).astype("float32")
+    maps, trace = saliency_maps(model, x)
+    path = plot_saliency(x, maps, str(tmp_path / "views" / "saliency.png"), titles=["a", "b", "c"])
+    assert open(path, "rb").read(8) == PNG
+    path = plot_parse_tree(fc_parse_tree(trace, index=1), str(tmp_path / "tree.png"))
+    assert open(path, "rb").read(8) == PNG
+
+
+def test_missing_matplotlib_gives_an_install_hint(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=r"matplotlib.*keras-capsules\[plots\]"):
+        plot_saliency(np.zeros((1, 4, 4, 1)), np.zeros((1, 4, 4)), str(tmp_path / "s.png"))
+
+
+def test_explain_command_writes_the_report_and_pictures(tmp_path, capsys):
+    inputs = keras.Input((28, 28, 1))
+    primary = layers.PrimaryCaps(2, 4, kernel_size=9, strides=4, name="primary_caps")(inputs)
+    poses, _ = layers.FcCaps(10, 4, name="class_caps")(primary)
+    path = str(tmp_path / "tiny.keras")
+    keras.Model(inputs, layers.Length()(poses)).save(path)
+    out = tmp_path / "explain"
+    code = main(["explain", path, "--limit", "40", "--batch-size", "16", "--num-images", "2", "--levels", "6", "--output", str(out), "--dictionaries"])
+    assert code == 0 and "routing entropy" in capsys.readouterr().out
+    report = json.loads((out / "entropy.json").read_text())
+    assert report["num_samples"] == 40 and report["levels"] == 6 and report["quantized"]
+    assert sum(c["samples"] for c in report["classes"].values()) == 40
+    assert sum(sum(d.values()) for d in report["dictionaries"].values()) == 40
+    assert report["sparsity"] == 0.0
+    assert report["files"] == ["saliency.png", "parse_tree_0.png", "parse_tree_1.png"]
+    assert all((out / name).read_bytes()[:8] == PNG for name in report["files"])
