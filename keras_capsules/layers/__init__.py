@@ -1,20 +1,34 @@
 """Capsule layers. Every layer returns ``(poses, activations)`` (DESIGN.md, tensor conventions)."""
 
 from keras_capsules.layers.conv_caps import ConvCaps
+from keras_capsules.layers.concurrent_routing import ConcurrentRouting
 from keras_capsules.layers.decoder import CapsuleDecoder
 from keras_capsules.layers.fc_caps import FcCaps
+from keras_capsules.layers import glom
+from keras_capsules.layers.glom import (  # GLOM (ALGORITHMS.md §9)
+    ClassifierHead, ColumnMLP, ConsensusAttention, ContrastiveAgreement, ContrastiveHead, ConvTokenizer, DissimilarityHead,
+    GlomColumns, PatchEmbedding, SelectLevel, WindowAveragePooling, WindowHead, WindowMaxPooling,
+)
 from keras_capsules.layers.heads import Length, Mask, Squash
+from keras_capsules.layers.initializers import IdentityPlusUniform
 from keras_capsules.layers.primary_caps import PrimaryCaps
 from keras_capsules.layers.votes import MatrixVotes, VectorVotes
 
 __all__ = [
     "CapsuleDecoder",
+    "ConcurrentRouting",
     "ConvCaps",
     "FcCaps",
+    "IdentityPlusUniform",
     "Length",
     "Mask",
     "MatrixVotes",
     "PrimaryCaps",
     "Squash",
     "VectorVotes",
+]
+__all__ += [  # GLOM layers (keras_capsules.layers.glom)
+    "ClassifierHead", "ColumnMLP", "ConsensusAttention", "ContrastiveAgreement", "ContrastiveHead", "ConvTokenizer",
+    "DissimilarityHead", "GlomColumns", "PatchEmbedding", "SelectLevel", "WindowAveragePooling", "WindowHead", "WindowMaxPooling",
+    "glom",
 ]

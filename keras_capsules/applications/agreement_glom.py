@@ -1,0 +1,255 @@
+"""Agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; seed 000; ALGORITHMS.md §9)."""
+
+import keras
+import numpy as np
+
+from keras_capsules import errors
+from keras_capsules.applications import utils
+from keras_capsules.applications.registry import register_configuration
+from keras_capsules.layers.glom import (
+    ClassifierHead,
+    ContrastiveHead,
+    ConvTokenizer,
+    DissimilarityHead,
+    GlomColumns,
+    PatchEmbedding,
+    SelectLevel,
+    WindowAveragePooling,
+    WindowMaxPooling,
+)
+from keras_capsules.layers.glom.columns import CODE_TOP_DOWN_WEIGHT
+
+preprocess_input = utils.preprocess_input
+decode_predictions = utils.decode_predictions
+
+DOWNSAMPLING = {"dissimilarity": DissimilarityHead, "avg": WindowAveragePooling, "max": WindowMaxPooling, None: None}
+
+#: Layer names the two-stage helpers rely on.
+BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "downsampling", "projection_head")
+CLASSIFIER_LAYERS = ("classification_head", "predictions")
+
+
+def AgreementGLOM(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=10,
+    classifier_activation="softmax",
+    name="agreement_glom",
+    levels=2,
+    iterations=None,
+    embedding_dim=128,
+    patch_size=1,
+    downsampling="dissimilarity",
+    window=4,
+    projection_dim=512,
+    projection_hidden_dim=None,
+    dropout=0.3,
+    classifier_hidden_dim=None,
+    agreement_thresholds=None,
+    agreement_radius=3,
+    normalize_negatives=True,
+    attention_radius=0,
+    use_agreement=True,
+    top_down_weight=CODE_TOP_DOWN_WEIGHT,
+    trainable_top_down_weight=False,
+    divide_by_contributions=True,
+    column_depth=4,
+):
+    """GLOM with the contrastive agreement enhancer (CAE) and the dissimilarity-focused head ``H_d``.
+
+    ``ConvTokenizer`` (32x32 -> 8x8x128) -> ``PatchEmbedding`` (``r = 1``: 64 columns of ``d = 128``)
+    -> ``GlomColumns`` (K = 2 levels, T = 4 iterations, eq. 8 with CAE) -> top level of the last
+    iteration -> ``H_d`` (4x4 windows: 4 tokens) -> ``ContrastiveHead`` H1 (L2-normalised 512-D
+    projection, trained with :class:`~keras_capsules.losses.SupervisedContrastiveLoss`) ->
+    ``ClassifierHead`` H2 (512 -> 512 GELU -> classes, trained on the frozen H1 projection, as in
+    the code's ``classification_head_from_contr``) -> ``classifier_activation``.
+
+    The two training stages share this one model: :func:`pretraining_model` gives the stage-1
+    model (images -> projection, SupCon) and :func:`freeze_backbone` freezes everything but H2 for
+    stage 2 (cross-entropy); ``keras_capsules.recipes.glom`` runs both. Frozen BatchNorm layers run
+    in inference mode (Keras semantics); H1's dropout stays active while training H2, as in the
+    code, whose frozen forward pass still runs in training mode.
+
+    Parameters (32x32x3, 10 classes): 2,031,182 trainable (+1,408 BatchNorm statistics); with
+    ``downsampling=None`` (the paper's 64-token baseline) 72,863,822. 28x28 images (MNIST,
+    Fashion-MNIST) give a 7x7 grid that 4x4 windows do not divide: pad them to 32x32.
+
+    Args:
+        include_top: the classifier (images -> class scores). Without it: ``pooling=None`` gives the
+            stage-1 model (images -> L2-normalised projection ``(batch, projection_dim)``);
+            ``"avg"``/``"max"`` give the top-level column embeddings pooled over positions ``(batch, d)``.
+        weights: ``None`` or the path of a local weights file.
+        input_tensor: optional Keras tensor to use as the image input.
+        input_shape: ``(H, W, C)``, default ``(32, 32, 3)``; fully defined (the column LayerNorms have
+            one scale per patch).
+        pooling: see ``include_top``.
+        classes: number of classes.
+        classifier_activation: activation on H2's logits (``None``: logits).
+        name: model name.
+        levels: GLOM levels K (any K >= 1).
+        iterations: column iterations T (``None``: ``2 * levels``).
+        embedding_dim: tokenizer channels ``c'``; column size ``d = patch_size**2 * embedding_dim``.
+        patch_size: ``r``.
+        downsampling: ``"dissimilarity"`` (``H_d``), ``"avg"``, ``"max"`` (Table 3) or ``None`` (all
+            columns into H1).
+        window: window side and stride of the downsampling head.
+        projection_dim: H1 output size (``contr_dim``).
+        projection_hidden_dim: H1 hidden width (``None``: the flattened token size, code).
+        dropout: H1 dropout.
+        classifier_hidden_dim: H2 hidden width (``None``: ``projection_dim``; 0: a single linear layer).
+        agreement_thresholds, agreement_radius, normalize_negatives, attention_radius, use_agreement,
+        top_down_weight, trainable_top_down_weight, divide_by_contributions, column_depth:
+            see :class:`~keras_capsules.layers.glom.GlomColumns`.
+
+    Returns:
+        A built functional ``keras.Model`` taking images in [0, 1].
+    """
+    input_shape = utils.validate_application_args(
+        "AgreementGLOM",
+        include_top=include_top,
+        weights=weights,
+        input_tensor=input_tensor,
+        input_shape=input_shape,
+        pooling=pooling,
+        classes=classes,
+        classifier_activation=classifier_activation,
+        default_shape=(32, 32, 3),
+        min_size=4 * patch_size,
+    )
+    if None in input_shape:
+        errors.fail("AgreementGLOM", "input_shape", "a fully defined (H, W, C) (one LayerNorm scale per patch)", input_shape)
+    if downsampling not in DOWNSAMPLING:
+        errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", downsampling)
+    errors.check_positive_int("AgreementGLOM", "embedding_dim", embedding_dim, minimum=2)
+    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    feature_map = ConvTokenizer(embedding_dim, name="tokenizer")(x)
+    grid = (feature_map.shape[1] // patch_size, feature_map.shape[2] // patch_size)
+    tokens = PatchEmbedding(patch_size, name="patch_embedding")(feature_map)
+    columns = GlomColumns(
+        levels=levels,
+        iterations=iterations,
+        grid_shape=grid,
+        agreement_thresholds=agreement_thresholds,
+        agreement_radius=agreement_radius,
+        normalize_negatives=normalize_negatives,
+        attention_radius=attention_radius,
+        use_agreement=use_agreement,
+        top_down_weight=top_down_weight,
+        trainable_top_down_weight=trainable_top_down_weight,
+        divide_by_contributions=divide_by_contributions,
+        column_depth=column_depth,
+        name="columns",
+    )(tokens)
+    top = SelectLevel(-1, name="top_level")(columns)
+    if not include_top and pooling is not None:
+        pool = keras.layers.GlobalAveragePooling1D if pooling == "avg" else keras.layers.GlobalMaxPooling1D
+        model = keras.Model(inputs, pool(name=f"{pooling}_pool")(top), name=name)
+        return utils.load_weights(model, weights)
+    if DOWNSAMPLING[downsampling] is not None:
+        top = DOWNSAMPLING[downsampling](window=window, grid_shape=grid, name="downsampling")(top)
+    projection = ContrastiveHead(projection_dim, hidden_dim=projection_hidden_dim, dropout=dropout, name="projection_head")(top)
+    if not include_top:
+        return utils.load_weights(keras.Model(inputs, projection, name=name), weights)
+    hidden = projection_dim if classifier_hidden_dim is None else classifier_hidden_dim
+    scores = ClassifierHead(classes, hidden_dim=hidden, name="classification_head")(projection)
+    if classifier_activation is not None:
+        scores = keras.layers.Activation(classifier_activation, name="predictions")(scores)
+    return utils.load_weights(keras.Model(inputs, scores, name=name), weights)
+
+
+def _layer(model, name, what):
+    try:
+        return model.get_layer(name)
+    except ValueError:
+        errors.fail(what, "model", f"a model built by AgreementGLOM with a layer named {name!r}", model.name)
+
+
+def pretraining_model(model):
+    """The stage-1 model sharing ``model``'s weights: images -> L2-normalised H1 projection ``(batch, projection_dim)``.
+
+    Train it with :class:`~keras_capsules.losses.SupervisedContrastiveLoss` on two augmented views
+    per image (``keras_capsules.recipes.glom``).
+    """
+    head = _layer(model, "projection_head", "pretraining_model")
+    if model.outputs[0] is head.output:
+        return model
+    return keras.Model(model.inputs, head.output, name=f"{model.name}_pretraining")
+
+
+def freeze_backbone(model, frozen=True):
+    """Stage 2: makes every layer but H2 (``classification_head``) non-trainable (or trainable again).
+
+    Returns ``model``. Recompile after calling it (Keras rule for ``trainable`` changes).
+    """
+    _layer(model, "classification_head", "freeze_backbone")
+    for layer in model.layers:
+        if layer.name not in CLASSIFIER_LAYERS and layer.weights:
+            layer.trainable = not frozen
+    return model
+
+
+def glom_levels(model, images, return_iterations=False, return_agreement=False, batch_size=None):
+    """Runs ``model``'s tokenizer and columns on ``images`` (inference mode) and returns the GLOM levels.
+
+    For TV_n and the island views. (A layer whose number of outputs changes between calls cannot be
+    wired into a second functional model in Keras 3, so this runs the layers directly.)
+
+    Args:
+        model: a model built by :func:`AgreementGLOM`.
+        images: ``(batch, H, W, C)`` in [0, 1], as the model's input.
+        return_iterations: return every iteration.
+        return_agreement: also return the last iteration's CAE output (what the code's TV metric uses).
+        batch_size: process in chunks of this size (``None``: all at once).
+
+    Returns:
+        levels ``(batch, N, K, d)`` (``(batch, T + 1, N, K, d)`` with ``return_iterations``), or
+        ``(levels, agreement)`` with ``return_agreement``; NumPy arrays.
+    """
+    tokenizer = _layer(model, "tokenizer", "glom_levels")
+    patches = _layer(model, "patch_embedding", "glom_levels")
+    columns = _layer(model, "columns", "glom_levels")
+    images = np.asarray(images)
+    step = len(images) if batch_size is None else int(batch_size)
+    chunks = []
+    for start in range(0, len(images), max(step, 1)):
+        tokens = patches(tokenizer(images[start : start + step], training=False))
+        out = columns(tokens, return_agreement=return_agreement, return_iterations=return_iterations)
+        chunks.append([keras.ops.convert_to_numpy(o) for o in (out if return_agreement else (out,))])
+    result = [np.concatenate(parts, axis=0) for parts in zip(*chunks)]
+    return tuple(result) if return_agreement else result[0]
+
+
+SOURCE = "ALGORITHMS.md §9.7 (zengru001usst/GLOM models.py, GLOM_settings.py; counted, [#])"
+register_configuration(
+    "AgreementGLOM/cifar10", AgreementGLOM, {}, trainable_params=2_031_182, total_params=2_032_590, source=SOURCE
+)
+register_configuration(
+    "AgreementGLOM/cifar10-no-hd",
+    AgreementGLOM,
+    {"downsampling": None},
+    trainable_params=72_863_822,
+    total_params=72_865_230,
+    source=SOURCE + ": ablation baseline without H_d, 64 tokens into H1 (the paper's 72M)",
+    roundtrip=False,
+)
+register_configuration(
+    "AgreementGLOM/cifar10-avg-pool",
+    AgreementGLOM,
+    {"downsampling": "avg"},
+    trainable_params=2_031_182,
+    total_params=2_032_590,
+    source=SOURCE + ": Table 3 average-pooling head (no parameters)",
+    roundtrip=False,
+)
+register_configuration(
+    "AgreementGLOM/cifar10-max-pool",
+    AgreementGLOM,
+    {"downsampling": "max"},
+    trainable_params=2_031_182,
+    total_params=2_032_590,
+    source=SOURCE + ": Table 3 max-pooling head (no parameters)",
+    roundtrip=False,
+)
