@@ -10,7 +10,7 @@ preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
 #: The paper's router: dynamic routing, 3 iterations, no per-parent bias (the 6.8M parameter count).
-PAPER_ROUTER = {"name": "dynamic", "use_bias": False}
+PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
 
 
 def CapsNet(
@@ -23,7 +23,7 @@ def CapsNet(
     classifier_activation=None,
     name="capsnet",
     router=None,
-    routing_iterations=3,
+    routing_iterations=None,
     reconstruction=False,
     reconstruction_weight=0.0005,
     primary_capsule_dim=8,
@@ -51,7 +51,7 @@ def CapsNet(
         classifier_activation: ``None`` (scores are capsule lengths) or an activation on them.
         name: model name.
         router: router of the class layer (name, config dict or ``Router``); ``None`` is the paper's.
-        routing_iterations: routing iterations (paper: 3).
+        routing_iterations: routing iterations of an iterative router (``None``: the router's default; paper: 3).
         reconstruction: add the reconstruction decoder and its loss.
         reconstruction_weight: weight of the summed squared reconstruction error.
         primary_capsule_dim: pose size of the 32 primary capsule types (paper: 8).

@@ -10,18 +10,18 @@ from keras_capsules.routing.registry import register_router
 SCALES = ("paper", "code")
 ACTIVATIONS = ("sum", "squash")
 
-#: Votes larger than this (in absolute value) are rescaled before the batch-norm statistics, whose
-#: squares would otherwise overflow float32 (1e19 squared); ordinary votes are never rescaled.
+#: Votes are clipped to this magnitude before the batch-norm statistics, whose squares would
+#: otherwise overflow float32 (1e19 squared); ordinary votes are never touched.
 _BN_SAFE_MAGNITUDE = 1e15
 
 
 def unit_vectors(x, epsilon):
     """``x / |x|`` over the last axis, finite for zero vectors and for any finite magnitude.
 
-    Each vector is first divided by ``max(max_f |x_f|, 1)`` (a constant for the gradient; the
-    direction is scale-invariant), so the squared norm cannot overflow, then by
-    ``sqrt(sum x^2 + epsilon)``: a zero vector maps to zero with a finite gradient, and vectors
-    much longer than ``sqrt(epsilon)`` come out with unit length.
+    Computed as ``x * rsqrt(sum x^2 + epsilon)``: a zero vector maps to zero with a finite gradient,
+    vectors much longer than ``sqrt(epsilon)`` come out with unit length, and a vector whose squared
+    norm overflows float32 (components beyond ~1e19) maps to zero (``rsqrt(inf) = 0``), still finite
+    in value and gradient. One reduction, no rescaling pass: this runs on every vote.
 
     Args:
         x: ``(..., dim)`` float32.
@@ -30,8 +30,6 @@ def unit_vectors(x, epsilon):
     Returns:
         ``(..., dim)``.
     """
-    scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(x), axis=-1, keepdims=True), 1.0))
-    x = x / scale
     return x * ops.rsqrt(ops.sum(ops.square(x), axis=-1, keepdims=True) + epsilon)
 
 
@@ -183,8 +181,7 @@ class FMAgreementRouter(Router):
         if self.vote_norm is None:
             return votes
         # Identity for ordinary votes; keeps the batch statistics finite for absurdly large ones.
-        scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(votes)) / _BN_SAFE_MAGNITUDE, 1.0))
-        x = votes / scale
+        x = ops.clip(votes, -_BN_SAFE_MAGNITUDE, _BN_SAFE_MAGNITUDE)
         if self._bn_kept_dims == (self._bn_features,) and self._bn_permutation == [0, 1, 2, 3]:  # axis -1: as is
             return self.vote_norm(x, training=training)
         batch = ops.shape(x)[0]

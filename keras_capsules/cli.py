@@ -1,0 +1,272 @@
+"""The ``keras-capsules`` command line: ``train``, ``evaluate``, ``export``, ``recipes``, ``explain``.
+
+Each subcommand is one ``add_<name>_command(commands)`` function that adds its parser and sets
+``handler``; :data:`COMMANDS` lists them, so a new subcommand is one function and one list entry.
+"""
+
+import argparse
+import ast
+import dataclasses
+import json
+import os
+import sys
+import typing
+
+
+def _key_values(pairs, flag):
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (values parsed as Python literals when possible)."""
+    result = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"keras-capsules: argument `{flag}` expected KEY=VALUE, received {pair!r}.")
+        try:
+            result[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            result[key] = raw
+    return result
+
+
+def _none_or(kind):
+    def parse(text):
+        return None if text.lower() == "none" else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+#: Recipe fields with their own flags elsewhere, or not meant to be set from the command line.
+_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule"}
+
+
+def _add_recipe_flags(parser):
+    """One ``--field-name`` flag per :class:`~keras_capsules.recipes.Recipe` field (typed from its annotation)."""
+    from keras_capsules.recipes import Recipe
+
+    hints = typing.get_type_hints(Recipe)
+    group = parser.add_argument_group("recipe overrides (default: the paper recipe's value; 'none' clears optional values)")
+    for field in dataclasses.fields(Recipe):
+        if field.name in _RECIPE_SKIP:
+            continue
+        hint = hints[field.name]
+        optional = type(None) in typing.get_args(hint)
+        kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
+        flag = "--" + field.name.replace("_", "-")
+        if kind is tuple:
+            element = int if field.name == "lr_milestones" else str
+            group.add_argument(flag, nargs="*", type=element, default=argparse.SUPPRESS, help=f"recipe field {field.name}")
+        else:
+            parse = _none_or(kind) if optional else kind
+            group.add_argument(flag, type=parse, default=argparse.SUPPRESS, help=f"recipe field {field.name}")
+    group.add_argument("--augment", dest="augmentation", type=_none_or(str), default=argparse.SUPPRESS, help="alias of --augmentation")
+    group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument (repeatable)")
+    group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option (repeatable)")
+    group.add_argument("--spread-arg", action="append", metavar="KEY=VALUE", help="spread-margin schedule argument (repeatable)")
+
+
+def _train(args):
+    from keras_capsules.recipes import Recipe
+    from keras_capsules.training import train
+
+    fields = {f.name for f in dataclasses.fields(Recipe)} - _RECIPE_SKIP
+    overrides = {name: getattr(args, name) for name in fields if hasattr(args, name)}
+    for name in ("lr_milestones", "eval_on", "metrics"):
+        if name in overrides:
+            overrides[name] = tuple(overrides[name])
+    for flag, field in (("loss_arg", "loss_kwargs"), ("dataset_option", "dataset_options"), ("spread_arg", "spread_schedule")):
+        if getattr(args, flag):
+            overrides[field] = _key_values(getattr(args, flag), "--" + flag.replace("_", "-"))
+    model_kwargs = _key_values(args.model_arg, "--model-arg")
+    if args.router:
+        model_kwargs["router"] = args.router
+    if args.routing_iterations:
+        model_kwargs["routing_iterations"] = args.routing_iterations
+    metrics = train(
+        model=args.model,
+        dataset=args.dataset,
+        output=args.output,
+        data_dir=args.data_dir,
+        limit=args.limit,
+        seed=args.seed,
+        verbose=0 if args.quiet else 1,
+        export=not args.no_export,
+        variant=args.recipe,
+        download=args.download,
+        strategy=args.strategy,
+        resume=not args.no_resume,
+        eval_limit=args.eval_limit,
+        model_kwargs=model_kwargs,
+        **overrides,
+    )
+    where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
+    scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    print(
+        f"\n{metrics['model']} on {metrics['dataset']} ({metrics['epochs_completed']} epochs, resumed from epoch "
+        f"{metrics['resumed_from_epoch']}, {metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
+    )
+    return 0
+
+
+def add_train_command(commands):
+    train = commands.add_parser(
+        "train",
+        help="train an application with its paper recipe, evaluate, save and export (resumes after a crash)",
+        description="Every recipe value can be overridden with the flags below; `keras-capsules recipes` lists the recipes.",
+    )
+    train.add_argument("model", help="application constructor, e.g. EffCapsNet or CapsNet")
+    train.add_argument("--dataset", default="mnist_sample", help="dataset name (default: the embedded MNIST sample)")
+    train.add_argument("--recipe", default="default", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
+    train.add_argument("--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy")
+    train.add_argument("--router", help="router of the capsule layers, e.g. dynamic")
+    train.add_argument("--routing-iterations", type=int, help="routing iterations")
+    train.add_argument("--model-arg", action="append", metavar="KEY=VALUE", help="constructor argument (repeatable), e.g. reconstruction=False")
+    train.add_argument("--data-dir", help="folder with the dataset's standard files")
+    train.add_argument("--download", action="store_true", help="allow TFDS downloads")
+    train.add_argument("--limit", type=int, help="use only the first N training examples")
+    train.add_argument("--eval-limit", type=int, help="evaluate on the first N examples only")
+    train.add_argument("--output", help="output folder (default runs/MODEL-DATASET)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over")
+    train.add_argument("--no-export", action="store_true", help="skip the SavedModel export")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_recipe_flags(train)
+    train.set_defaults(handler=_train)
+
+
+def _evaluate(args):
+    from keras_capsules.training import evaluate
+    from keras_capsules.training.evaluation import training_preset
+
+    augment = training_preset(args.model_file) if args.augment == "auto" else None if args.augment.lower() == "none" else args.augment
+    results = evaluate(
+        args.model_file,
+        args.dataset,
+        split=args.split,
+        batch_size=args.batch_size,
+        data_dir=args.data_dir,
+        download=args.download,
+        limit=args.limit,
+        augment=augment,
+        **_key_values(args.dataset_option, "--dataset-option"),
+    )
+    print(json.dumps({"model": args.model_file, "dataset": args.dataset, "split": args.split, "augment": augment, **results}, indent=2))
+    return 0
+
+
+def add_evaluate_command(commands):
+    evaluate = commands.add_parser("evaluate", help="evaluate a .keras model on a dataset split")
+    evaluate.add_argument("model_file", metavar="MODEL.keras")
+    evaluate.add_argument("--dataset", required=True, help="dataset name")
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument(
+        "--augment",
+        default="auto",
+        help="preset whose evaluation transform to apply; 'auto' (default): the one in the metrics.json next to the model; 'none'",
+    )
+    evaluate.add_argument("--data-dir", help="folder with the dataset's standard files")
+    evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads")
+    evaluate.add_argument("--limit", type=int, help="evaluate on the first N examples only")
+    evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option (repeatable)")
+    evaluate.set_defaults(handler=_evaluate)
+
+
+def _export(args):
+    from keras_capsules.training import export_keras_file
+
+    export_keras_file(args.model_file, args.output_dir)
+    print(f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules.")
+    return 0
+
+
+def add_export_command(commands):
+    export = commands.add_parser("export", help="export a .keras model to a standalone TensorFlow SavedModel")
+    export.add_argument("model_file", metavar="MODEL.keras")
+    export.add_argument("output_dir", metavar="OUTPUT_DIR")
+    export.set_defaults(handler=_export)
+
+
+def _recipes(args):
+    from keras_capsules import recipes
+
+    for model, dataset, variant in recipes.available(args.model):
+        recipe = recipes.get(model, dataset, variant)
+        print(f"{model:26s} --dataset {dataset:20s} --recipe {variant:20s} {recipe.source}")
+    return 0
+
+
+def add_recipes_command(commands):
+    listing = commands.add_parser("recipes", help="list the paper recipes (model, dataset, variant, source)")
+    listing.add_argument("model", nargs="?", help="only this model's recipes")
+    listing.set_defaults(handler=_recipes)
+
+
+def _explain(args):
+    import keras
+
+    from keras_capsules import datasets
+    from keras_capsules.interpret import explain
+
+    model = keras.saving.load_model(args.model_file)
+    data = datasets.load(args.dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, limit=args.limit, shuffle=False)
+    output = args.output or os.path.join("runs", "explain-" + os.path.splitext(os.path.basename(args.model_file))[0])
+    report = explain(
+        model,
+        data,
+        output,
+        levels=args.levels,
+        quantize=not args.no_quantize,
+        num_images=args.num_images,
+        include_dictionaries=args.dictionaries,
+    )
+    accuracy = "n/a" if report["accuracy"] is None else f"{report['accuracy']:.4f}"
+    print(
+        f"{args.model_file} on {args.dataset} ({args.split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
+        f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
+        f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
+    )
+    return 0
+
+
+def add_explain_command(commands):
+    explain = commands.add_parser(
+        "explain", help="REM report of a .keras model: routing entropy and parse trees (JSON), saliency and parse-tree PNGs"
+    )
+    explain.add_argument("model_file", metavar="MODEL.keras")
+    explain.add_argument("--dataset", default="mnist_sample", help="dataset name (default: the embedded MNIST sample)")
+    explain.add_argument("--split", default="test")
+    explain.add_argument("--data-dir", help="folder with the dataset's standard files")
+    explain.add_argument("--batch-size", type=int, default=100)
+    explain.add_argument("--limit", type=int, help="use the first N examples only")
+    explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K (default 11)")
+    explain.add_argument("--no-quantize", action="store_true", help="run the routers unquantised (keys are still binned)")
+    explain.add_argument("--num-images", type=int, default=8, help="images that get saliency and parse-tree pictures")
+    explain.add_argument("--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON")
+    explain.add_argument("--output", help="output folder (default runs/explain-MODEL)")
+    explain.set_defaults(handler=_explain)
+
+
+#: Subcommand builders, in help order.
+COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command]
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="keras-capsules", description="Capsule networks and GLOM for Keras 3.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add_command in COMMANDS:
+        add_command(commands)
+    return parser
+
+
+def main(argv=None):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        print(f"keras-capsules {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

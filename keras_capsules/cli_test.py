@@ -1,0 +1,74 @@
+"""The ``keras-capsules`` command line: train (recipe overrides) -> evaluate -> export, and its errors."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_capsules import cli, datasets
+from keras_capsules.training import load_model
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    output = tmp_path_factory.mktemp("cli") / "run"
+    code = cli.main(
+        ["train", "EffCapsNet", "--epochs", "2", "--batch-size", "16", "--limit", "48", "--eval-limit", "40", "--output", str(output),
+         "--learning-rate", "0.002", "--lr-decay", "0.5", "--augment", "mnist_shift2", "--model-arg", "reconstruction=False",
+         "--no-export", "--quiet"]  # fmt: skip
+    )
+    assert code == 0
+    with open(output / "metrics.json") as handle:
+        return output, json.load(handle)
+
+
+def test_train_applies_every_override(run):
+    _, metrics = run
+    recipe = metrics["recipe"]
+    assert (recipe["epochs"], recipe["batch_size"], recipe["learning_rate"], recipe["lr_decay"]) == (2, 16, 0.002, 0.5)
+    assert recipe["augmentation"] == "mnist_shift2" and recipe["model_kwargs"] == {"variant": "mnist", "reconstruction": False}
+    assert metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 3 and metrics["optimizer_iterations"] == 6
+    assert len(metrics["history"]["loss"]) == 2 and 0.0 <= metrics["test_accuracy"] <= 1.0
+
+
+def test_evaluate_reproduces_the_training_run_and_export_serves_predictions(run, capsys, tmp_path):
+    output, metrics = run
+    model_file = str(output / "model.keras")
+    capsys.readouterr()
+    assert cli.main(["evaluate", model_file, "--dataset", "mnist_sample", "--limit", "40"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["augment"] == "mnist_shift2"  # read from the metrics.json next to the model
+    assert report["accuracy"] == pytest.approx(metrics["test_accuracy"]) and report["loss"] == pytest.approx(metrics["test_loss"], rel=1e-5)
+
+    export_dir = str(tmp_path / "served")
+    assert cli.main(["export", model_file, export_dir]) == 0
+    images = datasets.load_arrays("mnist_sample", "test")[0][:5].astype("float32") / 255.0
+    loaded = tf.saved_model.load(export_dir)  # keep a reference: its variables die with it
+    served = loaded.serve(tf.constant(images)).numpy()
+    np.testing.assert_allclose(served, load_model(model_file).predict(images, verbose=0), atol=1e-5)
+
+
+def test_errors_exit_with_status_2_and_a_message(tmp_path, capsys):
+    assert cli.main(["train", "NoSuchNet", "--output", str(tmp_path / "x")]) == 2
+    assert "no recipe for model 'NoSuchNet'" in capsys.readouterr().err
+    broken = tmp_path / "broken.keras"
+    broken.write_bytes(b"PK\x03\x04 not really a zip")
+    assert cli.main(["export", str(broken), str(tmp_path / "out")]) == 2
+    assert "broken.keras" in capsys.readouterr().err and not os.path.exists(tmp_path / "out")
+    assert cli.main(["train", "EffCapsNet", "--model-arg", "oops"]) == 2
+    assert "--model-arg` expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_recipes_listing(capsys):
+    assert cli.main(["recipes", "MatrixCapsNet"]) == 0
+    out = capsys.readouterr().out
+    assert "--recipe novel_azimuth" in out and "EffCapsNet" not in out
+
+
+def test_parser_has_one_builder_per_subcommand():
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert {"train", "evaluate", "export", "recipes"} <= set(commands)
+    assert len(cli.COMMANDS) == len(commands)

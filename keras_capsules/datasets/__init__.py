@@ -1,0 +1,30 @@
+"""Datasets as ``tf.data`` pipelines (TensorFlow-specific): ``load(name, split, batch_size, ..., augment=...)``.
+
+``"mnist_sample"`` ships inside the package (10,000 real MNIST test images, CC BY-SA 3.0) so the main
+job and the tests need no network. Other sets come from local files (``data_dir`` /
+``$KERAS_CAPSULES_DATA``) or a prepared TFDS copy; derived sets (``expanded_mnist``, ``multi_mnist``,
+``diverse_multi_mnist``) are generated from MNIST on the fly. See ``docs/datasets.md``.
+"""
+
+from keras_capsules.datasets.augment import Augmentation, available_augmentations, get_augmentation, register_augmentation
+from keras_capsules.datasets.formats import DataFormatError
+from keras_capsules.datasets.idx import IdxFormatError, read_idx
+from keras_capsules.datasets.loaders import available, info, load, load_arrays, num_classes
+from keras_capsules.datasets.registry import DatasetInfo, register_dataset
+
+__all__ = [
+    "Augmentation",
+    "DataFormatError",
+    "DatasetInfo",
+    "IdxFormatError",
+    "available",
+    "available_augmentations",
+    "get_augmentation",
+    "info",
+    "load",
+    "load_arrays",
+    "num_classes",
+    "read_idx",
+    "register_augmentation",
+    "register_dataset",
+]

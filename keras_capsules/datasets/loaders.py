@@ -1,0 +1,120 @@
+"""``load(name, ...)``: batched, prefetched ``tf.data`` pipelines of ``(image, label)`` (TensorFlow-specific).
+
+Resolution order for a dataset: an explicit ``data_dir`` or ``$KERAS_CAPSULES_DATA`` holding the
+standard files, then the TFDS cache, then a TFDS download only when ``download=True``. When nothing is
+found the error names the files expected and where to put them, without touching the network.
+"""
+
+import numpy as np
+
+# Importing the dataset modules registers them.
+from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noqa: F401
+from keras_capsules.datasets.augment import get_augmentation
+from keras_capsules.datasets.registry import available, check_options, check_split, get_info, resolve_arrays
+
+__all__ = ["available", "info", "load", "load_arrays", "num_classes"]
+
+
+def info(name):
+    """The :class:`~keras_capsules.datasets.registry.DatasetInfo` of ``name`` (shape, classes, splits, files)."""
+    return get_info(name)
+
+
+def num_classes(name):
+    """Number of classes of dataset ``name``."""
+    return get_info(name).classes
+
+
+def load_arrays(name, split="train", data_dir=None, download=False, seed=0, **options):
+    """Loads a whole split as NumPy arrays.
+
+    Args:
+        name: see :func:`available` (e.g. ``"mnist_sample"``, embedded and offline).
+        split: one of the dataset's splits (``info(name).splits``). For ``"mnist_sample"`` the 10,000
+            embedded MNIST test images are split into 8,000 train and 2,000 test images.
+        data_dir: folder with the standard files (directly or in a sub-folder such as ``mnist``).
+        download: allow a TFDS download when no local copy exists.
+        seed: derived sets only: the draw of the (fixed) examples.
+        **options: dataset options (derived sets: ``base``, ``pairs_per_image``, ``pad``, ``shift``, ...).
+
+    Returns:
+        ``(images, labels)``: ``uint8 (N, H, W, C)`` and ``int32 (N,)`` (``float32 (N, classes)``
+        multi-hot for multi-label sets).
+    """
+    dataset_info = get_info(name)
+    check_split(dataset_info, split)
+    options = check_options(dataset_info, options)
+    if dataset_info.pipeline is None:
+        return resolve_arrays(dataset_info, split, data_dir, download, **options)
+    dataset, _ = dataset_info.pipeline(split, data_dir, download, seed, False, None, **options)
+    images, labels = zip(*dataset.batch(4096).as_numpy_iterator())
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def load(
+    name,
+    split="train",
+    batch_size=32,
+    data_dir=None,
+    download=False,
+    shuffle=None,
+    seed=0,
+    limit=None,
+    drop_remainder=False,
+    augment=None,
+    training=None,
+    **options,
+):
+    """A batched, prefetched ``tf.data.Dataset`` of ``(image float32, label)``.
+
+    Args:
+        name: see :func:`available`.
+        split: one of ``info(name).splits`` (``"train"``/``"test"``; smallNORB also has the
+            ``azimuth_*`` / ``elevation_*`` novel-viewpoint splits).
+        batch_size: examples per batch.
+        data_dir: folder with the standard files (else ``$KERAS_CAPSULES_DATA``, then TFDS).
+        download: allow a TFDS download.
+        shuffle: shuffle each epoch (default: only training splits), deterministically from ``seed``.
+        seed: seed of the shuffle, of the augmentation and of derived sets.
+        limit: keep only the first ``limit`` examples (derived sets: base digits).
+        drop_remainder: drop the last incomplete batch.
+        augment: name of an augmentation preset (see
+            :func:`~keras_capsules.datasets.augment.available_augmentations`) or ``None``.
+        training: apply the preset's random training transform (default: for training splits) or
+            its deterministic evaluation transform.
+        **options: dataset options (see ``info(name).options``).
+
+    Images are in [0, 1] (standardising presets excepted); labels are ``int32`` class indices, or
+    ``float32`` multi-hot vectors for multi-label sets (``info(name).multi_label``).
+    """
+    import tensorflow as tf
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"datasets.load: argument `batch_size` expected a positive integer, received {batch_size!r}.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"datasets.load: argument `limit` expected None or a positive integer, received {limit!r}.")
+    dataset_info = get_info(name)
+    check_split(dataset_info, split)
+    options = check_options(dataset_info, options)
+    preset = None if augment is None else get_augmentation(augment)
+    training = dataset_info.training_split(split) if training is None else bool(training)
+    shuffle = dataset_info.training_split(split) if shuffle is None else bool(shuffle)
+    if dataset_info.pipeline is None:
+        images, labels = resolve_arrays(dataset_info, split, data_dir, download, **options)
+        if limit is not None:
+            images, labels = images[:limit], labels[:limit]
+        dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+        if shuffle:
+            dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    else:
+        dataset, _ = dataset_info.pipeline(split, data_dir, download, seed, shuffle, limit, **options)
+
+    def to_float(x, y):
+        return tf.cast(x, tf.float32) / 255.0, y
+
+    if preset is None:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        dataset = preset.apply(dataset.map(to_float, num_parallel_calls=tf.data.AUTOTUNE), training, seed)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)

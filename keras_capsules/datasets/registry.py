@@ -1,0 +1,139 @@
+"""The dataset registry and the shared resolution rule: local files, then the TFDS cache, then a clear error.
+
+A dataset is registered with a :class:`DatasetInfo`. Array datasets provide ``read_folder(folder, split,
+**options)`` (``None`` when the folder lacks the files) and optionally ``read_tfds(split, download,
+**options)``, combined by :func:`resolve_arrays`; or their own ``arrays(split, data_dir, download,
+**options)``. Derived datasets provide ``pipeline(split, data_dir, download, seed, shuffle, limit,
+**options)`` returning an unbatched ``tf.data.Dataset`` of ``(uint8 image, label)``.
+"""
+
+import dataclasses
+import os
+from typing import Callable, Optional
+
+from keras_capsules.datasets.tfds_source import TfdsNotPrepared, tfds_data_dir
+
+_DATASETS = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    """What ``load`` needs to know about a dataset.
+
+    Attributes:
+        name: registry key.
+        image_shape: raw image shape ``(H, W, C)`` before augmentation presets.
+        classes: number of classes.
+        splits: accepted split names; the first is the training split.
+        multi_label: labels are multi-hot ``float32 (classes,)`` instead of ``int32`` indices.
+        files: the local files expected, in words (used in errors and docs).
+        folders: sub-folders of ``data_dir`` / ``$KERAS_CAPSULES_DATA`` searched (``""``: the folder itself).
+        tfds_name: the TFDS dataset used when no local files exist, or ``None``.
+        options: accepted keyword options and their defaults.
+        read_folder, read_tfds, arrays, pipeline: see the module docstring.
+        description: one line.
+    """
+
+    name: str
+    image_shape: tuple
+    classes: int
+    splits: tuple
+    multi_label: bool = False
+    files: str = ""
+    folders: tuple = ("",)
+    tfds_name: Optional[str] = None
+    options: dict = dataclasses.field(default_factory=dict)
+    read_folder: Optional[Callable] = None
+    read_tfds: Optional[Callable] = None
+    arrays: Optional[Callable] = None
+    pipeline: Optional[Callable] = None
+    description: str = ""
+
+    def training_split(self, split):
+        """Whether ``split`` is a training split (random augmentation, shuffled by default)."""
+        return split == self.splits[0] or split.endswith("_train")
+
+
+def register_dataset(info):
+    """Registers ``info`` under ``info.name``."""
+    if info.name in _DATASETS:
+        raise ValueError(f"register_dataset: dataset {info.name!r} is already registered.")
+    _DATASETS[info.name] = info
+    return info
+
+
+def available():
+    """Dataset names ``load`` understands, sorted."""
+    return sorted(_DATASETS)
+
+
+def get_info(name):
+    """The :class:`DatasetInfo` of ``name``."""
+    if name not in _DATASETS:
+        raise ValueError(f"datasets.load: argument `name` expected one of {available()}, received {name!r}.")
+    return _DATASETS[name]
+
+
+def check_split(info, split):
+    if split not in info.splits:
+        raise ValueError(f"datasets.load: argument `split` expected one of {info.splits} for dataset {info.name!r}, received {split!r}.")
+
+
+def check_options(info, options):
+    """Fills defaults and rejects unknown options."""
+    unknown = sorted(set(options) - set(info.options))
+    if unknown:
+        raise ValueError(
+            f"datasets.load: dataset {info.name!r} got unknown options {unknown}; accepted: {sorted(info.options) or 'none'}."
+        )
+    return {**info.options, **options}
+
+
+def local_roots(data_dir):
+    """Folders searched for local files: ``data_dir`` then ``$KERAS_CAPSULES_DATA``."""
+    return [os.fspath(root) for root in (data_dir, os.environ.get("KERAS_CAPSULES_DATA")) if root]
+
+
+def resolve_arrays(info, split, data_dir, download, **options):
+    """Reads ``split`` from local files, else from TFDS, else raises a ``FileNotFoundError`` naming the files."""
+    if info.arrays is not None:
+        return info.arrays(split, data_dir, download, **options)
+    searched = []
+    for root in local_roots(data_dir):
+        for sub in info.folders:
+            folder = os.path.join(root, sub) if sub else root
+            if folder in searched:
+                continue
+            searched.append(folder)
+            if os.path.isdir(folder):
+                found = info.read_folder(folder, split, **options)
+                if found is not None:
+                    return found
+    reason = None
+    if info.read_tfds is not None:
+        try:
+            return info.read_tfds(split, download, **options)
+        except TfdsNotPrepared as error:
+            reason = str(error)
+    raise missing_error(info, split, searched, reason)
+
+
+def missing_error(info, split, searched, reason=None):
+    """The ``FileNotFoundError`` raised when a dataset has no local files and no TFDS copy."""
+    where = "\n".join(f"  - {folder}" for folder in searched) or "  (no data_dir given and $KERAS_CAPSULES_DATA is not set)"
+    lines = [
+        f"datasets.load: dataset {info.name!r} ({split} split) was not found and download=False.",
+        f"Expected {info.files} in one of:\n{where}",
+        f"Put them in a folder (or a sub-folder named {[f for f in info.folders if f]}) and pass data_dir=... "
+        "or set KERAS_CAPSULES_DATA.",
+    ]
+    if info.tfds_name:
+        lines.append(
+            f"Or prepare the TFDS dataset {info.tfds_name!r} in {tfds_data_dir()} (`tfds build {info.tfds_name}` on a "
+            "machine with network, then copy the folder; or set TFDS_DATA_DIR), or pass download=True."
+        )
+    if reason:
+        lines.append(f"({reason})")
+    if info.name == "mnist":
+        lines.append("The embedded offline sample is available as load('mnist_sample', ...).")
+    return FileNotFoundError("\n".join(lines))

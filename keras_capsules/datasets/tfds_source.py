@@ -1,0 +1,48 @@
+"""TensorFlow Datasets as a source of NumPy arrays, offline-safe.
+
+``download=False`` never touches the network: TFDS either finds a prepared copy in its data dir
+(``$TFDS_DATA_DIR``, default ``~/tensorflow_datasets``) or fails at once, and the failure is re-raised
+as a ``FileNotFoundError`` whose message the caller completes with the local files it accepts.
+"""
+
+import os
+
+import numpy as np
+
+
+class TfdsNotPrepared(FileNotFoundError):
+    """TFDS has no prepared copy of a dataset and downloading was not allowed."""
+
+
+def tfds_data_dir():
+    """The folder TFDS reads prepared datasets from."""
+    return os.environ.get("TFDS_DATA_DIR", os.path.join(os.path.expanduser("~"), "tensorflow_datasets"))
+
+
+def tfds_arrays(tfds_name, split, keys, download=False):
+    """Loads a whole TFDS split as NumPy arrays.
+
+    Args:
+        tfds_name: the TFDS dataset name, e.g. ``"cifar10"``.
+        split: a TFDS split string.
+        keys: feature names to return, e.g. ``("image", "label")``.
+        download: allow TFDS to download and prepare the dataset.
+
+    Returns:
+        A dict ``{key: array}`` (images keep their TFDS dtype, uint8).
+
+    Raises:
+        TfdsNotPrepared: no prepared copy and ``download=False``.
+    """
+    import tensorflow_datasets as tfds
+
+    try:
+        dataset = tfds.load(tfds_name, split=split, download=download, shuffle_files=False)
+    except AssertionError as error:  # TFDS signals "not prepared" with an AssertionError.
+        raise TfdsNotPrepared(f"TFDS has no prepared copy of {tfds_name!r} in {tfds_data_dir()} ({str(error).splitlines()[0]})") from None
+    # batch_size=-1 in tfds.load aborts the process under tfds.testing.mock_data; batching here works everywhere.
+    parts = {key: [] for key in keys}
+    for batch in tfds.as_numpy(dataset.batch(4096)):
+        for key in keys:
+            parts[key].append(batch[key])
+    return {key: np.concatenate(values) if values else np.zeros((0,)) for key, values in parts.items()}

@@ -1,0 +1,226 @@
+"""The :class:`Recipe` record and the recipe registry."""
+
+import dataclasses
+import math
+from typing import Optional
+
+import keras
+
+_RECIPES = {}
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("constant", "exponential", "step", "onecycle")
+#: Short loss names -> (class name in ``keras_capsules.losses`` or ``keras.losses``, default kwargs).
+LOSS_ALIASES = {
+    "margin": ("MarginLoss", {}),
+    "spread": ("SpreadLoss", {}),
+    "crossentropy": ("SparseCategoricalCrossentropy", {"from_logits": True}),
+    "binary_crossentropy": ("BinaryCrossentropy", {"from_logits": True}),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """One paper's training configuration for a (model, dataset) pair.
+
+    Attributes:
+        model: application constructor name, e.g. ``"EffCapsNet"``.
+        dataset: dataset name understood by ``keras_capsules.datasets.load``.
+        variant: recipe name when a pair has several (``"default"``; e.g. ``"rem"``, ``"novel_azimuth"``).
+        model_kwargs: constructor arguments (variant, reconstruction, ...); ``input_shape`` and
+            ``classes`` come from the data unless given here.
+        dataset_options: options of ``datasets.load`` (derived sets: ``pairs_per_image``, ``shift``, ...).
+        train_split: split trained on.
+        eval_on: splits evaluated after training: ``"split"`` or ``"dataset:split"`` (e.g. ``"affnist:test"``).
+        optimizer: ``"adam"``, ``"adamw"`` or ``"sgd"``.
+        learning_rate: initial (``"onecycle"``: peak) learning rate.
+        lr_schedule: ``"constant"``, ``"exponential"`` (``lr * lr_decay**(epoch)``, floored at
+            ``lr_floor``; or continuous ``lr * lr_decay**(step / lr_decay_steps)`` when
+            ``lr_decay_steps`` is set), ``"step"`` (``lr * lr_gamma**k`` after the k-th of
+            ``lr_milestones`` epochs) or ``"onecycle"`` (PyTorch ``OneCycleLR`` defaults, approximated
+            by Keras' ``CosineDecay`` with a linear warm-up over 30% of the steps).
+        lr_decay, lr_decay_steps, lr_floor, lr_milestones, lr_gamma: schedule parameters.
+        momentum, weight_decay: optimizer options (SGD momentum; Keras' decoupled weight decay).
+        loss: ``"margin"``, ``"spread"``, ``"crossentropy"`` (sparse, from logits),
+            ``"binary_crossentropy"`` (multi-hot, from logits), or a loss class name of
+            ``keras_capsules.losses`` / ``keras.losses``.
+        loss_kwargs: loss constructor arguments.
+        spread_schedule: :class:`~keras_capsules.losses.SpreadMarginScheduler` arguments (spread loss only).
+        metrics: compile metrics: names or Keras metric config dicts.
+        batch_size, epochs: as in the paper.
+        steps_per_epoch: fixed steps per epoch (the training data repeats), or ``None`` for one pass.
+        augmentation: name of an augmentation preset (``keras_capsules.datasets.available_augmentations()``).
+        source: where the values come from.
+    """
+
+    model: str
+    dataset: str
+    model_kwargs: dict = dataclasses.field(default_factory=dict)
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    lr_decay: float = 1.0
+    lr_floor: float = 0.0
+    momentum: float = 0.0
+    weight_decay: Optional[float] = None
+    loss: str = "margin"
+    batch_size: int = 128
+    epochs: int = 50
+    augmentation: Optional[str] = None
+    source: str = ""
+    variant: str = "default"
+    dataset_options: dict = dataclasses.field(default_factory=dict)
+    train_split: str = "train"
+    eval_on: tuple = ("test",)
+    lr_schedule: str = "exponential"
+    lr_decay_steps: Optional[int] = None
+    lr_milestones: tuple = ()
+    lr_gamma: float = 0.1
+    loss_kwargs: dict = dataclasses.field(default_factory=dict)
+    spread_schedule: dict = dataclasses.field(default_factory=lambda: {"schedule": "ibm"})
+    metrics: tuple = ("accuracy",)
+    steps_per_epoch: Optional[int] = None
+
+    def __post_init__(self):
+        where = f"Recipe({self.model!r}, {self.dataset!r})"
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"{where}: field `optimizer` expected one of {OPTIMIZERS}, received {self.optimizer!r}.")
+        if self.lr_schedule not in SCHEDULES:
+            raise ValueError(f"{where}: field `lr_schedule` expected one of {SCHEDULES}, received {self.lr_schedule!r}.")
+        for field in ("batch_size", "epochs"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{where}: field `{field}` expected a positive integer, received {value!r}.")
+        if not self.learning_rate > 0:
+            raise ValueError(f"{where}: field `learning_rate` expected a positive number, received {self.learning_rate!r}.")
+        if self.lr_floor and self.lr_decay_steps:
+            raise ValueError(f"{where}: field `lr_floor` works with per-epoch decay only; received lr_decay_steps={self.lr_decay_steps!r}.")
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied (``None`` values are ignored, so CLI defaults pass through)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"Recipe.replace: unknown fields {sorted(unknown)}; fields: {sorted(f.name for f in dataclasses.fields(self))}.")
+        return dataclasses.replace(self, **changes)
+
+    def learning_rate_at(self, epoch):
+        """The learning rate during epoch ``epoch`` (0-based) of the per-epoch schedules."""
+        if self.lr_schedule == "step":
+            return self.learning_rate * self.lr_gamma ** sum(epoch >= m for m in self.lr_milestones)
+        if self.lr_schedule == "exponential" and not self.lr_decay_steps:
+            return max(self.learning_rate * self.lr_decay**epoch, self.lr_floor)
+        if self.lr_schedule == "constant":
+            return self.learning_rate
+        raise ValueError(f"Recipe.learning_rate_at: the {self.lr_schedule!r} schedule is per step; use make_schedule(steps_per_epoch)(step).")
+
+    def make_schedule(self, steps_per_epoch=None):
+        """The learning rate: a float, or a built-in Keras ``LearningRateSchedule`` of the optimizer step.
+
+        Built-in schedules keep ``.keras`` files loadable without importing this module, and a schedule
+        of the step continues exactly when training resumes with the restored optimizer.
+
+        Args:
+            steps_per_epoch: optimizer steps per epoch, needed by the per-epoch and one-cycle schedules;
+                without it those give the constant initial learning rate (``train`` always passes it).
+        """
+        schedules = keras.optimizers.schedules
+        if self.lr_schedule == "constant" or (self.lr_schedule == "exponential" and self.lr_decay == 1.0):
+            return float(self.learning_rate)
+        if self.lr_schedule == "exponential" and self.lr_decay_steps:
+            return schedules.ExponentialDecay(self.learning_rate, self.lr_decay_steps, self.lr_decay, staircase=False)
+        if steps_per_epoch is None:
+            return float(self.learning_rate)  # per-epoch schedules need the epoch length: constant initial rate
+        if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
+            raise ValueError(
+                f"Recipe.make_schedule: argument `steps_per_epoch` expected a positive integer for the {self.lr_schedule!r} "
+                f"schedule, received {steps_per_epoch!r}."
+            )
+        if self.lr_schedule == "exponential" and not self.lr_floor:
+            return schedules.ExponentialDecay(self.learning_rate, steps_per_epoch, self.lr_decay, staircase=True)
+        # The optimizer evaluates the schedule at `iterations` before each update, so epoch e starts at step
+        # e * steps_per_epoch; PiecewiseConstantDecay switches once `step > boundary`, hence the - 1 below.
+        if self.lr_schedule == "exponential":
+            # Piecewise constant up to the epoch where the floor is reached (ExponentialDecay has no floor).
+            last = max(1, math.ceil(math.log(self.lr_floor / self.learning_rate) / math.log(self.lr_decay)))
+            return schedules.PiecewiseConstantDecay(
+                [e * steps_per_epoch - 1 for e in range(1, last + 1)], [self.learning_rate_at(e) for e in range(last + 1)]
+            )
+        if self.lr_schedule == "step":
+            milestones = sorted(self.lr_milestones)
+            if not milestones:
+                return float(self.learning_rate)
+            return schedules.PiecewiseConstantDecay(
+                [m * steps_per_epoch - 1 for m in milestones], [self.learning_rate * self.lr_gamma**k for k in range(len(milestones) + 1)]
+            )
+        total = self.epochs * steps_per_epoch
+        warmup = max(1, int(0.3 * total))
+        return schedules.CosineDecay(
+            self.learning_rate / 25.0, max(1, total - warmup), alpha=1.0 / 25.0 / 1e4, warmup_target=self.learning_rate, warmup_steps=warmup
+        )
+
+    def make_optimizer(self, steps_per_epoch=None):
+        """A fresh Keras optimizer for this recipe with its learning-rate schedule (see :meth:`make_schedule`)."""
+        learning_rate = self.make_schedule(steps_per_epoch)
+        if self.optimizer == "adam":
+            return keras.optimizers.Adam(learning_rate)
+        if self.optimizer == "adamw":
+            return keras.optimizers.AdamW(learning_rate, weight_decay=self.weight_decay or 0.0)
+        return keras.optimizers.SGD(learning_rate, momentum=self.momentum, weight_decay=self.weight_decay)
+
+    def make_loss(self):
+        """The recipe's loss object."""
+        from keras_capsules import losses
+
+        name, defaults = LOSS_ALIASES.get(self.loss, (self.loss, {}))
+        cls = getattr(losses, name, None) or getattr(keras.losses, name, None)
+        if not (isinstance(cls, type) and issubclass(cls, keras.losses.Loss)):
+            raise ValueError(
+                f"Recipe: field `loss` expected one of {sorted(LOSS_ALIASES)} or a loss class name of keras_capsules.losses / "
+                f"keras.losses, received {self.loss!r}."
+            )
+        return cls(**{**defaults, **self.loss_kwargs})
+
+    def make_metrics(self):
+        """Compile metrics: strings pass through (``"accuracy"`` is resolved by ``compile``), dicts are deserialised."""
+        return [keras.metrics.deserialize(m) if isinstance(m, dict) else m for m in self.metrics]
+
+    def make_callbacks(self, loss):
+        """Callbacks the recipe needs besides the schedule (the spread loss's margin schedule)."""
+        from keras_capsules import losses
+
+        if isinstance(loss, getattr(losses, "SpreadLoss", ())):
+            return [losses.SpreadMarginScheduler(loss, **self.spread_schedule)]
+        return []
+
+    def evaluations(self):
+        """``[(dataset, split), ...]`` from :attr:`eval_on`."""
+        return [tuple(item.split(":", 1)) if ":" in item else (self.dataset, item) for item in self.eval_on]
+
+
+def register_recipe(recipe):
+    """Registers ``recipe`` under ``(recipe.model, recipe.dataset, recipe.variant)``."""
+    key = (recipe.model, recipe.dataset, recipe.variant)
+    if key in _RECIPES:
+        raise ValueError(f"register_recipe: a recipe for {key} is already registered.")
+    _RECIPES[key] = recipe
+    return recipe
+
+
+def available(model=None):
+    """Registered ``(model, dataset, variant)`` triples, sorted (only ``model``'s when given)."""
+    return sorted(key for key in _RECIPES if model is None or key[0] == model)
+
+
+def get(model, dataset, variant="default"):
+    """The recipe for ``model`` on ``dataset`` (``variant`` selects among several).
+
+    Raises:
+        ValueError: naming the registered recipes of ``model`` when there is none.
+    """
+    key = (model, dataset, variant)
+    if key not in _RECIPES:
+        registered = available(model) or available()
+        raise ValueError(
+            f"recipes.get: no recipe for model {model!r} on dataset {dataset!r} (variant {variant!r}); registered: {registered}."
+        )
+    return _RECIPES[key]

@@ -1,0 +1,58 @@
+"""REM recipes (Renzulli, Tartaglione & Grangetto; seed 002; ALGORITHMS.md §8.1, §8.6), variant ``"rem"``.
+
+REM trains DR-CapsNet (``CapsNet`` without decoder) and Efficient-CapsNet with Adam 1e-3, x0.99 per
+epoch, batch 128 and the margin loss; the pruning itself is ``keras_capsules.training.pruning``.
+The novel-viewpoint runs on smallNORB (``rem_novel_azimuth``, ``rem_novel_elevation``) train on the
+familiar viewpoints and evaluate on the familiar and novel test images (see
+``keras_capsules.datasets.smallnorb``).
+"""
+
+from keras_capsules.recipes.base import Recipe, register_recipe
+
+SOURCE = "REM src/train.py, configs/*.json: Adam 1e-3, ExponentialLR 0.99 per epoch, batch 128, margin loss (0.9, 0.1, 0.5), 100-epoch configs"
+
+
+def _rem(model, dataset, variant="rem", **fields):
+    return register_recipe(
+        Recipe(
+            model=model,
+            dataset=dataset,
+            variant=variant,
+            optimizer="adam",
+            learning_rate=1e-3,
+            lr_decay=0.99,
+            loss="margin",
+            batch_size=128,
+            epochs=100,
+            **fields,
+        )
+    )
+
+
+_rem("CapsNet", "mnist", augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder; RandomCrop(28, padding=2)")
+_rem("CapsNet", "fashion_mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet; crop + flip")
+_rem(
+    "CapsNet",
+    "cifar10",
+    augmentation="cifar24",
+    source=SOURCE + "; DR-CapsNet on 24x24 crops + flip (REM's CIFAR model has 64 primary types; this one has 32)",
+)
+_rem(
+    "CapsNet",
+    "expanded_mnist",
+    eval_on=("test", "affnist:test"),
+    source=SOURCE + "; trained on translated MNIST (40x40), evaluated on affNIST",
+)
+_rem("EffCapsNet", "mnist", model_kwargs={"variant": "mnist"}, augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")
+_rem("EffCapsNet", "fashion_mnist", model_kwargs={"variant": "mnist"}, augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; Eff-CapsNet")
+for _variant, _axis in (("rem", None), ("rem_novel_azimuth", "azimuth"), ("rem_novel_elevation", "elevation")):
+    _rem(
+        "EffCapsNet",
+        "smallnorb",
+        variant=_variant,
+        model_kwargs={"variant": "smallnorb"},
+        augmentation="smallnorb_effcapsnet",
+        train_split=f"{_axis}_train" if _axis else "train",
+        eval_on=(f"{_axis}_familiar", f"{_axis}_novel") if _axis else ("test",),
+        source=SOURCE + "; Eff-CapsNet smallNORB" + (f", novel {_axis} protocol (Hinton et al. 2018)" if _axis else ""),
+    )
