@@ -1,4 +1,4 @@
-"""The ``keras-capsules`` command line: ``train``, ``evaluate``, ``export``, ``recipes``, ``explain``.
+"""The ``keras-capsules`` command line: ``train``, ``evaluate``, ``export``, ``recipes``, ``explain``, ``tune``.
 
 Each subcommand is one ``add_<name>_command(commands)`` function that adds its parser and sets
 ``handler``; :data:`COMMANDS` lists them, so a new subcommand is one function and one list entry.
@@ -246,8 +246,46 @@ def add_explain_command(commands):
     explain.set_defaults(handler=_explain)
 
 
+def _tune(args):
+    from keras_capsules.tuning import tune
+
+    routers = args.routers.split(",") if args.routers else None
+    tuner, best = tune(
+        args.model,
+        args.dataset,
+        max_trials=args.max_trials,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        data_dir=args.data_dir,
+        routers=routers,
+        directory=args.output,
+        seed=args.seed,
+        verbose=0 if args.quiet else 1,
+    )
+    score = tuner.oracle.get_best_trials(1)[0].score
+    print(f"best validation accuracy {score:.4f} with {best.values}")
+    return 0
+
+
+def add_tune_command(commands):
+    tune = commands.add_parser("tune", help="keras-tuner random search over router, iterations, capsule sizes, learning rate")
+    tune.add_argument("model", help="application constructor, e.g. EffCapsNet")
+    tune.add_argument("--dataset", default="mnist_sample")
+    tune.add_argument("--max-trials", type=int, default=5)
+    tune.add_argument("--epochs", type=int, default=1, help="epochs per trial")
+    tune.add_argument("--batch-size", type=int, help="default: the recipe's")
+    tune.add_argument("--limit", type=int, help="use the first N training examples (the last 10%% validate)")
+    tune.add_argument("--routers", help="comma-separated routers to search (default: the model's and dynamic)")
+    tune.add_argument("--data-dir", help="folder with the dataset's standard files")
+    tune.add_argument("--output", help="tuner folder (default runs/tune)")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--quiet", action="store_true")
+    tune.set_defaults(handler=_tune)
+
+
 #: Subcommand builders, in help order.
-COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command]
+COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command, add_tune_command]
 
 
 def build_parser():

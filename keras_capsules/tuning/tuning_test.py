@@ -67,3 +67,14 @@ def test_two_trial_search_and_the_best_model_retrains(tmp_path):
     x = np.random.default_rng(0).uniform(size=(16, 28, 28, 1)).astype("float32")
     history = model.fit(x, np.arange(16) % 10, epochs=1, batch_size=8, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_tune_command(tmp_path, capsys):
+    from keras_capsules import cli
+
+    code = cli.main(
+        ["tune", "EffCapsNet", "--max-trials", "1", "--limit", "64", "--batch-size", "32", "--routers", "self_attention", "--output", str(tmp_path), "--quiet"]
+    )
+    assert code == 0
+    assert "best validation accuracy" in capsys.readouterr().out
+    assert (tmp_path / "EffCapsNet-mnist_sample" / "best_hyperparameters.json").is_file()
