@@ -81,3 +81,18 @@ def test_decode_and_preprocess():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(applications.preprocess_input(np.array([255.0, 0.0]))), [1.0, 0.0])
     with pytest.raises(ValueError, match="class_names"):
         applications.decode_predictions(preds, class_names=["a"])
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-only")
+def test_reconstruction_model_exports_straight_after_construction_and_after_loading(tmp_path):
+    import tensorflow as tf
+
+    model = EffCapsNet(reconstruction=True)
+    model.export(str(tmp_path / "fresh"), verbose=False)
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
+    loaded.export(str(tmp_path / "loaded"), verbose=False)
+    x = np.random.default_rng(1).uniform(size=(2, 28, 28, 1)).astype("float32")
+    reloaded = tf.saved_model.load(str(tmp_path / "loaded"))
+    served = reloaded.serve(x).numpy()
+    np.testing.assert_allclose(served, keras.ops.convert_to_numpy(model(x)), atol=1e-6)

@@ -69,6 +69,14 @@ class CapsuleClassifier(keras.Model):
             self.decoder.build((None, poses_shape[1] * poses_shape[2]))
         self.built = True
 
+    def build_from_config(self, config):
+        super().build_from_config(config)
+        self.trace()
+
+    def trace(self):
+        """Calls the model once symbolically: ``model.export()`` requires a subclassed model to have been called."""
+        self(keras.KerasTensor((None,) + tuple(self.encoder.inputs[0].shape[1:]), dtype=self.encoder.inputs[0].dtype))
+
     def call(self, inputs, training=None):
         scores, poses = self.encoder(inputs, training=training)
         if training:

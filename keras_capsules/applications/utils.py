@@ -208,4 +208,5 @@ def assemble(
         name=name,
     )
     model.build((None,) + tuple(encoder.inputs[0].shape[1:]))
+    model.trace()
     return load_weights(model, weights)
