@@ -26,8 +26,8 @@ PAPER_CASES = {
     "light CapsNet, dynamic x1 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 1}, 128, "inference"),
     "light CapsNet, dynamic x3 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 3}, 128, "inference"),
     "light CapsNet, fm_agreement (F-MNIST)": ("light_capsnet", {"router": "fm_agreement"}, 128, "inference"),
-    "InvertedAttentionCapsNet simple, 1 iteration": ("InvertedAttentionCapsNet", {"routing_iterations": 1}, 32, "train"),
-    "InvertedAttentionCapsNet simple, 2 iterations": ("InvertedAttentionCapsNet", {"routing_iterations": 2}, 32, "train"),
+    "InvertedAttentionCapsNet simple, 1 iteration": ("InvertedAttentionCapsNet", {"backbone": "simple", "routing_iterations": 1}, 32, "train"),
+    "InvertedAttentionCapsNet simple, 2 iterations": ("InvertedAttentionCapsNet", {"backbone": "simple", "routing_iterations": 2}, 32, "train"),
 }
 
 

@@ -5,8 +5,11 @@ at batch 16; routing iterations 1..5 (single-pass routers run once). Each (route
 own process so its peak resident memory can be read; iterations run in increasing order, so the peak
 after each iteration count is that configuration's peak (memory grows with iterations).
 
-Usage: ``python benchmarks/routers.py [--routers dynamic,em] [--iterations 1,3,5] [--repeats N]``.
-Prints a Markdown table and writes ``benchmarks/results/routers.json``.
+Scaling curves (``--sweep in_caps`` or ``--sweep out_caps``): the FC shape with the number of input
+capsules (144 ... 2304) or output capsules (5 ... 40) varied, 3 iterations for iterative routers.
+
+Usage: ``python benchmarks/routers.py [--routers dynamic,em] [--iterations 1,3,5] [--repeats N] [--sweep in_caps|out_caps]``.
+Prints a Markdown table and writes ``benchmarks/results/routers[_sweep].json``.
 """
 
 import argparse
@@ -21,6 +24,12 @@ SHAPES = {
     "fc": {"batch": 64, "input": (1152, 8), "layer": "FcCaps", "out": (10, 16)},
     "conv": {"batch": 16, "input": (6, 6, 32, 8), "layer": "ConvCaps", "out": (32, 8)},
 }
+SWEEPS = {
+    "in_caps": {f"fc_in{n}": {"batch": 64, "input": (n, 8), "layer": "FcCaps", "out": (10, 16)} for n in (144, 576, 1152, 2304)},
+    "out_caps": {f"fc_out{n}": {"batch": 64, "input": (1152, 8), "layer": "FcCaps", "out": (n, 16)} for n in (5, 10, 20, 40)},
+}
+for _sweep in SWEEPS.values():
+    SHAPES.update(_sweep)
 
 
 def measure(router, shape_name, iterations, repeats):
@@ -56,9 +65,9 @@ def measure(router, shape_name, iterations, repeats):
         @tf.function
         def train_step():
             with tf.GradientTape() as tape:
-                out = layer((poses, activations), training=True)[0]
-                loss = tf.reduce_mean(tf.square(out))
-            return tape.gradient(loss, layer.trainable_weights)
+                out_poses, out_acts = layer((poses, activations), training=True)
+                loss = tf.reduce_mean(tf.square(out_poses)) + tf.reduce_mean(tf.square(out_acts))
+            return [g for g in tape.gradient(loss, layer.trainable_weights) if g is not None]
 
         def timed(fn):
             fn()
@@ -88,6 +97,7 @@ def main():
     parser.add_argument("--shapes", default="fc,conv")
     parser.add_argument("--iterations", default="1,2,3,4,5")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--sweep", choices=sorted(SWEEPS), default=None, help="scaling curve instead of the fixed shapes")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     iterations = [int(i) for i in args.iterations.split(",")]
@@ -99,17 +109,19 @@ def main():
     from keras_capsules import routing
 
     routers = args.routers.split(",") if args.routers else routing.available()
+    shapes = list(SWEEPS[args.sweep]) if args.sweep else args.shapes.split(",")
+    iterations_arg = "3" if args.sweep else args.iterations
     rows = []
-    for shape in args.shapes.split(","):
+    for shape in shapes:
         for router in routers:
-            child = [sys.executable, __file__, "--child", f"{router}:{shape}", "--iterations", args.iterations, "--repeats", str(args.repeats)]
+            child = [sys.executable, __file__, "--child", f"{router}:{shape}", "--iterations", iterations_arg, "--repeats", str(args.repeats)]
             result = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
             if result.returncode != 0:
                 rows.append({"router": router, "shape": shape, "error": result.stderr.strip().splitlines()[-1]})
                 continue
             rows.extend(json.loads(result.stdout.strip().splitlines()[-1]))
     payload = {"machine": machine_description(), "shapes": SHAPES, "rows": rows}
-    write_results("routers", payload)
+    write_results(f"routers_{args.sweep}" if args.sweep else "routers", payload)
     print(f"Machine: {payload['machine']}\n")
     print("| shape | router | iterations | forward (ms) | training step (ms) | peak RSS (MiB) |")
     print("|---|---|---:|---:|---:|---:|")
