@@ -1,8 +1,11 @@
 """Test-session set-up: two logical CPUs for distribution tests, deterministic seeds."""
 
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests never read or write the user's TFDS cache (~/tensorflow_datasets): a fresh empty one per session.
+os.environ["TFDS_DATA_DIR"] = tempfile.mkdtemp(prefix="keras-capsules-tfds-")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

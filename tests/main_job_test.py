@@ -20,7 +20,7 @@ def test_train_command_writes_metrics_model_and_export(tmp_path, capsys):
     assert 0.0 <= metrics["test_accuracy"] <= 1.0 and np.isfinite(metrics["test_loss"])
     assert metrics["recipe"]["learning_rate"] == 5e-4 and metrics["recipe"]["batch_size"] == 32
     assert (out / "model.keras").is_file() and (out / "export" / "saved_model.pb").is_file()
-    assert "test accuracy" in capsys.readouterr().out
+    assert "test: accuracy" in capsys.readouterr().out
     model = keras.saving.load_model(str(out / "model.keras"))
     assert model.count_params() == metrics["parameters"]
 
@@ -29,4 +29,4 @@ def test_train_command_reports_missing_data(tmp_path, capsys):
     code = cli.main(["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")])
     assert code == 2
     err = capsys.readouterr().err
-    assert "train-images-idx3-ubyte.gz" in err and str(tmp_path) in err
+    assert "images-idx3" in err and "labels-idx1" in err and str(tmp_path) in err

@@ -8,6 +8,9 @@ from keras_capsules import applications
 from keras_capsules.testing import assert_finite, run_export_test, run_model_saving_test
 
 NAMES = applications.list_configurations()
+#: SavedModel export traces the same layers for every configuration of a constructor, so it is checked
+#: on the first configuration of each (the .keras round trip runs for all of them).
+EXPORTED = {min(n for n in NAMES if n.split("/")[0] == c) for c in {n.split("/")[0] for n in NAMES}}
 
 
 def _count(weights):
@@ -38,5 +41,5 @@ def test_forward_save_and_export(name):
     assert scores.shape[0] == 2
     assert_finite(scores)
     run_model_saving_test(model, x)
-    if keras.backend.backend() == "tensorflow":
+    if keras.backend.backend() == "tensorflow" and name in EXPORTED:
         run_export_test(model, x, atol=1e-5)
