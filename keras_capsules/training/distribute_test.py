@@ -18,6 +18,9 @@ import tensorflow as tf
 from keras_capsules import applications, losses
 from keras_capsules.training import distributed_fit, export_saved_model, fit_custom_loop, get_strategy
 
+# Under pytest-xdist (--dist loadgroup) the module-scoped fixture runs once: every test here on one worker.
+pytestmark = pytest.mark.xdist_group("mirrored_exports")
+
 #: Small configurations of each constructor (the paper sizes are covered by the applications' own tests).
 SMALL = {
     "CapsNet": {"input_shape": (20, 20, 1), "classes": 3},
