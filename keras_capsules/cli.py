@@ -100,9 +100,10 @@ def _train(args):
     )
     where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    resumed = f", resumed after epoch {metrics['resumed_from_epoch']}" if metrics["resumed_from_epoch"] else ""
     print(
-        f"\n{metrics['model']} on {metrics['dataset']} ({metrics['epochs_completed']} epochs, resumed from epoch "
-        f"{metrics['resumed_from_epoch']}, {metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
+        f"\n{metrics['model']} on {metrics['dataset']} ({metrics['epochs_completed']} epochs{resumed}, "
+        f"{metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
     )
     return 0
 

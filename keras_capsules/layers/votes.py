@@ -9,8 +9,46 @@ from keras_capsules import errors
 from keras_capsules.serialization import register
 
 
+class _VoteTransform(keras.layers.Layer):
+    """Shared state of the vote transforms: ``num_capsules`` parents, ``shared`` and the kernel settings."""
+
+    def __init__(self, num_capsules, shared, kernel_initializer, kernel_regularizer, kernel_constraint, **kwargs):
+        super().__init__(**kwargs)
+        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
+        self.shared = bool(shared)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+
+    def add_kernel(self, in_caps, parent_shape):
+        """``W`` of shape ``(num_capsules,) + parent_shape``, with a leading ``in_caps`` axis unless shared."""
+        shape = (self.num_capsules,) + tuple(parent_shape)
+        if not self.shared:
+            shape = (in_caps,) + shape
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_capsules": self.num_capsules,
+                "shared": self.shared,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            }
+        )
+        return config
+
+
 @register
-class VectorVotes(keras.layers.Layer):
+class VectorVotes(_VoteTransform):
     """Vector votes ``u_j|i = u_i W_ij`` with ``W_ij`` of shape ``(in_dim, capsule_dim)``.
 
     Input ``(batch, in_caps, in_dim)`` -> votes ``(batch, in_caps, num_capsules, capsule_dim)``.
@@ -33,29 +71,15 @@ class VectorVotes(keras.layers.Layer):
         kernel_constraint=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
+        super().__init__(num_capsules, shared, kernel_initializer, kernel_regularizer, kernel_constraint, **kwargs)
         self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
-        self.shared = bool(shared)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
 
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 3, "(batch, in_caps, in_dim)")
         _, in_caps, in_dim = input_shape
         if in_caps is None or in_dim is None:
             errors.fail(self, "inputs", "known in_caps and in_dim", f"shape {tuple(input_shape)}")
-        shape = (self.num_capsules, in_dim, self.capsule_dim)
-        if not self.shared:
-            shape = (in_caps,) + shape
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=shape,
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
+        self.add_kernel(in_caps, (in_dim, self.capsule_dim))
 
     def call(self, poses):
         equation = "bid,ode->bioe" if self.shared else "bid,iode->bioe"
@@ -66,21 +90,12 @@ class VectorVotes(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_capsules": self.num_capsules,
-                "capsule_dim": self.capsule_dim,
-                "shared": self.shared,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-            }
-        )
+        config["capsule_dim"] = self.capsule_dim
         return config
 
 
 @register
-class MatrixVotes(keras.layers.Layer):
+class MatrixVotes(_VoteTransform):
     """Matrix votes between ``p x p`` poses stored flat (``in_dim = p*p``).
 
     ``side="right"``: ``V_ij = P_i W_ij`` (EM routing, IBM; inverted dot-product attention, apple).
@@ -112,15 +127,10 @@ class MatrixVotes(keras.layers.Layer):
         kernel_constraint=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
-        self.shared = bool(shared)
+        super().__init__(num_capsules, shared, kernel_initializer, kernel_regularizer, kernel_constraint, **kwargs)
         self.side = errors.check_one_of(self, "side", side, ("right", "left"))
         self.normalize = bool(normalize)
         self.epsilon = float(epsilon)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
 
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 3, "(batch, in_caps, p*p)")
@@ -129,16 +139,7 @@ class MatrixVotes(keras.layers.Layer):
         if not in_dim or side * side != in_dim:
             errors.fail(self, "inputs", "a capsule_dim that is a perfect square p*p (a flat p x p matrix pose)", f"capsule_dim {in_dim}")
         self.pose_side = side
-        shape = (self.num_capsules, side, side)
-        if not self.shared:
-            shape = (in_caps,) + shape
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=shape,
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
+        self.add_kernel(in_caps, (side, side))
 
     def transform_matrices(self, dtype):
         """``W`` as used in the product (Frobenius-normalised when ``normalize``)."""
@@ -164,18 +165,7 @@ class MatrixVotes(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_capsules": self.num_capsules,
-                "shared": self.shared,
-                "side": self.side,
-                "normalize": self.normalize,
-                "epsilon": self.epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-            }
-        )
+        config.update({"side": self.side, "normalize": self.normalize, "epsilon": self.epsilon})
         return config
 
 
