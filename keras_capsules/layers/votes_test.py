@@ -27,26 +27,29 @@ def test_shared_vector_votes_use_one_matrix_per_parent():
     np.testing.assert_allclose(votes[:, 2, 1], u[:, 2] @ w[1], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_matrix_votes(side, normalize):
+def test_matrix_votes(side, normalize, shared):
     rng = np.random.default_rng(2)
-    poses = rng.normal(size=(2, 3, 16)).astype("float32")
-    layer = MatrixVotes(5, side=side, normalize=normalize)
+    poses = rng.normal(size=(3, 4, 16)).astype("float32")
+    layer = MatrixVotes(5, side=side, normalize=normalize, shared=shared)
     votes = keras.ops.convert_to_numpy(layer(poses))
     w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")
     if normalize:
         w = w / np.sqrt((w**2).sum(axis=(-2, -1), keepdims=True) + 1e-5)
-    for i in range(3):
-        for j in range(5):
-            p = poses[0, i].reshape(4, 4)
-            expected = p @ w[i, j] if side == "right" else w[i, j] @ p
-            np.testing.assert_allclose(votes[0, i, j], expected.reshape(16), rtol=1e-4, atol=1e-5)
+    for b in range(3):
+        for i in range(4):
+            for j in range(5):
+                p = poses[b, i].reshape(4, 4)
+                w_ij = w[j] if shared else w[i, j]
+                expected = p @ w_ij if side == "right" else w_ij @ p
+                np.testing.assert_allclose(votes[b, i, j], expected.reshape(16), rtol=1e-4, atol=1e-5)
 
 
 def test_identity_matrix_votes_are_copies():
     poses = np.random.default_rng(3).normal(size=(2, 3, 9)).astype("float32")
-    layer = MatrixVotes(2, kernel_initializer="identity" if False else keras.initializers.Zeros())
+    layer = MatrixVotes(2, kernel_initializer=keras.initializers.Zeros())
     layer.build(poses.shape)
     layer.kernel.assign(np.broadcast_to(np.eye(3, dtype="float32"), (3, 2, 3, 3)))
     votes = keras.ops.convert_to_numpy(layer(poses))
@@ -56,7 +59,8 @@ def test_identity_matrix_votes_are_copies():
 def test_layer_contracts_and_errors():
     u = np.random.default_rng(4).normal(size=(3, 4, 16)).astype("float32")
     run_layer_test(VectorVotes, {"num_capsules": 2, "capsule_dim": 5}, u, expected_output_shapes=[(3, 4, 2, 5)], run_export=False)
-    run_layer_test(MatrixVotes, {"num_capsules": 2, "shared": True}, u, expected_output_shapes=[(3, 4, 2, 16)], run_export=False)
+    for shared in (False, True):
+        run_layer_test(MatrixVotes, {"num_capsules": 2, "shared": shared}, u, expected_output_shapes=[(3, 4, 2, 16)], run_export=False)
     with pytest.raises(ValueError, match=r"MatrixVotes.*perfect square.*8"):
         MatrixVotes(2)(np.zeros((2, 3, 8), "float32"))
     with pytest.raises(ValueError, match=r"VectorVotes.*inputs.*rank 3"):
