@@ -4,8 +4,10 @@
 constructor or loaded from ``.keras`` with no rebuilding by hand: it walks the model's functional
 graph (for a :class:`~keras_capsules.applications.CapsuleClassifier`, its functional ``encoder``),
 finds every routed capsule layer (:class:`~keras_capsules.layers.FcCaps`,
-:class:`~keras_capsules.layers.ConvCaps`) and builds a *probe* model whose outputs include each of
-those layers called again with ``return_coupling=True`` on the same symbolic inputs. The probe shares
+:class:`~keras_capsules.layers.ConvCaps`, and the layers inside a
+:class:`~keras_capsules.layers.ConcurrentRouting` stack) and builds a *probe* model whose outputs
+include each of those layers called again with ``return_coupling=True`` on the same symbolic inputs
+(for a stack: its final sweep, through ``ConcurrentRouting.routing_tensors``). The probe shares
 every weight with the model (it is the same layer objects) and adds nothing to the model's own
 graph or its saved config.
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import unpack_capsules
+from keras_capsules.layers.concurrent_routing import ConcurrentRouting
 from keras_capsules.layers.conv_caps import ConvCaps
 from keras_capsules.layers.fc_caps import FcCaps
 from keras_capsules.layers.routed_capsules import RoutedCapsules
@@ -50,25 +53,37 @@ def routing_graph(model):
 
 
 def routed_layer_nodes(model):
-    """``[(layer, node), ...]`` for every call of a routed capsule layer in the model, inputs first."""
+    """``[(layer, node), ...]`` for every call of a routed capsule layer or ``ConcurrentRouting`` stack, inputs first."""
     graph = routing_graph(model)
     found = []
     for depth in sorted(graph._nodes_by_depth, reverse=True):
         for node in graph._nodes_by_depth[depth]:
-            if isinstance(node.operation, RoutedCapsules):
+            if isinstance(node.operation, (RoutedCapsules, ConcurrentRouting)):
                 found.append((node.operation, node))
     if not found:
-        errors.fail("interpret.routed_layer_nodes", "model", "a model with at least one FcCaps or ConvCaps layer", model.name)
+        errors.fail(
+            "interpret.routed_layer_nodes", "model", "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer", model.name
+        )
     return found
+
+
+def _routed_layers(model):
+    """The routed capsule layers in graph order, a stack's layers bottom to top, each once."""
+    layers = []
+    for layer, _ in routed_layer_nodes(model):
+        for routed in layer.capsule_layers if isinstance(layer, ConcurrentRouting) else [layer]:
+            if routed not in layers:
+                layers.append(routed)
+    return layers
 
 
 def routing_layer_names(model):
     """Names of the routed capsule layers, in graph order (inputs first)."""
-    return [layer.name for layer, _ in routed_layer_nodes(model)]
+    return [layer.name for layer in _routed_layers(model)]
 
 
 class _CouplingTap(keras.layers.Layer):
-    """Calls a built routed layer with ``return_coupling=True`` (same weights).
+    """Calls a built routed layer with ``return_coupling=True``, or a stack's ``routing_tensors`` (same weights).
 
     A separate layer object, because a Keras functional graph takes each layer's output arity from
     its first call, so the routed layer itself cannot be called again with three outputs. Never saved.
@@ -80,7 +95,14 @@ class _CouplingTap(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
-        return self.layer(inputs, training=training, return_coupling=True)
+        if isinstance(self.layer, ConcurrentRouting):
+            return self.layer.routing_tensors(inputs, training=training)
+        _, out_acts, coupling = self.layer(inputs, training=training, return_coupling=True)
+        poses, acts = unpack_capsules(self.layer, inputs)
+        tensors = {"input_poses": poses, "coupling": coupling, "output_activations": out_acts}
+        if acts is not None:
+            tensors["input_activations"] = acts
+        return [tensors]
 
 
 def routing_probe(model, layers=None):
@@ -96,26 +118,21 @@ def routing_probe(model, layers=None):
         layers: names of the routed layers to include (default: all).
     """
     graph = routing_graph(model)
-    nodes = routed_layer_nodes(model)
-    names = [layer.name for layer, _ in nodes]
+    names = routing_layer_names(model)
     wanted = names if layers is None else list(layers)
     unknown = [name for name in wanted if name not in names]
     if unknown:
         errors.fail("interpret.routing_probe", "layers", f"names among the routed layers {names}", unknown)
     outputs = {"scores": graph.outputs[0]}
-    seen = set()
-    for layer, node in nodes:
-        if layer.name not in wanted or layer.name in seen:
+    for layer, node in routed_layer_nodes(model):
+        routed = layer.capsule_layers if isinstance(layer, ConcurrentRouting) else [layer]
+        if not any(r.name in wanted and f"{r.name}:coupling" not in outputs for r in routed):
             continue
-        seen.add(layer.name)
         args, kwargs = node.arguments.args, dict(node.arguments.kwargs)
-        _, out_acts, coupling = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
-        poses, acts = unpack_capsules(layer, args[0])
-        outputs[f"{layer.name}:coupling"] = coupling
-        outputs[f"{layer.name}:input_poses"] = poses
-        if acts is not None:
-            outputs[f"{layer.name}:input_activations"] = acts
-        outputs[f"{layer.name}:output_activations"] = out_acts
+        tensors = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
+        for routed_layer, entry in zip(routed, tensors):
+            if routed_layer.name in wanted and f"{routed_layer.name}:coupling" not in outputs:
+                outputs.update({f"{routed_layer.name}:{key}": value for key, value in entry.items()})
     return keras.Model(graph.input, outputs, name=f"{model.name}_routing_probe")
 
 
@@ -194,9 +211,9 @@ def _layer_type(layer):
 def trace_from_outputs(model, outputs):
     """Turns a probe's output dict (tensors or arrays) into a :class:`RoutingTrace`."""
     layers = []
-    for layer, _ in routed_layer_nodes(model):
+    for layer in _routed_layers(model):
         key = f"{layer.name}:coupling"
-        if key not in outputs or any(r.name == layer.name for r in layers):
+        if key not in outputs:
             continue
         poses = _to_numpy(outputs[f"{layer.name}:input_poses"])
         acts = outputs.get(f"{layer.name}:input_activations")

@@ -57,6 +57,28 @@ def test_trace_of_a_capsule_classifier_uses_its_encoder():
     assert trace.scores.shape == (2, 10)
 
 
+def test_trace_of_inverted_attention_capsnet_reads_the_concurrent_stack(tmp_path):
+    model = applications.InvertedAttentionCapsNet(backbone="simple", classes=4)
+    x = images(2, (32, 32, 3))
+    trace = routing_trace(model, x)
+    stack = model.get_layer("capsules")
+    assert routing_layer_names(model) == [layer.name for layer in stack.capsule_layers] == [r.name for r in trace.layers]
+    assert [r.layer_type for r in trace.layers] == ["ConvCaps", "ConvCaps", "FcCaps"]
+    # the final sweep's tensors, as the stack computes them from the primary capsules
+    primary = keras.Model(model.inputs, model.get_layer("primary_caps").output)(x)
+    for record, entry in zip(trace.layers, stack.routing_tensors(primary)):
+        np.testing.assert_allclose(record.coupling, keras.ops.convert_to_numpy(entry["coupling"]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(record.input_poses, keras.ops.convert_to_numpy(entry["input_poses"]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(record.coupling.sum(-1), 1.0, rtol=1e-5)  # softmax over parents
+    assert trace.last.class_coupling().shape[-1] == 4 and trace.last.grid_input
+    np.testing.assert_allclose(trace.scores, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "idpa.keras")
+    model.save(path)
+    again = routing_trace(keras.saving.load_model(path), x, layers=[trace.last.name])
+    assert [r.name for r in again.layers] == [trace.last.name]
+    np.testing.assert_allclose(again.last.coupling, trace.last.coupling, rtol=1e-5, atol=1e-6)
+
+
 def test_bare_pose_inputs_report_pose_lengths_as_activations():
     inputs = keras.Input((7, 4))
     poses, _ = layers.FcCaps(3, 4, name="caps")(inputs)
@@ -94,7 +116,7 @@ def test_errors_name_the_function_and_argument():
     with pytest.raises(ValueError, match=r"set_quantization.*model.*router"):
         set_quantization(dense, 11)
     plain = keras.Model(*(lambda i: (i, keras.layers.Dense(2)(i)))(keras.Input((3,))))
-    with pytest.raises(ValueError, match=r"routed_layer_nodes.*FcCaps or ConvCaps"):
+    with pytest.raises(ValueError, match=r"routed_layer_nodes.*FcCaps, ConvCaps or ConcurrentRouting"):
         routing_trace(plain, np.zeros((1, 3), "float32"))
     with pytest.raises(TypeError, match=r"routing_graph.*functional"):
         routing_trace(object(), None)

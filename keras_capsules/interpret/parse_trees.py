@@ -21,7 +21,7 @@ import keras
 import numpy as np
 
 from keras_capsules import errors
-from keras_capsules.interpret.coupling import quantization, routing_probe, routed_layer_nodes, trace_from_outputs
+from keras_capsules.interpret.coupling import quantization, routing_layer_names, routing_probe, trace_from_outputs
 from keras_capsules.metrics import routing_entropy
 from keras_capsules.ops.quantize import quantize_bins
 
@@ -147,7 +147,7 @@ def parse_tree_report(model, dataset, levels=11, quantize=True, layer=None, max_
         labels), ``entropy_mean, entropy_std, num_trees_total`` and per class ``samples, entropy,
         num_trees``.
     """
-    names = [lay.name for lay, _ in routed_layer_nodes(model)]
+    names = routing_layer_names(model)
     layer = names[-1] if layer is None else layer
     if layer not in names:
         errors.fail("interpret.parse_tree_report", "layer", f"one of the routed layers {names}", layer)

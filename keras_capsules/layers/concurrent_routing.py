@@ -110,31 +110,55 @@ class ConcurrentRouting(keras.layers.Layer):
             out_acts = ops.reshape(out_acts, (batch, out_h, out_w, layer.num_capsules))
         return (out_poses, out_acts), coupling
 
-    def call(self, inputs, training=None, return_coupling=False):
+    def _final_pass(self, inputs, training):
+        """The top layer's output and, per layer, ``(inputs, outputs, coupling)`` of the final pass."""
         poses, activations = unpack_capsules(self, inputs)
         base = (poses, activations)
-        couplings = [None] * len(self.capsule_layers)
+        records = []
         if self.sequential:
             value = base
+            for layer in self.capsule_layers:
+                out, coupling = self._run(layer, value, None, self.iterations, True, training)
+                records.append((value, out, coupling))
+                value = out
+            return value, records
+        values = [base]
+        for i, layer in enumerate(self.capsule_layers):  # first pass: sequential, uniform routing
+            out, coupling = self._run(layer, values[i], None, 1, self.iterations == 1, training)
+            records.append((values[i], out, coupling))
+            values.append(out)
+        for sweep in range(self.iterations - 1):  # Jacobi sweeps over the previous sweep's values
+            final = sweep == self.iterations - 2
+            updated, records = [base], []
             for i, layer in enumerate(self.capsule_layers):
-                value, couplings[i] = self._run(layer, value, None, self.iterations, True, training)
-            top = value
-        else:
-            values = [base]
-            for i, layer in enumerate(self.capsule_layers):  # first pass: sequential, uniform routing
-                out, couplings[i] = self._run(layer, values[i], None, 1, self.iterations == 1, training)
-                values.append(out)
-            for sweep in range(self.iterations - 1):  # Jacobi sweeps over the previous sweep's values
-                final = sweep == self.iterations - 2
-                updated = [base]
-                for i, layer in enumerate(self.capsule_layers):
-                    out, couplings[i] = self._run(layer, values[i], values[i + 1][0], 1, final, training)
-                    updated.append(out)
-                values = updated
-            top = values[-1]
+                out, coupling = self._run(layer, values[i], values[i + 1][0], 1, final, training)
+                records.append((values[i], out, coupling))
+                updated.append(out)
+            values = updated
+        return values[-1], records
+
+    def call(self, inputs, training=None, return_coupling=False):
+        top, records = self._final_pass(inputs, training)
         if return_coupling:
-            return top[0], top[1], couplings
+            return top[0], top[1], [coupling for _, _, coupling in records]
         return top
+
+    def routing_tensors(self, inputs, training=None):
+        """Every layer's routing in the final pass, for :func:`keras_capsules.interpret.routing_trace`.
+
+        Returns:
+            A list with one dict per layer of the stack (bottom to top): ``"input_poses"`` and
+            ``"input_activations"`` (what the layer routed from in the final sweep; activations absent
+            when the stack received bare poses), ``"coupling"`` and ``"output_activations"``.
+        """
+        _, records = self._final_pass(inputs, training)
+        tensors = []
+        for (child_poses, child_acts), (_, out_acts), coupling in records:
+            entry = {"input_poses": child_poses, "coupling": coupling, "output_activations": out_acts}
+            if child_acts is not None:
+                entry["input_activations"] = child_acts
+            tensors.append(entry)
+        return tensors
 
     def get_config(self):
         config = super().get_config()

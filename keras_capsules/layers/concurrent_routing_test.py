@@ -154,6 +154,37 @@ def test_couplings_and_primary_activations():
     assert tuple(poses.shape) == (2, 4, 4) and tuple(shares.shape) == (2, 4)
 
 
+@pytest.mark.parametrize("sequential", [False, True])
+def test_routing_tensors_are_the_final_pass(sequential):
+    stack, geometry = tiny_stack(2, sequential)
+    stack.build(PRIMARY.shape)
+    randomize_layer_norms(stack)
+    primary = PRIMARY.astype("float64")
+    # NumPy: every layer's (inputs, coupling) of the final pass of each schedule.
+    if sequential:
+        expected, value = [], primary
+        for layer, g in zip(stack.capsule_layers, geometry):
+            parents = np_layer_step(layer, value, None, g)[0]
+            parents, coupling = np_layer_step(layer, value, parents, g)
+            expected.append((value, coupling))
+            value = parents
+    else:
+        values = [primary]
+        for layer, g in zip(stack.capsule_layers, geometry):
+            values.append(np_layer_step(layer, values[-1], None, g)[0])
+        expected = [(values[i], np_layer_step(layer, values[i], values[i + 1], g)[1]) for i, (layer, g) in enumerate(zip(stack.capsule_layers, geometry))]
+    tensors = stack.routing_tensors(PRIMARY)
+    assert len(tensors) == 3 and "input_activations" not in tensors[0]  # bare primary poses in
+    assert all(tuple(t["input_activations"].shape) == t["input_poses"].shape[:-1] for t in tensors[1:])
+    for entry, (inputs, coupling) in zip(tensors, expected):
+        np.testing.assert_allclose(to_np(entry["input_poses"]), inputs, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(to_np(entry["coupling"]), coupling.reshape(-1, *coupling.shape[-2:]), rtol=1e-4, atol=1e-5)
+    _, top_shares, couplings = stack(PRIMARY, return_coupling=True)
+    np.testing.assert_allclose(to_np(tensors[-1]["output_activations"]), to_np(top_shares), rtol=1e-6)
+    with_acts = stack.routing_tensors((PRIMARY, np.ones(PRIMARY.shape[:-1], "float32")))
+    assert tuple(with_acts[0]["input_activations"].shape) == PRIMARY.shape[:-1]
+
+
 def test_other_routers_run_sequentially_only():
     layers = [ConvCaps(3, 6, kernel_size=3, router="dynamic"), FcCaps(2, 8, router="dynamic")]
     with pytest.raises(ValueError, match=r"ConcurrentRouting.*capsule_layers\[0\].*initial parent poses.*sequential=True"):
