@@ -23,7 +23,7 @@ import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import unpack_capsules
-from keras_capsules.layers.concurrent_routing import ConcurrentRouting
+from keras_capsules.layers.concurrent_routing import ConcurrentRouting, routing_record
 from keras_capsules.layers.conv_caps import ConvCaps
 from keras_capsules.layers.fc_caps import FcCaps
 from keras_capsules.layers.routed_capsules import RoutedCapsules
@@ -67,13 +67,16 @@ def routed_layer_nodes(model):
     return found
 
 
+def _capsule_layers(layer):
+    """The routed capsule layers a graph node runs: the layer itself, or a stack's layers bottom to top."""
+    return layer.capsule_layers if isinstance(layer, ConcurrentRouting) else [layer]
+
+
 def _routed_layers(model):
     """The routed capsule layers in graph order, a stack's layers bottom to top, each once."""
     layers = []
     for layer, _ in routed_layer_nodes(model):
-        for routed in layer.capsule_layers if isinstance(layer, ConcurrentRouting) else [layer]:
-            if routed not in layers:
-                layers.append(routed)
+        layers.extend(routed for routed in _capsule_layers(layer) if routed not in layers)
     return layers
 
 
@@ -98,11 +101,7 @@ class _CouplingTap(keras.layers.Layer):
         if isinstance(self.layer, ConcurrentRouting):
             return self.layer.routing_tensors(inputs, training=training)
         _, out_acts, coupling = self.layer(inputs, training=training, return_coupling=True)
-        poses, acts = unpack_capsules(self.layer, inputs)
-        tensors = {"input_poses": poses, "coupling": coupling, "output_activations": out_acts}
-        if acts is not None:
-            tensors["input_activations"] = acts
-        return [tensors]
+        return [routing_record(unpack_capsules(self.layer, inputs), out_acts, coupling)]
 
 
 def routing_probe(model, layers=None):
@@ -124,15 +123,17 @@ def routing_probe(model, layers=None):
     if unknown:
         errors.fail("interpret.routing_probe", "layers", f"names among the routed layers {names}", unknown)
     outputs = {"scores": graph.outputs[0]}
+    pending = set(wanted)  # a layer called more than once is traced at its first call
     for layer, node in routed_layer_nodes(model):
-        routed = layer.capsule_layers if isinstance(layer, ConcurrentRouting) else [layer]
-        if not any(r.name in wanted and f"{r.name}:coupling" not in outputs for r in routed):
+        routed = _capsule_layers(layer)
+        if pending.isdisjoint(r.name for r in routed):
             continue
         args, kwargs = node.arguments.args, dict(node.arguments.kwargs)
-        tensors = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
-        for routed_layer, entry in zip(routed, tensors):
-            if routed_layer.name in wanted and f"{routed_layer.name}:coupling" not in outputs:
-                outputs.update({f"{routed_layer.name}:{key}": value for key, value in entry.items()})
+        records = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
+        for routed_layer, record in zip(routed, records):
+            if routed_layer.name in pending:
+                pending.discard(routed_layer.name)
+                outputs.update({f"{routed_layer.name}:{key}": value for key, value in record.items()})
     return keras.Model(graph.input, outputs, name=f"{model.name}_routing_probe")
 
 

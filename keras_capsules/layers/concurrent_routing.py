@@ -152,13 +152,7 @@ class ConcurrentRouting(keras.layers.Layer):
             when the stack received bare poses), ``"coupling"`` and ``"output_activations"``.
         """
         _, records = self._final_pass(inputs, training)
-        tensors = []
-        for (child_poses, child_acts), (_, out_acts), coupling in records:
-            entry = {"input_poses": child_poses, "coupling": coupling, "output_activations": out_acts}
-            if child_acts is not None:
-                entry["input_activations"] = child_acts
-            tensors.append(entry)
-        return tensors
+        return [routing_record(children, out_acts, coupling) for children, (_, out_acts), coupling in records]
 
     def get_config(self):
         config = super().get_config()
@@ -170,6 +164,16 @@ class ConcurrentRouting(keras.layers.Layer):
             }
         )
         return config
+
+
+def routing_record(children, output_activations, coupling):
+    """One routed layer's routing as a dict: ``input_poses``, ``input_activations`` (when the
+    children ``(poses, activations)`` carry them), ``coupling`` and ``output_activations``."""
+    poses, activations = children
+    record = {"input_poses": poses, "coupling": coupling, "output_activations": output_activations}
+    if activations is not None:
+        record["input_activations"] = activations
+    return record
 
 
 def _output_shapes(layer, poses_shape):
