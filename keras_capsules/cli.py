@@ -175,7 +175,7 @@ def add_evaluate_command(commands):
 def _export(args):
     from keras_capsules.training import export_keras_file
 
-    export_keras_file(args.model_file, args.output_dir)
+    export_keras_file(args.model_file, args.output_dir, overwrite=args.overwrite)
     print(f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules.")
     return 0
 
@@ -183,7 +183,8 @@ def _export(args):
 def add_export_command(commands):
     export = commands.add_parser("export", help="export a .keras model to a standalone TensorFlow SavedModel")
     export.add_argument("model_file", metavar="MODEL.keras")
-    export.add_argument("output_dir", metavar="OUTPUT_DIR")
+    export.add_argument("output_dir", metavar="OUTPUT_DIR", help="a new folder (an existing non-empty one only with --overwrite)")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT_DIR (never one that holds MODEL.keras)")
     export.set_defaults(handler=_export)
 
 
@@ -261,6 +262,7 @@ def _tune(args):
         data_dir=args.data_dir,
         routers=routers,
         directory=args.output,
+        overwrite=args.overwrite,
         seed=args.seed,
         verbose=0 if args.quiet else 1,
     )
@@ -281,6 +283,7 @@ def add_tune_command(commands):
     tune.add_argument("--data-dir", help="folder with the dataset's standard files")
     tune.add_argument("--output", help="tuner folder (default runs/tune)")
     tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--overwrite", action="store_true", help="discard a previous search in the tuner folder (default: continue it)")
     tune.add_argument("--quiet", action="store_true")
     tune.set_defaults(handler=_tune)
 

@@ -187,6 +187,6 @@ def train(
     if chief:
         save_model(net, os.path.join(output, "model.keras"))
         if export:
-            export_saved_model(net, os.path.join(output, "export"))
+            export_saved_model(net, os.path.join(output, "export"), overwrite=True)  # the run's own export
     atomic.write_json(os.path.join(output, "metrics.json" if chief else f"metrics-worker-{task_id}.json"), metrics)
     return metrics

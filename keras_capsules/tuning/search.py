@@ -26,7 +26,7 @@ def tune(
     data_dir=None,
     routers=None,
     directory=None,
-    overwrite=True,
+    overwrite=False,
     validation_fraction=0.1,
     seed=0,
     verbose=1,
@@ -36,7 +36,9 @@ def tune(
 
     The validation set is the last ``validation_fraction`` of the (limited) training split, so the
     test split stays untouched. Results go to ``directory`` (default ``runs/tune/<model>-<dataset>``),
-    with ``best_hyperparameters.json`` beside keras-tuner's trial folders.
+    with ``best_hyperparameters.json`` beside keras-tuner's trial folders. A previous search in the
+    same folder is continued (its finished trials count towards ``max_trials``) unless
+    ``overwrite=True`` discards it.
 
     Returns:
         ``(tuner, best_hyperparameters)``; rebuild the best model with

@@ -77,4 +77,10 @@ def test_tune_command(tmp_path, capsys):
     )
     assert code == 0
     assert "best validation accuracy" in capsys.readouterr().out
-    assert (tmp_path / "EffCapsNet-mnist_sample" / "best_hyperparameters.json").is_file()
+    project = tmp_path / "EffCapsNet-mnist_sample"
+    assert (project / "best_hyperparameters.json").is_file()
+    trial_folders = sorted(p.name for p in project.iterdir() if p.name.startswith("trial_"))
+    assert len(trial_folders) == 1
+    # Running it again continues the finished search instead of discarding it: no new trial.
+    assert cli.main(["tune", "EffCapsNet", "--max-trials", "1", "--limit", "64", "--batch-size", "32", "--routers", "self_attention", "--output", str(tmp_path), "--quiet"]) == 0
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith("trial_")) == trial_folders
