@@ -1,13 +1,12 @@
 """FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang, seed 003; ALGORITHMS.md §6.3-6.4)."""
 
 import keras
-from keras import ops
 
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
-from keras_capsules.layers import FcCaps, Length, Squash
-from keras_capsules.serialization import register
+from keras_capsules.layers import DeconvDecoder, FcCaps, Length, PrimaryCaps, Squash
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -20,78 +19,15 @@ VARIANTS = {
     "cifar": dict(input_shape=(32, 32, 3), blocks=(8, 8, 8), hidden_capsules=(32, 16)),
     # ex4_3_1 (trained on MNIST padded to 40x40, tested on affNIST): [1, 1, 1] + one class layer.
     "affnist": dict(input_shape=(40, 40, 1), blocks=(1, 1, 1), hidden_capsules=()),
+    # ex4_1_light (section 4.1, Fashion-MNIST): the original CapsNet's shape with 64 stem filters.
+    "light": dict(input_shape=(28, 28, 1), blocks=None, hidden_capsules=()),
 }
 
-
-@register
-class DeconvDecoder(keras.layers.Layer):
-    """FMRouting's deconvolution decoder (``DecoderConv``, ex4_3_1) for the affNIST model.
-
-    The masked class capsules are summed over the classes (the code's ``Mask(share=True)``): with one
-    capsule kept by the mask this is that capsule's pose, so the decoder sees a ``capsule_dim``
-    vector. Then ``Dense(base*base*filters)`` -> BatchNorm -> LeakyReLU -> reshape
-    ``(base, base, filters)`` -> ConvT(filters/2, 5x5, s1) -> BN -> LeakyReLU -> ConvT(filters/4,
-    5x5, s2) -> BN -> LeakyReLU -> ConvT(channels, 5x5, s2, sigmoid); the transposed convolutions are
-    he_normal with L2 1e-4, the Dense layer glorot_uniform without regularisation (as in the code).
-
-    Input ``(batch, classes * capsule_dim)`` (the output of :class:`~keras_capsules.layers.Mask`);
-    output ``(batch, 4*base, 4*base, channels)`` in [0, 1]. The defaults give 186,145 trainable
-    parameters and 12,896 BatchNorm statistics (199,041 in all) for 10 x 16D capsules and 40x40x1.
-
-    Args:
-        image_shape: ``(H, W, C)`` of the reconstruction; must be ``(4*base, 4*base, C)``.
-        capsule_dim: pose size of one class capsule (16).
-        base: side of the first feature map (10).
-        filters: channels of the first feature map (64).
-    """
-
-    def __init__(self, image_shape, capsule_dim=16, base=10, filters=64, **kwargs):
-        super().__init__(**kwargs)
-        self.image_shape = tuple(int(d) for d in image_shape)
-        self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
-        self.base = errors.check_positive_int(self, "base", base)
-        self.filters = errors.check_positive_int(self, "filters", filters, minimum=4)
-        side = 4 * self.base
-        if len(self.image_shape) != 3 or self.image_shape[:2] != (side, side):
-            errors.fail(self, "image_shape", f"({side}, {side}, C) for base={self.base}", image_shape)
-        conv = dict(kernel_size=5, padding="same", kernel_initializer="he_normal", kernel_regularizer=keras.regularizers.L2(WEIGHT_DECAY))
-        self.stack = [
-            keras.layers.Dense(self.base * self.base * self.filters, name="dense"),
-            keras.layers.BatchNormalization(name="dense_bn"),
-            keras.layers.LeakyReLU(name="dense_leaky"),
-            keras.layers.Reshape((self.base, self.base, self.filters), name="reshape"),
-            keras.layers.Conv2DTranspose(self.filters // 2, strides=1, name="deconv1", **conv),
-            keras.layers.BatchNormalization(name="deconv1_bn"),
-            keras.layers.LeakyReLU(name="deconv1_leaky"),
-            keras.layers.Conv2DTranspose(self.filters // 4, strides=2, name="deconv2", **conv),
-            keras.layers.BatchNormalization(name="deconv2_bn"),
-            keras.layers.LeakyReLU(name="deconv2_leaky"),
-            keras.layers.Conv2DTranspose(self.image_shape[-1], strides=2, activation="sigmoid", name="deconv3", **conv),
-        ]
-
-    def build(self, input_shape):
-        errors.check_rank(self, "inputs", input_shape, 2, "(batch, classes * capsule_dim)")
-        if input_shape[-1] is not None and input_shape[-1] % self.capsule_dim:
-            errors.fail(self, "inputs", f"a last axis that is a multiple of capsule_dim={self.capsule_dim}", f"shape {tuple(input_shape)}")
-        shape = (input_shape[0], self.capsule_dim)
-        for layer in self.stack:
-            layer.build(shape)
-            shape = layer.compute_output_shape(shape)
-
-    def call(self, inputs, training=None):
-        classes = inputs.shape[-1] // self.capsule_dim
-        x = ops.sum(ops.reshape(inputs, (ops.shape(inputs)[0], classes, self.capsule_dim)), axis=1)
-        for layer in self.stack:
-            x = layer(x, training=training) if isinstance(layer, keras.layers.BatchNormalization) else layer(x)
-        return x
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0],) + self.image_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"image_shape": self.image_shape, "capsule_dim": self.capsule_dim, "base": self.base, "filters": self.filters})
-        return config
+#: The FM router of ex4_1_light: no vote batch norm, FMRouting's 1/n scale, squashed class capsules
+#: whose lengths are the class scores (``LastFMPool(activation='squash')``).
+LIGHT_FM = {"name": "fm_agreement", "batch_norm": False, "scale": "code", "activation": "squash"}
+#: Routers the capsule layers accept (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _resnet_v2(x, blocks, start_filters=16):
@@ -128,26 +64,24 @@ def _resnet_v2(x, blocks, start_filters=16):
     return keras.layers.ReLU(name="final_relu")(x)
 
 
-def _routers(owner, router, layers):
-    """One router config per capsule layer: the paper's FM for ``None``/``"fm_agreement"``."""
-    if router is None or router == "fm_agreement":
-        return [{"name": "fm_agreement", "normalize_pose": i == layers - 1} for i in range(layers)]
-    if isinstance(router, str):
-        return [router] * layers
-    if isinstance(router, dict):
-        return [dict(router) for _ in range(layers)]
-    if isinstance(router, routing.Router) and layers == 1:
-        return [router]
-    errors.fail(
-        owner,
-        "router",
-        "a router name or config dict (applied to every capsule layer; a Router instance only when "
-        "there is a single capsule layer)",
-        router,
-        TypeError,
-    )
+def _light_children(x):
+    """ex4_1_light's stem: Conv 9x9x64 ReLU -> PrimaryCaps 9x9 s2, 8 types x 8D with bias, squash."""
+    x = keras.layers.Conv2D(64, 9, activation="relu", name="conv1")(x)
+    return PrimaryCaps(8, 8, kernel_size=9, strides=2, name="primary_caps")(x)
 
 
+def _routers(router, layers, variant, routing_iterations):
+    """One router per capsule layer from one spec (``None``: the variant's FM); FM's hidden layers keep ``s_j`` unnormalised."""
+    if router is None:
+        router = dict(LIGHT_FM) if variant == "light" else "fm_agreement"
+    fm = utils.check_router("FMCapsNet", router, ROUTERS) == "fm_agreement"
+    return [
+        routing.resolve(router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None)
+        for i in range(layers)
+    ]
+
+
+@with_presets("FMCapsNet")
 def FMCapsNet(
     include_top=True,
     weights=None,
@@ -155,8 +89,9 @@ def FMCapsNet(
     input_shape=None,
     pooling=None,
     classes=10,
-    classifier_activation="softmax",
+    classifier_activation=None,
     name="fm_capsnet",
+    include_preprocessing=False,
     variant="cifar",
     router=None,
     routing_iterations=None,
@@ -169,8 +104,8 @@ def FMCapsNet(
     no bias, he_normal, L2 1e-4; reshaped to capsules; BatchNorm over the 16 atoms; squash) ->
     capsule layers (4x4 matrix transform ``u_i W_ij``, glorot_normal, L2 1e-4, then the FM router:
     vote BatchNorm, L2-normalised votes, FM agreement) -> class activations ``a_j = sum_f s_j,f``
-    used as logits (softmax cross-entropy in the paper; ``classifier_activation="softmax"`` turns them
-    into probabilities, ``None`` keeps the logits). Hidden capsule layers pass the unnormalised
+    used as logits (softmax cross-entropy in the paper; the default ``classifier_activation=None``
+    keeps the logits, ``"softmax"`` turns them into probabilities). Hidden capsule layers pass the unnormalised
     ``s_j`` on; the class layer normalises its poses (FMRouting's ``norm_pose``).
 
     Variants:
@@ -179,14 +114,21 @@ def FMCapsNet(
       25), capsules 64 -> 32 -> 16 -> ``classes``. **903,760** trainable parameters (backbone
       757,712), 3,744 BatchNorm statistics.
     - ``"affnist"`` (ex4_3_1): 40x40x1, [1, 1, 1], 100 primary capsules -> ``classes``.
-      **195,376** trainable; with ``reconstruction=True`` the model is a
-      :class:`~keras_capsules.applications.classifier.CapsuleClassifier` with FMRouting's
-      deconvolution decoder (:class:`DeconvDecoder`, 186,145 trainable, **199,041** with its BatchNorm
+      **195,376** trainable; with ``reconstruction=True`` the model has FMRouting's
+      deconvolution decoder (:class:`~keras_capsules.layers.DeconvDecoder`, 186,145 trainable, **199,041** with its BatchNorm
       statistics) and loss weight 0.0005 on the summed squared error (``params.recons.balance_factor``),
       the decoder reading the labelled capsule's pose.
+    - ``"light"`` (section 4.1, ex4_1_light; Fashion-MNIST): 28x28x1, Conv 9x9x64 ReLU -> PrimaryCaps
+      9x9 s2 (8 types x 8D, with bias, squash; 288 capsules) -> ``classes`` x 16D with one 8x16 W
+      per (child, class) pair (glorot_normal) -> FM agreement without vote batch norm, the code's
+      1/n scale and squashed class capsules (:data:`LIGHT_FM`); the class scores are the squashed
+      lengths (train with the margin loss, ``classifier_activation=None``). **705,728** trainable
+      parameters, as the reference. The paper's DR comparison is the same network with
+      ``router={"name": "dynamic", "use_bias": False}`` (also 705,728).
 
     ``router`` replaces FM in every capsule layer (e.g. ``"dynamic"`` or ``"em"`` for the paper's
-    comparisons). Note that the vote BatchNorm belongs to the FM router here, so other routers run
+    comparisons); each layer gets its own router built from the spec. An FM spec (name, dict or
+    instance) gets ``normalize_pose=False`` in the hidden layers unless it sets ``normalize_pose``. Note that the vote BatchNorm belongs to the FM router here, so other routers run
     without it (FMRouting applies it before every router: 32 parameters per layer fewer).
 
     Reconstruction note: FM class poses are unit vectors, so ``model.reconstruct(images)`` without
@@ -197,24 +139,29 @@ def FMCapsNet(
     Args:
         include_top: with the class layer and scores; otherwise the capsules that feed the class
             layer, flattened to ``(batch, capsules * 16)`` (16 x 16 for ``"cifar"``, the 100 primary
-            capsules for ``"affnist"``).
+            capsules for ``"affnist"``), or for ``"light"`` the primary-capsule grid as a
+            ``(batch, 6, 6, 64)`` map.
         weights: ``None`` or the path of a local weights file.
         input_tensor: optional Keras tensor to use as the image input.
         input_shape: ``(H, W, C)``; default ``(32, 32, 3)`` (``"cifar"``) or ``(40, 40, 1)``
             (``"affnist"``); H and W at least 8.
-        pooling: accepted for Keras Applications compatibility (``None``, ``"avg"``, ``"max"``); the
-            ``include_top=False`` output is a flat capsule vector, so it has no effect.
+        pooling: with ``include_top=False``: ``None``, or ``"avg"``/``"max"`` for ``"light"`` (the
+            other variants' features are fully connected capsules with no positions: a ``ValueError``).
         classes: number of class capsules.
-        classifier_activation: activation on the class activations (``"softmax"``; ``None`` keeps logits).
+        classifier_activation: ``None`` (default: the class activations, logits for FM's ``"sum"``)
+            or an activation applied by the output layer ``"predictions"``.
         name: model name.
-        variant: ``"cifar"`` or ``"affnist"``.
-        router: ``None`` (the paper's FM), a router name or config dict for every capsule layer.
-        routing_iterations: iterations for iterative replacement routers (FM makes one pass).
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
+        variant: ``"cifar"``, ``"affnist"`` or ``"light"``.
+        router: ``None`` (the paper's FM) or one of :data:`ROUTERS` (name, config dict or
+            ``Router``) for every capsule layer.
+        routing_iterations: replaces the router's iterations (``None``: the router's own; FM makes one pass).
         reconstruction: add the deconvolution decoder (``"affnist"`` only).
         reconstruction_weight: weight of the summed squared reconstruction error.
 
     Returns:
-        A built ``keras.Model`` taking images in [0, 1] (the paper standardises each image).
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``; the paper standardises each image).
     """
     errors.check_one_of("FMCapsNet", "variant", variant, tuple(VARIANTS))
     settings = VARIANTS[variant]
@@ -232,8 +179,35 @@ def FMCapsNet(
         default_shape=settings["input_shape"],
         min_size=8,
     )
-    routers = _routers("FMCapsNet", router, len(settings["hidden_capsules"]) + 1)
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    routers = _routers(router, len(settings["hidden_capsules"]) + 1, variant, routing_iterations)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
+    if variant == "light":
+        children = _light_children(x)
+        class_layer = FcCaps(classes, 16, router=routers[0], kernel_initializer="glorot_normal", name="class_caps")
+    else:
+        children, class_layer = _resnet_capsules(x, settings, classes, routers)
+    decoder = None
+    if reconstruction and include_top:
+        decoder = DeconvDecoder(input_shape, capsule_dim=16, name="decoder")
+    model = utils.assemble(
+        model_name="FMCapsNet",
+        inputs=inputs,
+        children=children,
+        class_layer=class_layer,
+        include_top=include_top,
+        pooling=pooling,
+        classifier_activation=classifier_activation,
+        name=name,
+        score_head=lambda class_poses, class_acts: class_acts,
+        decoder=decoder,
+        reconstruction_weight=reconstruction_weight,
+        pixel_reduction="sum",
+    )
+    return utils.load_weights(model, weights)
+
+
+def _resnet_capsules(x, settings, classes, routers):
+    """The ex4_2 / ex4_3_1 network after the input: ResNet-v2, primary capsules, hidden FM layers; returns ``(children, class_layer)``."""
     x = _resnet_v2(x, settings["blocks"])
     x = keras.layers.Conv2D(
         64,
@@ -257,7 +231,6 @@ def FMCapsNet(
         return FcCaps(
             num,
             router=config,
-            routing_iterations=routing_iterations,
             transform="matrix",
             matrix_side="right",
             kernel_initializer="glorot_normal",
@@ -267,30 +240,20 @@ def FMCapsNet(
 
     for i, num in enumerate(settings["hidden_capsules"]):
         children = capsules(num, routers[i], f"caps{i + 1}")(children)
-    class_layer = capsules(classes, routers[-1], "class_caps")
-
-    decoder = None
-    if reconstruction and include_top:
-        decoder = DeconvDecoder(input_shape, capsule_dim=16, name="decoder")
-    return utils.assemble(
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        weights=weights,
-        score_head=lambda class_poses, class_acts: class_acts,
-        decoder=decoder,
-        reconstruction_weight=reconstruction_weight,
-        pixel_reduction="sum",
-    )
+    return children, capsules(classes, routers[-1], "class_caps")
 
 
 SOURCE = "ALGORITHMS.md §6.3-6.4 (seed 003, FMRouting code)"
 register_configuration(
     "FMCapsNet/cifar10", FMCapsNet, {"variant": "cifar"}, trainable_params=903_760, total_params=903_760 + 3_744, source=SOURCE
+)
+register_configuration(
+    "FMCapsNet/light",
+    FMCapsNet,
+    {"variant": "light"},
+    trainable_params=705_728,
+    total_params=705_728,
+    source=SOURCE + "; ex4_1_light: conv 5,248 + primary 331,840 + W 288 x 10 x 8 x 16 = 368,640",
 )
 register_configuration(
     "FMCapsNet/affnist", FMCapsNet, {"variant": "affnist"}, trainable_params=195_376, total_params=195_376 + 544, source=SOURCE

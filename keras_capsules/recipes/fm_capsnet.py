@@ -48,3 +48,20 @@ register_recipe(
         "evaluated on affNIST; no epoch count is given (50 here)",
     )
 )
+register_recipe(
+    Recipe(
+        model="FMCapsNet",
+        dataset="fashion_mnist",
+        variant="light",
+        model_kwargs={"variant": "light", "classifier_activation": None},
+        optimizer="adam",
+        learning_rate=1e-3,
+        loss="margin",
+        batch_size=128,
+        epochs=100,
+        augmentation="fashion_mnist_shift2_flip",
+        source="Seed 003 section 4.1 (ex4_1_light.py): Adam 1e-3, batch 128, 50 epochs (100 with augmentation); margin loss "
+        "on the squashed class-capsule lengths; random 2-px shifts and horizontal flips. The same recipe trains the DR "
+        "comparison with router={'name': 'dynamic', 'use_bias': False}, routing_iterations=3",
+    )
+)

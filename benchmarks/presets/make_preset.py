@@ -1,0 +1,101 @@
+"""Turns a finished `keras-capsules train` run into a shipped preset: weights file, measured accuracy, registry record.
+
+    python benchmarks/presets/make_preset.py RUN_DIR --model EffCapsNet --name mnist \
+        --kwargs '{"variant": "mnist", "reconstruction": true}' --dataset mnist --data-dir DATA_DIR \
+        --subset-dataset mnist_sample [--storage float16] [--notes "..."]
+
+Steps: write the run's weights (RUN_DIR/model.keras) to keras_capsules/presets/files/<model>-<name>.npz,
+register the preset, build `Model(weights=name)` through the public constructor, measure its accuracy
+on the full test set and on the fixed subset (first --subset-limit test images), and write the record
+(with the training command from RUN_DIR/train.log and epochs/time/recipe from RUN_DIR/metrics.json)
+into keras_capsules/presets/registry.json.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+
+import numpy as np
+
+import keras_capsules
+from keras_capsules import applications, datasets, presets
+from keras_capsules.presets import registry
+from keras_capsules.training import load_model
+
+
+def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
+    """Top-1 accuracy by NumPy argmax over the model's class scores."""
+    correct = total = 0
+    for images, labels in datasets.load(dataset, split, batch_size=batch_size, data_dir=data_dir, shuffle=False, limit=limit):
+        scores = model.predict_on_batch(images)
+        correct += int(np.sum(np.argmax(scores, axis=-1) == labels.numpy()))
+        total += len(labels)
+    return correct / total, total
+
+
+def hardware():
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            name = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{name}, {os.cpu_count()} CPU cores, no GPU"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--kwargs", default="{}", help="constructor arguments the preset fixes (JSON)")
+    parser.add_argument("--dataset", required=True, help="dataset of the full test set")
+    parser.add_argument("--data-dir")
+    parser.add_argument("--subset-dataset", help="dataset of the fixed subset (default: --dataset)")
+    parser.add_argument("--subset-limit", type=int, default=1000)
+    parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
+    parser.add_argument("--notes", default="")
+    parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
+    args = parser.parse_args(argv)
+
+    run_metrics = json.load(open(os.path.join(args.run_dir, "metrics.json")))
+    with open(os.path.join(args.run_dir, "train.log")) as handle:
+        command = handle.readline().split(": ", 1)[1].split(" --data-dir")[0].strip()
+    file_name = f"{args.model.lower()}-{args.name}.npz"
+    path = os.path.join(registry.PACKAGE_DIR, file_name)
+    trained = load_model(os.path.join(args.run_dir, "model.keras"), compile=False)
+    digest = presets.save_weights(trained, path, dtype=args.storage)
+
+    kwargs = json.loads(args.kwargs)
+    input_shape = datasets.info(args.dataset).shape
+    kwargs.setdefault("classes", datasets.num_classes(args.dataset))
+    kwargs.setdefault("input_shape", list(input_shape))
+    subset = {"dataset": args.subset_dataset or args.dataset, "split": "test", "limit": args.subset_limit}
+    draft = dict(
+        model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
+        test_accuracy=0.0, test_examples=0, subset_accuracy=0.0, subset=subset, parameters=0,
+        recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
+        epochs=int(run_metrics["epochs_completed"]), train_seconds=float(run_metrics["train_seconds"]),
+        hardware=hardware(), library_version=keras_capsules.__version__,
+        date=datetime.date.today().isoformat(), storage_dtype=args.storage, notes=args.notes, metrics=json.loads(args.metrics),
+    )
+    presets.register_preset(presets.Preset(**draft))
+    model = getattr(applications, args.model)(weights=args.name)  # the public path, with the file that ships
+    test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir)
+    subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit)
+    record = dict(draft, test_accuracy=round(test_accuracy, 6), test_examples=test_examples, subset_accuracy=round(subset_accuracy, 6),
+                  parameters=int(model.count_params()), recipe=list(draft["recipe"]))
+    records = json.load(open(registry.REGISTRY_FILE)) if os.path.isfile(registry.REGISTRY_FILE) else []
+    records = [r for r in records if (r["model"], r["name"]) != (args.model, args.name)] + [record]
+    records.sort(key=lambda r: (r["model"], r["name"]))
+    with open(registry.REGISTRY_FILE, "w") as handle:
+        json.dump(records, handle, indent=2)
+        handle.write("\n")
+    print(f"{args.model}(weights={args.name!r}): test accuracy {100 * test_accuracy:.2f} % ({test_examples} images), "
+          f"subset {100 * subset_accuracy:.2f} %, file {file_name} {os.path.getsize(path) / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Pretrained weights for the applications: ``EffCapsNet(weights="mnist")``.
+
+- :func:`available` lists the presets, :func:`get` returns one's record (accuracy on the full test
+  set, how it was trained, file and SHA-256), :func:`model_card` renders it as Markdown.
+- Files ship inside the package; :func:`search_dirs` gives the lookup order; :func:`download` is
+  the only path that fetches a file (for presets that carry a URL).
+- :func:`save_weights` / :func:`load_weights` read and write the preset file format (weights keyed
+  by layer name, so one file serves the full model, the model without decoder and the backbone).
+"""
+
+from keras_capsules.presets.cards import model_card, model_cards
+from keras_capsules.presets.constructor import with_presets
+from keras_capsules.presets.registry import (
+    Preset,
+    available,
+    download,
+    get,
+    is_preset,
+    locate,
+    register_preset,
+    search_dirs,
+    unregister_preset,
+)
+from keras_capsules.presets.weights_file import PresetFileError, load_weights, save_weights, sha256
+
+__all__ = [
+    "Preset",
+    "PresetFileError",
+    "available",
+    "download",
+    "get",
+    "is_preset",
+    "load_weights",
+    "locate",
+    "model_card",
+    "model_cards",
+    "register_preset",
+    "save_weights",
+    "search_dirs",
+    "sha256",
+    "unregister_preset",
+    "with_presets",
+]

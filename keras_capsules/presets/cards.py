@@ -1,0 +1,41 @@
+"""Model cards: a preset's registry record rendered as Markdown (docs pages and ``keras-capsules presets``)."""
+
+import os
+
+from keras_capsules.presets import registry
+
+
+def _size(preset):
+    path = os.path.join(registry.PACKAGE_DIR, preset.file)
+    return f"{os.path.getsize(path) / 1e6:.1f} MB" if os.path.isfile(path) else "not in the package"
+
+
+def model_card(model, name):
+    """Markdown model card of preset ``model/name``."""
+    preset = registry.get(model, name)
+    subset = preset.subset
+    hours = preset.train_seconds / 3600
+    lines = [
+        f"#### `{preset.model}(weights=\"{preset.name}\")`",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| test accuracy | **{100 * preset.test_accuracy:.2f} %** on the full {preset.dataset} test set ({preset.test_examples:,} images), measured with the shipped file |",
+        f"| fixed subset | {100 * preset.subset_accuracy:.2f} % on the first {subset['limit']:,} images of `{subset['dataset']}` / `{subset['split']}` (checked by the tests) |",
+        f"| constructor arguments | `{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}` |",
+        f"| parameters | {preset.parameters:,} |",
+        f"| training | recipe `{' / '.join(preset.recipe)}`, {preset.epochs} epochs, {hours:.1f} h on {preset.hardware} |",
+        f"| command | `{preset.command}` |",
+        f"| file | `{preset.file}` ({_size(preset)}, {preset.storage_dtype}), SHA-256 `{preset.sha256[:16]}…` |",
+        f"| library version | {preset.library_version} ({preset.date}) |",
+    ]
+    for key, value in sorted(preset.metrics.items()):
+        lines.append(f"| {key.replace('_', ' ')} | {value} |")
+    if preset.notes:
+        lines += ["", preset.notes]
+    return "\n".join(lines) + "\n"
+
+
+def model_cards(model):
+    """The cards of every preset of ``model`` (an empty string when it has none)."""
+    return "\n".join(model_card(model, key.split("/", 1)[1]) for key in registry.available(model))

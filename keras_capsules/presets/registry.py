@@ -1,0 +1,202 @@
+"""The preset registry: which trained weights exist, what they measure, how they were made, and where their file is.
+
+Records live in ``registry.json`` beside this module (one JSON object per preset), written by the
+maintainers' preset tool from a finished training run and the accuracy measured with the very file
+that ships. A preset file is searched for, in order, inside the package (``presets/files/``), in
+``$KERAS_CAPSULES_PRESETS``, then in the Keras cache (``~/.keras/keras_capsules/``); a preset with a
+``url`` is downloaded only by an explicit :func:`download`, through ``keras.utils.get_file`` with
+its SHA-256.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Optional
+
+import keras
+
+from keras_capsules.presets.weights_file import PresetFileError, sha256
+
+REGISTRY_FILE = os.path.join(os.path.dirname(__file__), "registry.json")
+PACKAGE_DIR = os.path.join(os.path.dirname(__file__), "files")
+ENVIRONMENT_VARIABLE = "KERAS_CAPSULES_PRESETS"
+CACHE_SUBDIR = "keras_capsules"
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """One set of trained weights.
+
+    Attributes:
+        model: application constructor name (``"EffCapsNet"``).
+        name: preset name passed as ``weights=`` (``"mnist"``).
+        dataset: dataset it was trained on.
+        kwargs: constructor arguments the preset fixes (``variant``, ``reconstruction``, ...;
+            ``classes`` and ``input_shape`` included).
+        file: file name of the weights (``.npz``, see :mod:`keras_capsules.presets.weights_file`).
+        sha256: SHA-256 of that file.
+        storage_dtype: dtype of the floating-point weights in the file.
+        test_accuracy: accuracy on the full official test set, measured with this file.
+        test_examples: size of that test set.
+        subset_accuracy: accuracy on the fixed subset below (what the tests check).
+        subset: ``{"dataset", "split", "limit"}`` of the fixed subset (its first ``limit`` images).
+        parameters: total parameter count of the model the preset builds.
+        recipe: ``(model, dataset, variant)`` of the training recipe.
+        command: the exact ``keras-capsules train`` command.
+        epochs, train_seconds, hardware, library_version, date: how and where it was trained.
+        notes: deviations from the paper schedule, targets and the paper's figures.
+        metrics: further measurements (per-class parse trees, sparsity, ...).
+        url: optional download address (used only by :func:`download`).
+        removable: constructor arguments that may be switched off against the preset (the decoder:
+            ``reconstruction=False`` loads every other layer).
+    """
+
+    model: str
+    name: str
+    dataset: str
+    kwargs: dict
+    file: str
+    sha256: str
+    test_accuracy: float
+    test_examples: int
+    subset_accuracy: float
+    subset: dict
+    parameters: int
+    recipe: tuple
+    command: str
+    epochs: int
+    train_seconds: float
+    hardware: str
+    library_version: str
+    date: str
+    storage_dtype: str = "float32"
+    notes: str = ""
+    metrics: dict = dataclasses.field(default_factory=dict)
+    url: Optional[str] = None
+    removable: tuple = ("reconstruction",)
+
+    @property
+    def key(self):
+        """``"Model/name"``."""
+        return f"{self.model}/{self.name}"
+
+    def to_json(self):
+        record = dataclasses.asdict(self)
+        record["recipe"] = list(self.recipe)
+        record["removable"] = list(self.removable)
+        return record
+
+
+def _read_registry(path=REGISTRY_FILE):
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as handle:
+        records = json.load(handle)
+    presets = {}
+    for record in records:
+        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", ("reconstruction",))))
+        preset = Preset(**record)
+        presets[preset.key] = preset
+    return presets
+
+
+_PRESETS = _read_registry()
+
+
+def register_preset(preset):
+    """Adds ``preset`` to the registry of this process (tests and private presets); returns it."""
+    _PRESETS[preset.key] = preset
+    return preset
+
+
+def unregister_preset(model, name):
+    """Removes a preset registered with :func:`register_preset`."""
+    _PRESETS.pop(f"{model}/{name}", None)
+
+
+def available(model=None):
+    """``["Model/name", ...]`` of every registered preset (only ``model``'s when given), sorted."""
+    return sorted(key for key, preset in _PRESETS.items() if model is None or preset.model == model)
+
+
+def get(model, name):
+    """The :class:`Preset` ``name`` of constructor ``model``.
+
+    Raises:
+        ValueError: naming the presets of ``model``.
+    """
+    key = f"{model}/{name}"
+    if key not in _PRESETS:
+        names = [k.split("/", 1)[1] for k in available(model)]
+        raise ValueError(
+            f"{model}: argument `weights` expected None, the path to a weights file, or a preset name "
+            f"({names if names else 'this model has no presets'}), received {name!r}."
+        )
+    return _PRESETS[key]
+
+
+def is_preset(model, name):
+    """Whether ``name`` names a registered preset of ``model``."""
+    return isinstance(name, str) and f"{model}/{name}" in _PRESETS
+
+
+def search_dirs():
+    """Folders searched for preset files, in order: the package, ``$KERAS_CAPSULES_PRESETS``, the Keras cache."""
+    folders = [PACKAGE_DIR]
+    if os.environ.get(ENVIRONMENT_VARIABLE):
+        folders.append(os.environ[ENVIRONMENT_VARIABLE])
+    folders.append(os.path.join(keras_cache_dir(), CACHE_SUBDIR))
+    return folders
+
+
+def keras_cache_dir():
+    """Keras' cache folder (``$KERAS_HOME`` or ``~/.keras``)."""
+    return os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+
+
+def locate(preset):
+    """Path of the preset's file, checked against its SHA-256.
+
+    Raises:
+        PresetFileError: the file is in none of :func:`search_dirs` (the message says how to get it),
+            or its SHA-256 differs (the message names the file).
+    """
+    for folder in search_dirs():
+        path = os.path.join(folder, preset.file)
+        if os.path.isfile(path):
+            actual = sha256(path)
+            if actual != preset.sha256:
+                raise PresetFileError(
+                    f"preset {preset.key!r}: file {path!r} has SHA-256 {actual}, expected {preset.sha256}; "
+                    "it is corrupt or from another version: delete it"
+                    + (" and run keras_capsules.presets.download(...) again." if preset.url else " and reinstall keras-capsules.")
+                )
+            return path
+    how = (
+        f"fetch it once with keras_capsules.presets.download({preset.model!r}, {preset.name!r}) "
+        f"(or `keras-capsules presets --download {preset.key}`)"
+        if preset.url
+        else f"put {preset.file!r} into one of those folders"
+    )
+    raise PresetFileError(f"preset {preset.key!r}: file {preset.file!r} not found in {search_dirs()}; {how}.")
+
+
+def download(model, name):
+    """Downloads the file of preset ``model/name`` into the Keras cache, checking its SHA-256; returns its path.
+
+    The only way a preset file is ever downloaded (constructors never download).
+    """
+    preset = get(model, name)
+    if not preset.url:
+        raise ValueError(f"presets.download: preset {preset.key!r} has no download URL; its file ships inside the package.")
+    # get_file falls back to /tmp/.keras when the cache folder is not writable yet: create it first.
+    os.makedirs(os.path.join(keras_cache_dir(), CACHE_SUBDIR), exist_ok=True)
+    path = keras.utils.get_file(
+        fname=preset.file,
+        origin=preset.url,
+        file_hash=preset.sha256,
+        hash_algorithm="sha256",
+        cache_dir=keras_cache_dir(),
+        cache_subdir=CACHE_SUBDIR,
+    )
+    return locate(preset)
