@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import platform
+import re
 
 import numpy as np
 
@@ -33,6 +34,19 @@ def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
         correct += int(np.sum(np.argmax(scores, axis=-1) == labels.numpy()))
         total += len(labels)
     return correct / total, total
+
+
+def logged_train_seconds(log_path):
+    """Seconds of training summed over every epoch in a `keras-capsules train` log (all resumed sessions).
+
+    Each epoch's last progress-bar update reads ``N/N ━━━ <seconds>s``; evaluation bars are not preceded by ``Epoch``.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", open(log_path, errors="replace").read())
+    total = 0
+    for segment in re.split(r"\nEpoch \d+/\d+\n", text)[1:]:
+        finished = [int(seconds) for done, steps, seconds in re.findall(r"(\d+)/(\d+) \S+ (\d+)s", segment) if done == steps]
+        total += finished[0] if finished else 0
+    return total
 
 
 def hardware():
@@ -69,7 +83,7 @@ def main(argv=None):
     digest = presets.save_weights(trained, path, dtype=args.storage)
 
     kwargs = json.loads(args.kwargs)
-    input_shape = datasets.info(args.dataset).shape
+    input_shape = datasets.info(args.dataset).image_shape
     kwargs.setdefault("classes", datasets.num_classes(args.dataset))
     kwargs.setdefault("input_shape", list(input_shape))
     subset = {"dataset": args.subset_dataset or args.dataset, "split": "test", "limit": args.subset_limit}
@@ -77,7 +91,7 @@ def main(argv=None):
         model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
         test_accuracy=0.0, test_examples=0, subset_accuracy=0.0, subset=subset, parameters=0,
         recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
-        epochs=int(run_metrics["epochs_completed"]), train_seconds=float(run_metrics["train_seconds"]),
+        epochs=int(run_metrics["epochs_completed"]), train_seconds=float(logged_train_seconds(os.path.join(args.run_dir, "train.log")) or run_metrics["train_seconds"]),
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, notes=args.notes, metrics=json.loads(args.metrics),
     )

@@ -39,3 +39,35 @@ def model_card(model, name):
 def model_cards(model):
     """The cards of every preset of ``model`` (an empty string when it has none)."""
     return "\n".join(model_card(model, key.split("/", 1)[1]) for key in registry.available(model))
+
+
+#: Markers around the generated sections in the docs pages and the README.
+START, END = "<!-- presets:start -->", "<!-- presets:end -->"
+
+
+def docs_section(model):
+    """The generated "Pretrained weights" section of application ``model``'s docs page."""
+    cards = model_cards(model)
+    body = cards if cards else "No pretrained weights yet: `weights=None` or a file path.\n"
+    return f"{START}\n## Pretrained weights\n\n{body}{END}"
+
+
+def presets_table():
+    """The README's table of every preset (Markdown, between the markers)."""
+    lines = ["| `weights=` | test accuracy (full test set) | parameters | file |", "|---|---:|---:|---|"]
+    for key in registry.available():
+        model, name = key.split("/", 1)
+        preset = registry.get(model, name)
+        lines.append(
+            f"| `{model}(weights=\"{name}\")` | {100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images) "
+            f"| {preset.parameters:,} | {_size(preset)}, {preset.storage_dtype} |"
+        )
+    return f"{START}\n" + "\n".join(lines) + f"\n{END}"
+
+
+def replace_section(text, section):
+    """``text`` with the part between the markers replaced by ``section`` (appended when there are no markers)."""
+    if START in text:
+        before, rest = text.split(START, 1)
+        return before + section + rest.split(END, 1)[1]
+    return text.rstrip("\n") + "\n\n" + section + "\n"

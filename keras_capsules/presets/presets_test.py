@@ -15,8 +15,6 @@ import pytest
 from keras_capsules import applications, presets
 from keras_capsules.presets import registry, weights_file
 
-pytestmark = pytest.mark.xdist_group("presets")
-
 
 @pytest.fixture(scope="module")
 def source_model():
@@ -179,5 +177,6 @@ def test_preset_model_saves_reloads_and_exports(preset, tmp_path, source_model):
         import tensorflow as tf
 
         model.export(str(tmp_path / "export"), verbose=False)
-        served = tf.saved_model.load(str(tmp_path / "export")).serve(tf.constant(x))
+        exported = tf.saved_model.load(str(tmp_path / "export"))  # keep a reference: serve() needs its variables
+        served = exported.serve(tf.constant(x))
         np.testing.assert_allclose(np.asarray(served), expected, rtol=1e-5, atol=1e-6)

@@ -68,6 +68,7 @@ def save_weights(model, path, dtype="float32"):
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(buffer.getvalue())
+        os.chmod(temporary, 0o644)  # mkstemp creates 0600; a shipped file must be readable by everyone
         os.replace(temporary, path)  # readers see the old file or the new one, never half of one
     finally:
         if os.path.exists(temporary):
