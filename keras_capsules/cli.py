@@ -7,6 +7,7 @@ Each subcommand is one ``add_<name>_command(commands)`` function that adds its p
 import argparse
 import ast
 import dataclasses
+import difflib
 import json
 import os
 import sys
@@ -35,8 +36,32 @@ def _none_or(kind):
     return parse
 
 
+def _model_name(name):
+    """The application or recipe model called ``name`` in any case (``effcapsnet`` -> ``EffCapsNet``).
+
+    Raises:
+        ValueError: no such model; the message suggests the closest name.
+    """
+    from keras_capsules import applications, recipes
+
+    constructors = [n for n in applications.__all__ if n[:1].isupper() and not isinstance(getattr(applications, n), type)]
+    known = {model.lower(): model for model in [*constructors, *(model for model, _, _ in recipes.available())]}
+    if name.lower() in known:
+        return known[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+    hint = f" Did you mean {known[close[0]]!r}?" if close else ""
+    raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
+
+
+def _trained_on(model_file):
+    """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
+    from keras_capsules.training.evaluation import training_record
+
+    return training_record(model_file).get("dataset") or "mnist_sample"
+
+
 #: Recipe fields with their own flags elsewhere, or not meant to be set from the command line.
-_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule"}
+_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages"}
 
 
 def _add_recipe_flags(parser):
@@ -82,7 +107,7 @@ def _train(args):
     if args.routing_iterations:
         model_kwargs["routing_iterations"] = args.routing_iterations
     metrics = train(
-        model=args.model,
+        model=_model_name(args.model),
         dataset=args.dataset,
         output=args.output,
         data_dir=args.data_dir,
@@ -100,7 +125,15 @@ def _train(args):
     )
     where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    if metrics.get("already_complete"):
+        print(
+            f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({metrics['epochs_completed']} epochs); "
+            f"its stored result: {scores}. Outputs in {where} (--no-resume trains it again)."
+        )
+        return 0
     resumed = f", resumed after epoch {metrics['resumed_from_epoch']}" if metrics["resumed_from_epoch"] else ""
+    if metrics["resumed_from_epoch"] and metrics["resumed_from_epoch"] >= metrics["epochs_completed"]:
+        resumed = ", all trained by an earlier run; now evaluated and saved"
     print(
         f"\n{metrics['model']} on {metrics['dataset']} ({metrics['epochs_completed']} epochs{resumed}, "
         f"{metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
@@ -112,9 +145,12 @@ def add_train_command(commands):
     train = commands.add_parser(
         "train",
         help="train an application with its paper recipe, evaluate, save and export (resumes after a crash)",
-        description="Every recipe value can be overridden with the flags below; `keras-capsules recipes` lists the recipes.",
+        description="Trains MODEL with its paper recipe, evaluates it and writes OUTPUT/metrics.json, OUTPUT/model.keras, "
+        "OUTPUT/export (a SavedModel) and OUTPUT/checkpoints. Rerunning the same command resumes after the last completed "
+        "epoch (also after Ctrl-C), or reports the stored result of a finished run. Every recipe value can be overridden "
+        "with the flags below; `keras-capsules recipes` lists the recipes.",
     )
-    train.add_argument("model", help="application constructor, e.g. EffCapsNet or CapsNet")
+    train.add_argument("model", help="application constructor, any case, e.g. EffCapsNet or capsnet")
     train.add_argument("--dataset", default="mnist_sample", help="dataset name (default: the embedded MNIST sample)")
     train.add_argument("--recipe", default="default", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
     train.add_argument("--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy")
@@ -131,7 +167,7 @@ def add_train_command(commands):
     train.add_argument("--no-export", action="store_true", help="skip the SavedModel export")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_recipe_flags(train)
-    train.set_defaults(handler=_train)
+    train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")
 
 
 def _evaluate(args):
@@ -139,9 +175,10 @@ def _evaluate(args):
     from keras_capsules.training.evaluation import training_preset
 
     augment = training_preset(args.model_file) if args.augment == "auto" else None if args.augment.lower() == "none" else args.augment
+    dataset = args.dataset or _trained_on(args.model_file)
     results = evaluate(
         args.model_file,
-        args.dataset,
+        dataset,
         split=args.split,
         batch_size=args.batch_size,
         data_dir=args.data_dir,
@@ -150,14 +187,21 @@ def _evaluate(args):
         augment=augment,
         **_key_values(args.dataset_option, "--dataset-option"),
     )
-    print(json.dumps({"model": args.model_file, "dataset": args.dataset, "split": args.split, "augment": augment, **results}, indent=2))
+    print(json.dumps({"model": args.model_file, "dataset": dataset, "split": args.split, "augment": augment, **results}, indent=2))
     return 0
 
 
 def add_evaluate_command(commands):
-    evaluate = commands.add_parser("evaluate", help="evaluate a .keras model on a dataset split")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a .keras model on a dataset split",
+        description="Evaluates MODEL.keras on a dataset split (with the evaluation transform it was trained with) and prints "
+        "loss and metrics as JSON.",
+    )
     evaluate.add_argument("model_file", metavar="MODEL.keras")
-    evaluate.add_argument("--dataset", required=True, help="dataset name")
+    evaluate.add_argument(
+        "--dataset", help="dataset name (default: the one it was trained on, from the metrics.json next to it; else the embedded MNIST sample)"
+    )
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument("--batch-size", type=int, default=64)
     evaluate.add_argument(
@@ -175,43 +219,77 @@ def add_evaluate_command(commands):
 def _export(args):
     from keras_capsules.training import export_keras_file
 
-    export_keras_file(args.model_file, args.output_dir, overwrite=args.overwrite)
-    print(f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules.")
+    export_keras_file(args.model_file, args.output_dir, overwrite=args.overwrite, format=args.format)
+    if args.format == "savedmodel":
+        print(f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules.")
+    else:
+        runtime = "ONNX Runtime" if args.format == "onnx" else "the LiteRT interpreter"
+        print(f"{args.format} file written to {args.output_dir}; it runs with {runtime}, without keras_capsules.")
     return 0
 
 
 def add_export_command(commands):
-    export = commands.add_parser("export", help="export a .keras model to a standalone TensorFlow SavedModel")
+    export = commands.add_parser(
+        "export",
+        help="export a .keras model to a standalone SavedModel, ONNX or LiteRT model",
+        description="Writes MODEL.keras as a TensorFlow SavedModel (endpoints serve and serving_default; the default), an ONNX "
+        "file (--format onnx, OUTPUT ending in .onnx) or a LiteRT file (--format litert, OUTPUT ending in .tflite), each "
+        "runnable without keras_capsules. Nothing existing is replaced without --overwrite, and never MODEL.keras or the "
+        "folder holding it.",
+    )
     export.add_argument("model_file", metavar="MODEL.keras")
-    export.add_argument("output_dir", metavar="OUTPUT_DIR", help="a new folder (an existing non-empty one only with --overwrite)")
-    export.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT_DIR (never one that holds MODEL.keras)")
+    export.add_argument(
+        "output_dir", metavar="OUTPUT",
+        help="savedmodel: a new folder (an existing non-empty one only with --overwrite); onnx/litert: a new file",
+    )
+    export.add_argument("--format", choices=("savedmodel", "onnx", "litert"), default="savedmodel", help="export format (default: savedmodel)")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT (never one that holds MODEL.keras)")
     export.set_defaults(handler=_export)
 
 
 def _recipes(args):
     from keras_capsules import recipes
 
-    for model, dataset, variant in recipes.available(args.model):
+    for model, dataset, variant in recipes.available(args.model and _model_name(args.model)):
         recipe = recipes.get(model, dataset, variant)
         print(f"{model:26s} --dataset {dataset:20s} --recipe {variant:20s} {recipe.source}")
     return 0
 
 
 def add_recipes_command(commands):
-    listing = commands.add_parser("recipes", help="list the paper recipes (model, dataset, variant, source)")
-    listing.add_argument("model", nargs="?", help="only this model's recipes")
+    listing = commands.add_parser(
+        "recipes",
+        help="list the paper recipes (model, dataset, variant, source)",
+        description="Lists the registered paper recipes as `train` flags (--dataset, --recipe) with their sources.",
+    )
+    listing.add_argument("model", nargs="?", help="only this model's recipes (any case)")
     listing.set_defaults(handler=_recipes)
 
 
-def _explain(args):
-    import keras
+def _explain_folder(model_file):
+    """``runs/explain-<name>``: the run folder's name for a ``train`` run's ``model.keras``, else the file's."""
+    from keras_capsules.training.evaluation import training_record
 
+    folder, name = os.path.split(os.path.abspath(model_file))
+    if name == "model.keras" and training_record(model_file):
+        return os.path.join("runs", "explain-" + os.path.basename(folder))
+    return os.path.join("runs", "explain-" + os.path.splitext(name)[0])
+
+
+def _explain(args):
     from keras_capsules import datasets
     from keras_capsules.interpret import explain
+    from keras_capsules.interpret.explain import check_pictures
+    from keras_capsules.training import load_model
 
-    model = keras.saving.load_model(args.model_file)
-    data = datasets.load(args.dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, limit=args.limit, shuffle=False)
-    output = args.output or os.path.join("runs", "explain-" + os.path.splitext(os.path.basename(args.model_file))[0])
+    check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
+
+    dataset = args.dataset or _trained_on(args.model_file)
+    model = load_model(args.model_file)
+    data = datasets.load(
+        dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, download=args.download, limit=args.limit, shuffle=False
+    )
+    output = args.output or _explain_folder(args.model_file)
     report = explain(
         model,
         data,
@@ -223,7 +301,7 @@ def _explain(args):
     )
     accuracy = "n/a" if report["accuracy"] is None else f"{report['accuracy']:.4f}"
     print(
-        f"{args.model_file} on {args.dataset} ({args.split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
+        f"{args.model_file} on {dataset} ({args.split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
         f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
         f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
     )
@@ -232,19 +310,27 @@ def _explain(args):
 
 def add_explain_command(commands):
     explain = commands.add_parser(
-        "explain", help="REM report of a .keras model: routing entropy and parse trees (JSON), saliency and parse-tree PNGs"
+        "explain",
+        help="REM report of a .keras model: routing entropy and parse trees (JSON), saliency and parse-tree PNGs",
+        description="Writes the REM report of MODEL.keras: entropy.json (routing entropy, parse trees) and, with matplotlib, "
+        "saliency.png and parse_tree_<i>.png.",
     )
     explain.add_argument("model_file", metavar="MODEL.keras")
-    explain.add_argument("--dataset", default="mnist_sample", help="dataset name (default: the embedded MNIST sample)")
+    explain.add_argument(
+        "--dataset", help="dataset name (default: the one it was trained on, from the metrics.json next to it; else the embedded MNIST sample)"
+    )
     explain.add_argument("--split", default="test")
     explain.add_argument("--data-dir", help="folder with the dataset's standard files")
+    explain.add_argument("--download", action="store_true", help="allow TFDS downloads")
     explain.add_argument("--batch-size", type=int, default=100)
     explain.add_argument("--limit", type=int, help="use the first N examples only")
     explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K (default 11)")
     explain.add_argument("--no-quantize", action="store_true", help="run the routers unquantised (keys are still binned)")
-    explain.add_argument("--num-images", type=int, default=8, help="images that get saliency and parse-tree pictures")
+    explain.add_argument("--num-images", type=int, default=8, help="images that get saliency and parse-tree pictures (0: none, no matplotlib needed)")
     explain.add_argument("--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON")
-    explain.add_argument("--output", help="output folder (default runs/explain-MODEL)")
+    explain.add_argument(
+        "--output", help="output folder (default runs/explain-MODEL; runs/explain-RUN for the model.keras of a `train` run in folder RUN)"
+    )
     explain.set_defaults(handler=_explain)
 
 
@@ -253,7 +339,7 @@ def _tune(args):
 
     routers = args.routers.split(",") if args.routers else None
     tuner, best = tune(
-        args.model,
+        _model_name(args.model),
         args.dataset,
         max_trials=args.max_trials,
         epochs=args.epochs,
@@ -272,8 +358,13 @@ def _tune(args):
 
 
 def add_tune_command(commands):
-    tune = commands.add_parser("tune", help="keras-tuner random search over router, iterations, capsule sizes, learning rate")
-    tune.add_argument("model", help="application constructor, e.g. EffCapsNet")
+    tune = commands.add_parser(
+        "tune",
+        help="keras-tuner random search over router, iterations, capsule sizes, learning rate",
+        description="Random search with keras-tuner on a validation split carved from the training split. A previous "
+        "search in the tuner folder is continued unless --overwrite is given.",
+    )
+    tune.add_argument("model", help="application constructor, any case, e.g. EffCapsNet")
     tune.add_argument("--dataset", default="mnist_sample")
     tune.add_argument("--max-trials", type=int, default=5)
     tune.add_argument("--epochs", type=int, default=1, help="epochs per trial")
@@ -285,11 +376,53 @@ def add_tune_command(commands):
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--overwrite", action="store_true", help="discard a previous search in the tuner folder (default: continue it)")
     tune.add_argument("--quiet", action="store_true")
-    tune.set_defaults(handler=_tune)
+    tune.set_defaults(handler=_tune, interrupted="stopped; run the same command to continue the search")
+
+
+def _presets(args):
+    from keras_capsules import presets
+
+    if args.download:
+        model, _, name = args.download.partition("/")
+        print(f"downloaded to {presets.download(model, name)}")
+        return 0
+    if args.card:
+        model, _, name = args.card.partition("/")
+        print(presets.model_card(model, name), end="")
+        return 0
+    keys = presets.available(args.model)
+    if not keys:
+        print("no presets" + (f" for {args.model}" if args.model else ""))
+        return 0
+    print(f"{'weights=':34s} {'test accuracy':>22s} {'parameters':>11s}  file")
+    for key in keys:
+        model, name = key.split("/", 1)
+        preset = presets.get(model, name)
+        try:
+            where = presets.locate(preset)
+        except presets.PresetFileError:
+            where = "not on this machine" + (" (--download)" if preset.url else "")
+        accuracy = f"{100 * preset.test_accuracy:.2f} % {preset.dataset}"
+        print(f"{model}(weights={name!r})".ljust(34) + f" {accuracy:>22s} {preset.parameters:>11,d}  {where}")
+    return 0
+
+
+def add_presets_command(commands):
+    listing = commands.add_parser(
+        "presets",
+        help="list the pretrained weights (accuracy on the full test set, parameters, file)",
+        description="Pretrained weights load with MODEL(weights=NAME); the accuracy is measured on the full official test "
+        "set with the file that ships. Files are searched inside the package, then in $KERAS_CAPSULES_PRESETS, then in "
+        "the Keras cache (~/.keras/keras_capsules).",
+    )
+    listing.add_argument("model", nargs="?", help="only this model's presets")
+    listing.add_argument("--card", metavar="MODEL/NAME", help="print the model card of one preset (Markdown)")
+    listing.add_argument("--download", metavar="MODEL/NAME", help="download a preset that has a URL into the Keras cache")
+    listing.set_defaults(handler=_presets)
 
 
 #: Subcommand builders, in help order.
-COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command, add_tune_command]
+COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command, add_tune_command, add_presets_command]
 
 
 def build_parser():
@@ -301,13 +434,23 @@ def build_parser():
 
 
 def main(argv=None):
+    """Runs one subcommand: 0 on success, 2 with a one-line ``error:`` for bad input, 130 after Ctrl-C."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
+    from keras_capsules.datasets.registry import command_line_spelling
+
     try:
-        return args.handler(args)
-    except (ValueError, FileNotFoundError, ImportError) as error:
+        with command_line_spelling():
+            return args.handler(args)
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as error:
         print(f"keras-capsules {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        message = getattr(args, "interrupted", "stopped")
+        if getattr(args, "no_resume", False):
+            message = "stopped; run it again without --no-resume to resume"
+        print(f"\nkeras-capsules {args.command}: {message}.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -341,3 +341,101 @@ register_augmentation(
     description="keras.layers.RandAugment on [0, 1] images (training only; not reproducible from the seed)",
     source="GLOM seed 000 custom_transforms.py (ALGORITHMS.md §9.7)",
 )
+
+
+# ------------------------------------------------------------------------------ GLOM presets and multi-view batches
+
+
+def translate(image, seed, fraction):
+    """Random translation by ``U(-fraction, fraction)`` of the height and width (bilinear, zero fill), as
+    ``keras.layers.RandomTranslation(fraction, fraction, fill_mode="constant")``."""
+    height, width = image.shape[0], image.shape[1]
+    shift = tf.random.stateless_uniform([2], seed, -fraction, fraction) * tf.constant([height, width], tf.float32)
+    # Output pixel (x, y) samples the input at (x - dx, y - dy).
+    transform = tf.stack([1.0, 0.0, -shift[1], 0.0, 1.0, -shift[0], 0.0, 0.0])
+    out = tf.raw_ops.ImageProjectiveTransformV3(
+        images=image[None],
+        transforms=transform[None],
+        output_shape=tf.constant([height, width]),
+        fill_value=0.0,
+        interpolation="BILINEAR",
+        fill_mode="CONSTANT",
+    )
+    return tf.ensure_shape(out[0], image.shape)
+
+
+def pad_to(image, size):
+    """Zero-pads an ``(H, W, C)`` image, centred, to ``size = (H', W')`` (28x28 -> 32x32)."""
+    height, width = image.shape[0], image.shape[1]
+    return tf.image.pad_to_bounding_box(image, (size[0] - height) // 2, (size[1] - width) // 2, size[0], size[1])
+
+
+def _glom(size, crop_padding, flip, translation):
+    """GLOM's RandAugment substitute: (pad to ``size``) -> pad ``crop_padding`` and random crop -> flip -> translate."""
+
+    def evaluate(image):
+        return image if size is None else pad_to(image, size)
+
+    def train(image, seed):
+        seeds = _split(seed, 3)
+        image = evaluate(image)
+        image = pad_and_crop(image, seeds[0], crop_padding, image.shape[:2])
+        if flip:
+            image = tf.image.stateless_random_flip_left_right(image, seeds[1])
+        return translate(image, seeds[2], translation)
+
+    return train, None if size is None else evaluate
+
+
+_GLOM_SOURCE = (
+    "GLOM seed 000 custom_transforms.py uses RandAugment (ALGORITHMS.md §9.7); this reproducible substitute "
+    "(pad-and-crop, flip, translation) is weaker"
+)
+register_augmentation(
+    "glom_cifar",
+    *_glom(None, 4, True, 0.1),
+    description="zero-pad 4 and random crop back to size, horizontal flip, random translation up to 10%",
+    source=_GLOM_SOURCE,
+)
+register_augmentation(
+    "glom_fashion_mnist",
+    *_glom((32, 32), 2, True, 0.05),
+    description="zero-pad 28x28 to 32x32 (train and eval: 4x4 windows must divide the 8x8 grid); train: zero-pad 2 "
+    "and random crop, horizontal flip, random translation up to 5%",
+    source=_GLOM_SOURCE,
+)
+register_augmentation(
+    "glom_mnist",
+    *_glom((32, 32), 2, False, 0.05),
+    description="as glom_fashion_mnist without the flip (digits)",
+    source=_GLOM_SOURCE,
+)
+
+
+def multi_view(dataset, augmentation, views, batch_size, seed=0, drop_remainder=False):
+    """Batches of ``views`` independently augmented views per image (SupCon's two crops).
+
+    Args:
+        dataset: unbatched ``(image (H, W, C) float32, label)`` examples.
+        augmentation: preset name or :class:`Augmentation`; its training transform makes every view.
+        views: views per image.
+        batch_size: images per batch.
+        seed: seed of the views (offset as in :meth:`Augmentation.apply`).
+        drop_remainder: drop the last incomplete batch.
+
+    Returns:
+        A dataset of ``(images (batch_size * views, H', W', C), labels (batch_size * views, ...))``, the
+        views of one image adjacent and its label repeated.
+    """
+    preset = get_augmentation(augmentation)
+    seeds = tf.data.Dataset.random(seed=seed + AUGMENT_SEED_OFFSET, rerandomize_each_iteration=True).batch(2)
+
+    def stack(example, s):
+        image, label = example
+        return tf.stack([preset.train(image, v) for v in _split(s, views)]), tf.stack([label] * views)
+
+    def flatten(x, y):
+        return tf.reshape(x, (-1, *x.shape[2:])), tf.reshape(y, (-1, *y.shape[2:]))
+
+    dataset = tf.data.Dataset.zip((dataset, seeds)).map(stack, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).map(flatten, num_parallel_calls=tf.data.AUTOTUNE)

@@ -103,9 +103,10 @@ def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, 
 
 
 def _pipeline(kind):
-    def pipeline(split, data_dir, download, seed, shuffle, limit, base="mnist", pairs_per_image=1, **options):
+    def pipeline(split, data_dir, download, seed, shuffle, limit, base="mnist", pairs_per_image=1, verify=True, **options):
         base_info = get_info(base)
-        images, labels = resolve_arrays(base_info, split, data_dir, download)
+        base_options = {"verify": verify} if "verify" in base_info.options else {}
+        images, labels = resolve_arrays(base_info, split, data_dir, download, **base_options)
         if limit is not None:
             images, labels = images[:limit], labels[:limit]
         dataset, size = derived_examples(
@@ -124,7 +125,7 @@ register_dataset(
         10,
         ("train", "test"),
         files=_BASE,
-        options={"base": "mnist", "pairs_per_image": 1, "pad": 6, "shift": 6},
+        options={"base": "mnist", "verify": True, "pairs_per_image": 1, "pad": 6, "shift": 6},
         pipeline=_pipeline("expanded"),
         description="MNIST padded to 40x40 and randomly translated by up to 6 px (Sabour et al. 2017, affNIST training)",
     )
@@ -137,7 +138,7 @@ register_dataset(
         ("train", "test"),
         multi_label=True,
         files=_BASE,
-        options={"base": "mnist", "pairs_per_image": 1, "pad": 4, "shift": 4},
+        options={"base": "mnist", "verify": True, "pairs_per_image": 1, "pad": 4, "shift": 4},
         pipeline=_pipeline("multi"),
         description="two overlaid MNIST digits of different classes, each shifted up to 4 px, 36x36, multi-hot labels (Sabour et al. 2017)",
     )
@@ -150,7 +151,7 @@ register_dataset(
         ("train", "test"),
         multi_label=True,
         files=_BASE,
-        options={"base": "mnist", "pairs_per_image": 1, "pad": 4, "shift": 4, "single_probability": 1 / 6},
+        options={"base": "mnist", "verify": True, "pairs_per_image": 1, "pad": 4, "shift": 4, "single_probability": 1 / 6},
         pipeline=_pipeline("diverse"),
         description="1/6 single shifted digits, 5/6 multi_mnist overlays, 36x36, multi-hot labels (Tsai et al. 2020, App. B.2)",
     )

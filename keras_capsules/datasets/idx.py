@@ -1,6 +1,7 @@
 """Reader for the IDX files in which MNIST and Fashion-MNIST are published (optionally gzip-compressed)."""
 
 import gzip
+import hashlib
 import os
 import zlib
 
@@ -24,6 +25,13 @@ def read_idx(path):
         FileNotFoundError: the file does not exist.
         IdxFormatError: a bad magic number, an unknown dtype, or fewer/more data bytes than the header says.
     """
+    return read_idx_with_digest(path)[0]
+
+
+def read_idx_with_digest(path):
+    """``(array, sha256)``: :func:`read_idx` and the SHA-256 hex digest of the decompressed file
+    (what ``gunzip -c FILE | sha256sum`` prints), which identifies the contents whatever the compression.
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"read_idx: no such file {path!r}.")
     try:
@@ -46,4 +54,4 @@ def read_idx(path):
         raise IdxFormatError(
             f"read_idx: {path!r} is truncated or corrupt: header shape {shape} needs {expected} data bytes, found {len(raw) - header}."
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape), hashlib.sha256(raw).hexdigest()

@@ -10,7 +10,7 @@ import numpy as np
 # Importing the dataset modules registers them.
 from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noqa: F401
 from keras_capsules.datasets.augment import get_augmentation
-from keras_capsules.datasets.registry import available, check_options, check_split, get_info, resolve_arrays
+from keras_capsules.datasets.registry import available, check_data_dir, check_options, check_split, get_info, resolve_arrays
 
 __all__ = ["available", "info", "load", "load_arrays", "num_classes"]
 
@@ -33,6 +33,8 @@ def load_arrays(name, split="train", data_dir=None, download=False, seed=0, **op
         split: one of the dataset's splits (``info(name).splits``). For ``"mnist_sample"`` the 10,000
             embedded MNIST test images are split into 8,000 train and 2,000 test images.
         data_dir: folder with the standard files (directly or in a sub-folder such as ``mnist``).
+            MNIST and Fashion-MNIST files are served only when their contents are the official
+            ones (option ``verify=False`` serves other IDX files under those names).
         download: allow a TFDS download when no local copy exists.
         seed: derived sets only: the draw of the (fixed) examples.
         **options: dataset options (derived sets: ``base``, ``pairs_per_image``, ``pad``, ``shift``, ...).
@@ -43,6 +45,7 @@ def load_arrays(name, split="train", data_dir=None, download=False, seed=0, **op
     """
     dataset_info = get_info(name)
     check_split(dataset_info, split)
+    check_data_dir(data_dir)
     options = check_options(dataset_info, options)
     if dataset_info.pipeline is None:
         return resolve_arrays(dataset_info, split, data_dir, download, **options)
@@ -95,6 +98,7 @@ def load(
         raise ValueError(f"datasets.load: argument `limit` expected None or a positive integer, received {limit!r}.")
     dataset_info = get_info(name)
     check_split(dataset_info, split)
+    check_data_dir(data_dir)
     options = check_options(dataset_info, options)
     preset = None if augment is None else get_augmentation(augment)
     training = dataset_info.training_split(split) if training is None else bool(training)

@@ -1,6 +1,8 @@
 """``datasets.load`` on the embedded sample, the real files in ../shared/data, TFDS mock data, and offline errors."""
 
+import gzip
 import os
+import shutil
 import time
 
 import numpy as np
@@ -13,6 +15,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SHARED = os.environ.get("KERAS_CAPSULES_DATA") or os.path.join(ROOT, "..", "shared", "data")
 HAVE_SHARED = os.path.isfile(os.path.join(SHARED, "mnist", "train-images-idx3-ubyte.gz"))
 needs_shared = pytest.mark.skipif(not HAVE_SHARED, reason=f"real MNIST files absent from {SHARED} (set KERAS_CAPSULES_DATA)")
+
+
+SAMPLE_DIR = os.path.join(ROOT, "keras_capsules", "datasets", "sample")
+
+
+def _idx(array):
+    """IDX bytes of a uint8 array, written from the format's definition (magic 0x0000080<ndim>, sizes, data)."""
+    array = np.asarray(array, np.uint8)
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    return header + array.tobytes()
+
+
+def _write_test_split(folder, images, labels):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(_idx(images)))
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(_idx(labels))
+    return folder
 
 
 @pytest.fixture
@@ -44,6 +63,59 @@ def test_real_mnist_and_fashion_mnist_files():
     np.testing.assert_array_equal(sample_x, test_x[8000:])  # the sample is the MNIST test set
     batches = list(datasets.load("mnist", "train", batch_size=64, data_dir=SHARED, limit=200, drop_remainder=True))
     assert [int(b.shape[0]) for b, _ in batches] == [64, 64, 64]
+
+
+def test_mnist_files_are_never_served_as_fashion_mnist(offline):
+    folder = offline / "data"
+    folder.mkdir()
+    # The embedded sample's files are the official MNIST test files; one is stored decompressed here:
+    # identity goes by contents, whatever the compression.
+    shutil.copy(os.path.join(SAMPLE_DIR, "t10k-images-idx3-ubyte.gz"), folder)
+    with gzip.open(os.path.join(SAMPLE_DIR, "t10k-labels-idx1-ubyte.gz")) as handle:
+        (folder / "t10k-labels-idx1-ubyte").write_bytes(handle.read())
+    with pytest.raises(datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's"):
+        datasets.load_arrays("fashion_mnist", "test", data_dir=folder)
+    with pytest.raises(datasets.DataFormatError, match=r"is mnist's .* not fashion_mnist's"):
+        datasets.load("multi_mnist", "test", base="fashion_mnist", data_dir=folder)
+    x, y = datasets.load_arrays("mnist", "test", data_dir=folder)
+    sample_train, sample_test = datasets.load_arrays("mnist_sample", "train"), datasets.load_arrays("mnist_sample", "test")
+    np.testing.assert_array_equal(x, np.concatenate([sample_train[0], sample_test[0]]))
+    np.testing.assert_array_equal(y, np.concatenate([sample_train[1], sample_test[1]]))
+
+
+@needs_shared
+def test_real_files_refuse_the_other_name():
+    with pytest.raises(datasets.DataFormatError, match=r"is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's"):
+        datasets.load_arrays("fashion_mnist", "test", data_dir=os.path.join(SHARED, "mnist"))
+    with pytest.raises(datasets.DataFormatError, match=r"is fashion_mnist's train-images-idx3-ubyte file, not mnist's"):
+        datasets.load_arrays("mnist", "train", data_dir=os.path.join(SHARED, "fashion-mnist"))
+
+
+def test_unknown_idx_files_need_verify_false(offline):
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, (5, 28, 28)), np.array([3, 0, 9, 9, 1])
+    folder = _write_test_split(offline / "mine", images, labels)
+    with pytest.raises(datasets.DataFormatError, match=r"t10k-images.*is not mnist's official .* pass verify=False"):
+        datasets.load_arrays("mnist", "test", data_dir=folder)
+    x, y = datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
+    np.testing.assert_array_equal(x[..., 0], images)
+    assert y.tolist() == [3, 0, 9, 9, 1] and y.dtype == np.int32
+    batch = next(iter(datasets.load("expanded_mnist", "test", batch_size=5, data_dir=folder, verify=False)))
+    assert tuple(batch[0].shape) == (5, 40, 40, 1)
+
+
+def test_bad_labels_empty_files_and_bad_data_dir(offline):
+    folder = _write_test_split(offline / "bad", np.zeros((3, 28, 28)), [1, 13, 2])
+    for verify in (True, False):
+        with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holds labels outside 0\.\.9 .*first 13 at index 1"):
+            datasets.load_arrays("fashion_mnist", "test", data_dir=folder, verify=verify)
+    folder = _write_test_split(offline / "empty", np.zeros((0, 28, 28)), np.zeros((0,)))
+    with pytest.raises(datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' and .*t10k-labels-idx1-ubyte' hold no examples"):
+        datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
+    for call in (datasets.load, datasets.load_arrays):
+        for name in ("mnist", "mnist_sample"):
+            with pytest.raises(TypeError, match=r"datasets\.load: argument `data_dir` expected None or a folder path .*received 123"):
+                call(name, "test", data_dir=123)
 
 
 def test_shuffle_is_deterministic_per_seed():

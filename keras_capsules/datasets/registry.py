@@ -7,6 +7,8 @@ A dataset is registered with a :class:`DatasetInfo`. Array datasets provide ``re
 **options)`` returning an unbatched ``tf.data.Dataset`` of ``(uint8 image, label)``.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 from typing import Callable, Optional
@@ -14,6 +16,43 @@ from typing import Callable, Optional
 from keras_capsules.datasets.tfds_source import TfdsNotPrepared, tfds_data_dir
 
 _DATASETS = {}
+
+#: How error messages tell the user to change a loading argument: as Python keywords, or as the
+#: ``keras-capsules`` flags (inside :func:`command_line_spelling`).
+_SPELLINGS = {
+    "python": {
+        "data_dir": "data_dir=...",
+        "no_data_dir": "no data_dir given",
+        "download": "download=True",
+        "download_off": "download=False",
+        "verify": "verify=False",
+        "sample": "load('mnist_sample', ...)",
+    },
+    "cli": {
+        "data_dir": "--data-dir FOLDER",
+        "no_data_dir": "no --data-dir given",
+        "download": "--download (train, evaluate, explain)",
+        "download_off": "--download was not given",
+        "verify": "--dataset-option verify=False (train, evaluate)",
+        "sample": "--dataset mnist_sample",
+    },
+}
+_SPELLING = contextvars.ContextVar("keras_capsules_argument_spelling", default="python")
+
+
+@contextlib.contextmanager
+def command_line_spelling():
+    """Inside this context, loading errors name the command line's flags instead of Python arguments."""
+    token = _SPELLING.set("cli")
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def spelled(argument):
+    """How to set ``argument`` (``"data_dir"``, ``"download"``, ``"verify"``, ...) in the caller's terms."""
+    return _SPELLINGS[_SPELLING.get()][argument]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +128,16 @@ def check_options(info, options):
     return {**info.options, **options}
 
 
+def check_data_dir(data_dir):
+    """Checks that ``data_dir`` is ``None`` or a path (``str`` or ``os.PathLike``)."""
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"datasets.load: argument `data_dir` expected None or a folder path (str or os.PathLike), received {data_dir!r}.")
+    return data_dir
+
+
 def local_roots(data_dir):
     """Folders searched for local files: ``data_dir`` then ``$KERAS_CAPSULES_DATA``."""
+    check_data_dir(data_dir)
     return [os.fspath(root) for root in (data_dir, os.environ.get("KERAS_CAPSULES_DATA")) if root]
 
 
@@ -120,20 +167,20 @@ def resolve_arrays(info, split, data_dir, download, **options):
 
 def missing_error(info, split, searched, reason=None):
     """The ``FileNotFoundError`` raised when a dataset has no local files and no TFDS copy."""
-    where = "\n".join(f"  - {folder}" for folder in searched) or "  (no data_dir given and $KERAS_CAPSULES_DATA is not set)"
+    where = "\n".join(f"  - {folder}" for folder in searched) or f"  ({spelled('no_data_dir')} and $KERAS_CAPSULES_DATA is not set)"
     lines = [
-        f"datasets.load: dataset {info.name!r} ({split} split) was not found and download=False.",
+        f"datasets.load: dataset {info.name!r} ({split} split) was not found and {spelled('download_off')}.",
         f"Expected {info.files} in one of:\n{where}",
-        f"Put them in a folder (or a sub-folder named {[f for f in info.folders if f]}) and pass data_dir=... "
+        f"Put them in a folder (or a sub-folder named {[f for f in info.folders if f]}) and pass {spelled('data_dir')} "
         "or set KERAS_CAPSULES_DATA.",
     ]
     if info.tfds_name:
         lines.append(
             f"Or prepare the TFDS dataset {info.tfds_name!r} in {tfds_data_dir()} (`tfds build {info.tfds_name}` on a "
-            "machine with network, then copy the folder; or set TFDS_DATA_DIR), or pass download=True."
+            f"machine with network, then copy the folder; or set TFDS_DATA_DIR), or pass {spelled('download')}."
         )
     if reason:
         lines.append(f"({reason})")
     if info.name == "mnist":
-        lines.append("The embedded offline sample is available as load('mnist_sample', ...).")
+        lines.append(f"The embedded offline sample is available as {spelled('sample')}.")
     return FileNotFoundError("\n".join(lines))

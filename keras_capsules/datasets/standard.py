@@ -9,8 +9,8 @@ import os
 import numpy as np
 
 from keras_capsules.datasets import formats
-from keras_capsules.datasets.idx import read_idx
-from keras_capsules.datasets.registry import DatasetInfo, register_dataset
+from keras_capsules.datasets.idx import read_idx, read_idx_with_digest
+from keras_capsules.datasets.registry import DatasetInfo, get_info, register_dataset, spelled
 from keras_capsules.datasets.tfds_source import tfds_arrays
 
 SAMPLE_DIR = os.path.join(os.path.dirname(__file__), "sample")
@@ -28,7 +28,8 @@ def _find(folder, *names):
 
 
 def _supervised_tfds(tfds_name):
-    def read(split, download):
+    def read(split, download, **options):
+        del options  # local-file options (``verify``): TFDS checks its own downloads
         data = tfds_arrays(tfds_name, split, ("image", "label"), download)
         return data["image"].astype("uint8"), data["label"].astype("int32")
 
@@ -42,19 +43,66 @@ IDX_FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 
+#: SHA-256 of the decompressed official IDX files (``gunzip -c FILE | sha256sum``) -> (dataset, file).
+#: MNIST and Fashion-MNIST publish files of identical names and shapes: only the contents tell them apart.
+OFFICIAL_IDX = {
+    "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db": ("mnist", "train-images-idx3-ubyte"),
+    "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5": ("mnist", "train-labels-idx1-ubyte"),
+    "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7": ("mnist", "t10k-images-idx3-ubyte"),
+    "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2": ("mnist", "t10k-labels-idx1-ubyte"),
+    "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888": ("fashion_mnist", "train-images-idx3-ubyte"),
+    "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9": ("fashion_mnist", "train-labels-idx1-ubyte"),
+    "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b": ("fashion_mnist", "t10k-images-idx3-ubyte"),
+    "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34": ("fashion_mnist", "t10k-labels-idx1-ubyte"),
+}
 
-def read_idx_folder(folder, split):
-    """``(images uint8 (N, 28, 28, 1), labels int32)`` from the IDX files in ``folder``, or ``None``."""
-    images_path, labels_path = (_find(folder, stem) for stem in IDX_FILES[split])
-    if not (images_path and labels_path):
-        return None
-    images, labels = read_idx(images_path), read_idx(labels_path)
-    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+
+def check_official_idx(name, path, stem, digest):
+    """Raises :class:`~keras_capsules.datasets.formats.DataFormatError` unless ``path`` is dataset ``name``'s official ``stem`` file."""
+    found = OFFICIAL_IDX.get(digest)
+    if found == (name, stem):
+        return
+    if found is not None:
         raise formats.DataFormatError(
-            f"datasets.load: {images_path} holds images of shape {images.shape} and {labels_path} labels of shape "
-            f"{labels.shape}; expected (N, 28, 28) and (N,)."
+            f"datasets.load: {path!r} is {found[0]}'s {found[1]} file, not {name}'s {stem}; dataset {name!r} was asked for. "
+            f"Point the data folder at the {name} files (sub-folder {get_info(name).folders[0]!r})."
         )
-    return images[..., None], labels.astype("int32")
+    raise formats.DataFormatError(
+        f"datasets.load: {path!r} is not {name}'s official {stem} file (the SHA-256 of its decompressed contents, "
+        f"{digest[:16]}..., matches no published MNIST or Fashion-MNIST file), so it is not served as {name!r}. "
+        f"Re-download the official files, or, if this is your own copy on purpose, pass {spelled('verify')}."
+    )
+
+
+def _idx_reader(name):
+    """``read_folder(folder, split, verify=True)`` of the IDX dataset ``name``: ``(images uint8 (N, 28, 28, 1), labels int32)`` or ``None``."""
+
+    def read_folder(folder, split, verify=True):
+        stems = IDX_FILES[split]
+        images_path, labels_path = (_find(folder, stem) for stem in stems)
+        if not (images_path and labels_path):
+            return None
+        (images, images_digest), (labels, labels_digest) = read_idx_with_digest(images_path), read_idx_with_digest(labels_path)
+        if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+            raise formats.DataFormatError(
+                f"datasets.load: {images_path} holds images of shape {images.shape} and {labels_path} labels of shape "
+                f"{labels.shape}; expected (N, 28, 28) and (N,)."
+            )
+        if len(labels) == 0:
+            raise formats.DataFormatError(f"datasets.load: {images_path!r} and {labels_path!r} hold no examples (their headers say 0).")
+        classes = get_info(name).classes
+        bad = np.flatnonzero((labels < 0) | (labels >= classes))
+        if bad.size:
+            raise formats.DataFormatError(
+                f"datasets.load: {labels_path!r} holds labels outside 0..{classes - 1} for {name!r} "
+                f"({bad.size} of {labels.size}, first {int(labels[bad[0]])} at index {int(bad[0])})."
+            )
+        if verify:
+            check_official_idx(name, images_path, stems[0], images_digest)
+            check_official_idx(name, labels_path, stems[1], labels_digest)
+        return images[..., None], labels.astype("int32")
+
+    return read_folder
 
 
 def read_sample(split, data_dir=None, download=False):
@@ -89,7 +137,8 @@ register_dataset(
         files=IDX_DESCRIPTION,
         folders=("mnist", "MNIST", ""),
         tfds_name="mnist",
-        read_folder=read_idx_folder,
+        options={"verify": True},
+        read_folder=_idx_reader("mnist"),
         read_tfds=_supervised_tfds("mnist"),
         description="MNIST (LeCun, Cortes, Burges), 60,000 / 10,000",
     )
@@ -103,7 +152,8 @@ register_dataset(
         files=IDX_DESCRIPTION,
         folders=("fashion-mnist", "fashion_mnist", "FashionMNIST", ""),
         tfds_name="fashion_mnist",
-        read_folder=read_idx_folder,
+        options={"verify": True},
+        read_folder=_idx_reader("fashion_mnist"),
         read_tfds=_supervised_tfds("fashion_mnist"),
         description="Fashion-MNIST (Zalando), 60,000 / 10,000",
     )

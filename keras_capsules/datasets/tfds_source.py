@@ -5,6 +5,7 @@
 as a ``FileNotFoundError`` whose message the caller completes with the local files it accepts.
 """
 
+import logging
 import os
 
 import numpy as np
@@ -36,10 +37,17 @@ def tfds_arrays(tfds_name, split, keys, download=False):
     """
     import tensorflow_datasets as tfds
 
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    if not download:  # TFDS warns about the folders it is about to report missing; the error below says it once.
+        absl_logger.setLevel(logging.ERROR)
     try:
         dataset = tfds.load(tfds_name, split=split, download=download, shuffle_files=False)
     except AssertionError as error:  # TFDS signals "not prepared" with an AssertionError.
-        raise TfdsNotPrepared(f"TFDS has no prepared copy of {tfds_name!r} in {tfds_data_dir()} ({str(error).splitlines()[0]})") from None
+        reason = str(error).splitlines()[0].split(". Please")[0]  # TFDS goes on with advice for tfds.load callers
+        raise TfdsNotPrepared(f"TFDS has no prepared copy of {tfds_name!r} in {tfds_data_dir()} ({reason})") from None
+    finally:
+        absl_logger.setLevel(level)
     # batch_size=-1 in tfds.load aborts the process under tfds.testing.mock_data; batching here works everywhere.
     parts = {key: [] for key in keys}
     for batch in tfds.as_numpy(dataset.batch(4096)):

@@ -10,7 +10,18 @@ from keras import ops
 from keras_capsules.interpret.coupling import quantization, routing_trace
 from keras_capsules.interpret.fc_tree import fc_parse_tree, plot_parse_tree
 from keras_capsules.interpret.parse_trees import parse_tree_report
+from keras_capsules.interpret.plotting import require_matplotlib
 from keras_capsules.interpret.saliency import plot_saliency, saliency_from_record
+from keras_capsules.metrics import sparsity
+
+
+def check_pictures(num_images):
+    """Raises ``ImportError`` at once when ``num_images > 0`` pictures are asked for and matplotlib is missing."""
+    if num_images > 0:
+        try:
+            require_matplotlib()
+        except ImportError as error:
+            raise ImportError(f"{error} Or pass num_images=0 (CLI: --num-images 0) to write entropy.json only.") from None
 
 
 def explain(model, dataset, output_dir, levels=11, quantize=True, num_images=8, max_batches=None, include_dictionaries=False):
@@ -28,15 +39,15 @@ def explain(model, dataset, output_dir, levels=11, quantize=True, num_images=8, 
         output_dir: folder to write into (created).
         levels: ``K`` of ``q_K``.
         quantize: run the routers with ``q_K`` (REM's "+Q"); pictures use the same setting.
-        num_images: how many images of the first batch get pictures (0: none).
+        num_images: how many images of the first batch get pictures (0: none; more need matplotlib,
+            checked before anything is computed or written).
         max_batches: limit the entropy pass to this many batches.
         include_dictionaries: put every parse-tree key and count in the JSON.
 
     Returns:
         The report dict (as written to ``entropy.json``), with ``"files"`` listing what was written.
     """
-    from keras_capsules.training.pruning import sparsity
-
+    check_pictures(num_images)  # before the entropy pass and before output_dir is made
     os.makedirs(output_dir, exist_ok=True)
     report = parse_tree_report(model, dataset, levels, quantize, max_batches=max_batches, include_dictionaries=include_dictionaries)
     try:

@@ -9,8 +9,8 @@ import os
 import numpy as np
 
 
-def new_figure(figsize):
-    """A new ``matplotlib.figure.Figure``; raises ``ImportError`` with an install hint without matplotlib."""
+def require_matplotlib():
+    """Returns ``matplotlib.figure.Figure``; raises ``ImportError`` with an install hint without matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -18,7 +18,12 @@ def new_figure(figsize):
             "keras_capsules.interpret: drawing PNG views needs matplotlib, which is not installed. "
             "Install it with `pip install 'keras-capsules[plots]'` (or `pip install matplotlib`)."
         ) from None
-    return Figure(figsize=figsize)
+    return Figure
+
+
+def new_figure(figsize):
+    """A new ``matplotlib.figure.Figure``; raises ``ImportError`` with an install hint without matplotlib."""
+    return require_matplotlib()(figsize=figsize)
 
 
 def colormap(name):

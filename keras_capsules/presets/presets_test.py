@@ -180,3 +180,31 @@ def test_preset_model_saves_reloads_and_exports(preset, tmp_path, source_model):
         exported = tf.saved_model.load(str(tmp_path / "export"))  # keep a reference: serve() needs its variables
         served = exported.serve(tf.constant(x))
         np.testing.assert_allclose(np.asarray(served), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_presets_command_lists_cards_and_downloads(preset, capsys):
+    from keras_capsules import cli
+
+    assert cli.main(["presets", "EffCapsNet"]) == 0
+    out = capsys.readouterr().out
+    line = next(row for row in out.splitlines() if "weights='test'" in row)
+    assert "50.00 % mnist" in line and f"{preset.parameters:,}" in line and line.endswith("effcapsnet-test.npz")
+    assert cli.main(["presets", "--card", "EffCapsNet/test"]) == 0
+    assert "**50.00 %** on the full mnist test set" in capsys.readouterr().out
+    assert cli.main(["presets", "--download", "EffCapsNet/test"]) == 2
+    assert "has no download URL" in capsys.readouterr().err
+
+
+def test_weights_file_paths_load_and_corrupt_ones_are_named(tmp_path, source_model):
+    from keras_capsules.training import ModelFileError
+
+    npz = tmp_path / "mine.npz"
+    presets.save_weights(source_model, str(npz))
+    model = applications.EffCapsNet(reconstruction=True, weights=str(npz))  # a preset-format file by path
+    np.testing.assert_array_equal(_by_name(model)["class_caps"][0], _by_name(source_model)["class_caps"][0])
+    corrupt = tmp_path / "model.weights.h5"
+    corrupt.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
+    with pytest.raises(ModelFileError, match=r"model\.weights\.h5"):
+        applications.EffCapsNet(weights=str(corrupt))
+    with pytest.raises(FileNotFoundError, match=r"EffCapsNet: argument `weights`: no such weights file '.*absent\.weights\.h5'"):
+        applications.EffCapsNet(weights=str(tmp_path / "absent.weights.h5"))

@@ -9,14 +9,21 @@ from keras_capsules import datasets
 from keras_capsules.training.model_files import load_model
 
 
-def training_preset(model_path):
-    """The augmentation preset recorded in the ``metrics.json`` written next to ``model_path`` by ``train``, or ``None``."""
+def training_record(model_path):
+    """The ``metrics.json`` written next to ``model_path`` by ``train`` as a dict, or ``{}`` when there is none (or it is unreadable)."""
     metrics = os.path.join(os.path.dirname(os.path.abspath(model_path)), "metrics.json")
     try:
         with open(metrics) as handle:
-            return json.load(handle)["recipe"]["augmentation"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def training_preset(model_path):
+    """The augmentation preset recorded in the ``metrics.json`` written next to ``model_path`` by ``train``, or ``None``."""
+    recipe = training_record(model_path).get("recipe")
+    return recipe.get("augmentation") if isinstance(recipe, dict) else None
 
 
 def _prediction_scores(model, data):
@@ -57,8 +64,7 @@ def evaluate(model, dataset, split="test", batch_size=64, data_dir=None, downloa
     data = datasets.load(
         dataset, split, batch_size=batch_size, data_dir=data_dir, download=download, shuffle=False, limit=limit, augment=augment, training=False, **options
     )
-    functional = getattr(model, "encoder", model)  # CapsuleClassifier wraps a functional encoder
-    expected = tuple(functional.inputs[0].shape[1:]) if getattr(functional, "inputs", None) else None
+    expected = tuple(model.inputs[0].shape[1:]) if getattr(model, "inputs", None) else None
     received = tuple(data.element_spec[0].shape[1:])
     if expected is not None and expected != received:
         presets = ", ".join(datasets.available_augmentations())

@@ -1,12 +1,13 @@
 """Model files: atomic ``.keras`` saves and exports, clear errors for missing, truncated or foreign files."""
 
 import os
+import zipfile
 
 import keras
 import numpy as np
 import pytest
 
-from keras_capsules.training import ModelFileError, export_saved_model, load_model, save_model
+from keras_capsules.training import ModelFileError, export_saved_model, load_model, load_weights_file, save_model
 
 
 def _model():
@@ -39,6 +40,46 @@ def test_missing_truncated_and_foreign_files(tmp_path):
     other.write_text("hello")
     with pytest.raises(ModelFileError, match=r"notes\.keras' is not a \.keras archive"):
         load_model(str(other))
+
+
+def _rewrite_archive(source, target, change):
+    """Copies the ``.keras`` zip ``source`` to ``target`` with ``change(name, data)`` applied (``None`` drops the member)."""
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
+        for name in original.namelist():
+            data = change(name, original.read(name))
+            if data is not None:
+                copy.writestr(name, data)
+
+
+def test_archives_with_a_truncated_config_or_no_weights(tmp_path):
+    good = str(tmp_path / "good.keras")
+    save_model(_model(), good)
+    _rewrite_archive(good, tmp_path / "cut.keras", lambda name, data: data[: len(data) // 2] if name == "config.json" else data)
+    with pytest.raises(ModelFileError, match=r"load_model: '.*cut\.keras' is truncated or corrupt \(its config\.json is not valid JSON"):
+        load_model(str(tmp_path / "cut.keras"))
+    _rewrite_archive(good, tmp_path / "bare.keras", lambda name, data: None if name.endswith(".h5") else data)
+    with pytest.raises(ModelFileError, match=r"load_model: '.*bare\.keras'"):
+        load_model(str(tmp_path / "bare.keras"))
+
+
+def test_load_weights_file_names_bad_files(tmp_path):
+    source, target = _model(), _model()
+    weights = str(tmp_path / "w.weights.h5")
+    source.save_weights(weights)
+    x = np.ones((1, 4), "float32")
+    load_weights_file(target, weights)
+    np.testing.assert_array_equal(target.predict(x, verbose=0), source.predict(x, verbose=0))
+    cut = tmp_path / "cut.weights.h5"
+    cut.write_bytes(open(weights, "rb").read()[:200])
+    with pytest.raises(ModelFileError, match=r"load_weights: '.*cut\.weights\.h5' could not be loaded into .*truncated, corrupt"):
+        load_weights_file(target, str(cut))
+    with pytest.raises(ModelFileError, match=r"load_weights: no such file '.*absent\.weights\.h5'"):
+        load_weights_file(target, str(tmp_path / "absent.weights.h5"))
+    wider = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    with pytest.raises(ModelFileError, match=r"w\.weights\.h5' could not be loaded .*made for another model"):
+        load_weights_file(wider, weights)
+    with pytest.raises(TypeError, match=r"load_weights: argument `path` expected a file path"):
+        load_weights_file(target, 3)
 
 
 def test_failed_export_keeps_the_previous_export(tmp_path):

@@ -39,7 +39,10 @@ DRIVER = textwrap.dedent(
 
 
 def _run(script, output, kill_at=None, timeout=240):
-    """Runs the driver; with ``kill_at=(epoch, batch)`` sends SIGKILL right after that batch. Returns the output lines."""
+    """Runs the driver; with ``kill_at=(epoch, batch)`` (or any fields of its ``BATCH`` lines) sends SIGKILL right after that batch.
+
+    Returns the output lines and the exit code.
+    """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     process = subprocess.Popen([sys.executable, script, output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     fired = []
@@ -49,7 +52,7 @@ def _run(script, output, kill_at=None, timeout=240):
     try:
         for line in process.stdout:
             lines.append(line.strip())
-            if kill_at and line.split() == ["BATCH", str(kill_at[0]), str(kill_at[1])]:
+            if kill_at and line.split() == ["BATCH", *map(str, kill_at)]:
                 os.kill(process.pid, signal.SIGKILL)
         process.wait()
     finally:
@@ -93,5 +96,6 @@ def test_restart_on_a_corrupt_checkpoint_fails_clearly(tmp_path, capsys):
     assert cli.main(args) == 0
     weights = output / "checkpoints" / "epoch-0001" / "checkpoint.weights.h5"
     weights.write_bytes(weights.read_bytes()[:1000])
+    args[args.index("--epochs") + 1] = "2"  # one more epoch: the run is unfinished and resumes from the checkpoint
     assert cli.main(args) == 2  # the CLI reports the CheckpointError instead of silently starting over
     assert "checkpoint.weights.h5 is truncated or corrupt" in capsys.readouterr().err
