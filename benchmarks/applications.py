@@ -26,8 +26,8 @@ PAPER_CASES = {
     "light CapsNet, dynamic x1 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 1}, 128, "inference"),
     "light CapsNet, dynamic x3 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 3}, 128, "inference"),
     "light CapsNet, fm_agreement (F-MNIST)": ("light_capsnet", {"router": "fm_agreement"}, 128, "inference"),
-    "InvertedAttentionCapsNet simple, 1 iteration": ("InvertedAttentionCapsNet", {"backbone": "simple", "routing_iterations": 1}, 32, "train"),
-    "InvertedAttentionCapsNet simple, 2 iterations": ("InvertedAttentionCapsNet", {"backbone": "simple", "routing_iterations": 2}, 32, "train"),
+    "InvertedAttentionCapsNet simple, 1 iteration": ("InvertedAttentionCapsNet", {"variant": "cifar10-simple", "routing_iterations": 1}, 32, "train"),
+    "InvertedAttentionCapsNet simple, 2 iterations": ("InvertedAttentionCapsNet", {"variant": "cifar10-simple", "routing_iterations": 2}, 32, "train"),
 }
 
 
@@ -37,7 +37,7 @@ def _loss_for(model):
     from keras_capsules import losses
 
     activation = None
-    for layer in reversed(getattr(model, "encoder", model).layers):
+    for layer in reversed(model.layers):
         if isinstance(layer, keras.layers.Activation):
             activation = layer.get_config()["activation"]
             break
@@ -67,8 +67,8 @@ def measure(constructor, kwargs, batch, steps, what):
     from keras_capsules import applications
 
     model = light_capsnet(**kwargs) if constructor == "light_capsnet" else getattr(applications, constructor)(**kwargs)
-    shape = tuple((getattr(model, "encoder", model)).inputs[0].shape[1:])
-    classes = getattr(model, "encoder", model).outputs[0].shape[-1]
+    shape = tuple(model.inputs[0].shape[1:])
+    classes = model.outputs[0].shape[-1]
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(max(batch, 64),) + shape).astype("float32")
     y = rng.integers(0, classes, len(x))

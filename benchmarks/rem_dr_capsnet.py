@@ -1,6 +1,6 @@
 """DR-CapsNet with and without REM on real MNIST / Fashion-MNIST: accuracy, sparsity, routing entropy, parse trees.
 
-REM's DR-CapsNet (ALGORITHMS.md §8.6): conv 9x9 -> primary capsules 8D (9x9, stride 2) -> 10 class
+REM's DR-CapsNet (docs/reference/models.md#dr-capsnet-of-rem): conv 9x9 -> primary capsules 8D (9x9, stride 2) -> 10 class
 capsules 16D, dynamic routing (3 iterations) with the 0.1 routing bias, no decoder, margin loss, Adam
 1e-3 decayed x0.99 per epoch, batch 128 in REM. Two runs from the same initial weights:
 
@@ -17,7 +17,7 @@ built from the same layers (``--conv-filters 64 --primary-types 8``: 288 primary
 
 Usage::
 
-    python benchmarks/rem_dr_capsnet.py --dataset mnist --data-dir /work/shared/data
+    python benchmarks/rem_dr_capsnet.py --dataset mnist --data-dir DATA_DIR   # or set KERAS_CAPSULES_DATA
 
 Writes ``benchmarks/results/rem_dr_capsnet_<dataset>_<epochs>ep.json`` and prints a Markdown table.
 """
@@ -105,7 +105,7 @@ def run(name, args, initial_weights, splits, use_rem):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="mnist", choices=["mnist", "fashion_mnist"])
-    parser.add_argument("--data-dir", default="/work/shared/data")
+    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the dataset's IDX files")
     parser.add_argument("--train-size", type=int, default=5000)
     parser.add_argument("--val-size", type=int, default=1000, help="held out from the training split, as REM")
     parser.add_argument("--test-size", type=int, default=10000)
@@ -119,6 +119,8 @@ def main(argv=None):
     parser.add_argument("--max-search-steps", type=int, default=12, help="cap on the threshold bisection (REM: none)")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
+    if not args.data_dir:
+        parser.error(f"give --data-dir or set KERAS_CAPSULES_DATA to the folder with the {args.dataset} files")
 
     images, labels = datasets.load_arrays(args.dataset, "train", data_dir=args.data_dir)
     test_images, test_labels = datasets.load_arrays(args.dataset, "test", data_dir=args.data_dir)

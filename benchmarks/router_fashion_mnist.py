@@ -6,8 +6,8 @@ a shared Linear(16 -> 1) logit per class capsule (the inverted-attention head, w
 router's poses) -> softmax cross-entropy. Adam 1e-3, batch 64, ``--steps`` steps on the training
 files, accuracy on the first 2,000 test images.
 
-Usage: ``python benchmarks/router_fashion_mnist.py [--steps 300] [--routers dynamic,em]``; needs the
-Fashion-MNIST IDX files in ``../shared/data`` or ``$KERAS_CAPSULES_DATA``. Writes
+Usage: ``python benchmarks/router_fashion_mnist.py --data-dir DATA_DIR [--steps 300] [--routers dynamic,em]``
+(or set ``KERAS_CAPSULES_DATA`` instead of ``--data-dir``): the folder with the Fashion-MNIST IDX files. Writes
 ``benchmarks/results/router_fashion_mnist.json`` and prints a Markdown table.
 """
 
@@ -25,9 +25,6 @@ from keras_capsules import layers, routing  # noqa: E402
 from keras_capsules.applications.inverted_attention_capsnet import CapsuleLogits  # noqa: E402
 from keras_capsules.datasets import load_arrays  # noqa: E402
 
-DATA = os.environ.get("KERAS_CAPSULES_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
-
-
 def small_network(router):
     iterative = routing.get(router).iterative
     images = keras.Input((28, 28, 1))
@@ -42,9 +39,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--routers", default=None)
+    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the Fashion-MNIST IDX files")
     args = parser.parse_args()
-    x, y = load_arrays("fashion_mnist", "train", data_dir=DATA)
-    xt, yt = load_arrays("fashion_mnist", "test", data_dir=DATA)
+    if not args.data_dir:
+        parser.error("give --data-dir or set KERAS_CAPSULES_DATA to the folder with the Fashion-MNIST files")
+    x, y = load_arrays("fashion_mnist", "train", data_dir=args.data_dir)
+    xt, yt = load_arrays("fashion_mnist", "test", data_dir=args.data_dir)
     n = 64 * args.steps
     x, y = x[:n].astype("float32") / 255.0, y[:n]
     xt, yt = xt[:2000].astype("float32") / 255.0, yt[:2000]

@@ -61,7 +61,7 @@ def _trained_on(model_file):
 
 
 #: Recipe fields with their own flags elsewhere, or not meant to be set from the command line.
-_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages"}
+_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages", "pruning"}
 
 
 def _add_recipe_flags(parser):
@@ -384,13 +384,13 @@ def _presets(args):
 
     if args.download:
         model, _, name = args.download.partition("/")
-        print(f"downloaded to {presets.download(model, name)}")
+        print(f"downloaded to {presets.download(_model_name(model), name)}")
         return 0
     if args.card:
         model, _, name = args.card.partition("/")
-        print(presets.model_card(model, name), end="")
+        print(presets.model_card(_model_name(model), name), end="")
         return 0
-    keys = presets.available(args.model)
+    keys = presets.available(_model_name(args.model) if args.model else None)
     if not keys:
         print("no presets" + (f" for {args.model}" if args.model else ""))
         return 0

@@ -1,5 +1,6 @@
 """The ``keras-capsules`` command line: train (recipe overrides) -> evaluate -> export, and its errors."""
 
+import argparse
 import json
 import os
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("cli_run")
 def run(tmp_path_factory):
     output = tmp_path_factory.mktemp("cli") / "run"
     code = cli.main(
-        ["train", "EffCapsNet", "--epochs", "2", "--batch-size", "16", "--limit", "48", "--eval-limit", "40", "--output", str(output),
+        ["train", "EffCapsNet", "--epochs", "2", "--batch-size", "16", "--limit", "96", "--eval-limit", "200", "--output", str(output),
          "--learning-rate", "0.002", "--lr-decay", "0.5", "--augment", "mnist_shift2", "--model-arg", "reconstruction=False",
          "--no-export", "--quiet"]  # fmt: skip
     )
@@ -32,15 +33,17 @@ def test_train_applies_every_override(run):
     recipe = metrics["recipe"]
     assert (recipe["epochs"], recipe["batch_size"], recipe["learning_rate"], recipe["lr_decay"]) == (2, 16, 0.002, 0.5)
     assert recipe["augmentation"] == "mnist_shift2" and recipe["model_kwargs"] == {"variant": "mnist", "reconstruction": False}
-    assert metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 3 and metrics["optimizer_iterations"] == 6
-    assert len(metrics["history"]["loss"]) == 2 and 0.0 <= metrics["test_accuracy"] <= 1.0
+    assert metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 6 and metrics["optimizer_iterations"] == 12
+    assert len(metrics["history"]["loss"]) == 2
+    # 12 steps reach 31.5 % on these 200 held-out images (TensorFlow 2.21, CPU); chance is 10 % (+-2.1 % std).
+    assert metrics["test_accuracy"] >= 0.2
 
 
 def test_evaluate_reproduces_the_training_run_and_export_serves_predictions(run, capsys, tmp_path):
     output, metrics = run
     model_file = str(output / "model.keras")
     capsys.readouterr()
-    assert cli.main(["evaluate", model_file, "--dataset", "mnist_sample", "--limit", "40"]) == 0
+    assert cli.main(["evaluate", model_file, "--dataset", "mnist_sample", "--limit", "200"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["augment"] == "mnist_shift2"  # read from the metrics.json next to the model
     assert report["accuracy"] == pytest.approx(metrics["test_accuracy"]) and report["loss"] == pytest.approx(metrics["test_loss"], rel=1e-5)
@@ -71,7 +74,14 @@ def test_recipes_listing(capsys):
 
 
 def test_parser_has_one_builder_per_subcommand():
+    names = []
+    for add_command in cli.COMMANDS:
+        subparsers = argparse.ArgumentParser().add_subparsers(dest="command")
+        add_command(subparsers)
+        (name,) = subparsers.choices  # each builder adds exactly one subcommand...
+        assert callable(subparsers.choices[name].get_default("handler")), name  # ...with its handler
+        names.append(name)
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
-    assert {"train", "evaluate", "export", "recipes"} <= set(commands)
-    assert len(cli.COMMANDS) == len(commands)
+    assert sorted(names) == sorted(commands) and len(set(names)) == len(names)
+    assert {"train", "evaluate", "export", "recipes", "explain", "tune"} <= set(commands)

@@ -1,5 +1,9 @@
 """Argument and shape checks that raise errors naming the layer, the argument, the expected and the received value."""
 
+import numbers
+
+import numpy as np
+
 
 def _where(owner):
     name = getattr(owner, "name", None)
@@ -19,13 +23,22 @@ def fail(owner, argument, expected, received, error=ValueError):
     raise error(f"{_where(owner)}: argument `{argument}` expected {expected}, received {received!r}.")
 
 
+def is_integer(value):
+    """True for Python and NumPy integers (``np.int64`` included), False for bools."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
 def check_positive_int(owner, argument, value, minimum=1):
-    """Checks that ``value`` is an int >= ``minimum`` (bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """Checks that ``value`` is an integer >= ``minimum`` (NumPy integers accepted, bools refused).
+
+    Returns:
+        ``value`` as a Python ``int`` (so configs stay JSON-serialisable).
+    """
+    if not is_integer(value):
         fail(owner, argument, f"an integer >= {minimum}", value, TypeError)
     if value < minimum:
         fail(owner, argument, f"an integer >= {minimum}", value)
-    return value
+    return int(value)
 
 
 def check_one_of(owner, argument, value, choices):
@@ -55,3 +68,27 @@ def check_dim(owner, argument, shape, axis, expected, meaning):
     if got is not None and expected is not None and got != expected:
         fail(owner, argument, f"{meaning} = {expected} on axis {axis}", f"shape {tuple(shape)}")
     return shape
+
+
+def concrete_value(x):
+    """The NumPy value of ``x`` when it is known now (NumPy, Python, an eager tensor), else ``None``.
+
+    ``None`` for symbolic Keras tensors, tensors inside a ``tf.function`` graph and JAX tracers:
+    value checks then fall back to what the caller does in graphs.
+    """
+    if isinstance(x, (np.ndarray, np.generic, numbers.Number, list, tuple)):
+        return np.asarray(x)
+    import keras
+
+    if keras.backend.is_keras_tensor(x):
+        return None
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return np.asarray(x) if tf.executing_eagerly() and hasattr(x, "numpy") else None
+    if backend == "jax":
+        import jax
+
+        return None if isinstance(x, jax.core.Tracer) else np.asarray(x)
+    return keras.ops.convert_to_numpy(x)

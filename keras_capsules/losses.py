@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.layers.heads import class_mask
+from keras_capsules.ops.normalize import l2_normalize
 from keras_capsules.serialization import register
 
 
@@ -17,7 +18,9 @@ class MarginLoss(keras.losses.Loss):
     ``L_k = T_k max(0, m+ - |v_k|)^2 + lambda (1 - T_k) max(0, |v_k| - m-)^2``.
 
     ``y_true`` is class indices ``(batch,)``/``(batch, 1)`` or one-/multi-hot ``(batch, classes)``;
-    ``y_pred`` is the class-capsule lengths ``(batch, classes)``.
+    ``y_pred`` is the class-capsule lengths ``(batch, classes)``. Labels of another shape or batch
+    size, and (eager) indices outside ``[0, classes)``, raise ``ValueError``; in a compiled graph an
+    out-of-range index makes that example's loss NaN (see :func:`~keras_capsules.layers.heads.class_mask`).
 
     The official TF code (Sarasra) computes **half** of this (``0.5 * [...]``, written with
     logits - 0.5 and margin 0.4); pass ``scale=0.5`` for that. EscVM, XifengGuo and REM use the
@@ -37,7 +40,7 @@ class MarginLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = ops.cast(y_pred, "float32")
-        targets = class_mask(y_true, y_pred.shape[-1], "float32")
+        targets = class_mask(self, "y_true", y_true, y_pred.shape[-1], "float32", batch=y_pred.shape[0])
         present = targets * ops.square(ops.relu(self.m_plus - y_pred))
         absent = self.lambda_ * (1.0 - targets) * ops.square(ops.relu(y_pred - self.m_minus))
         return self.scale * ops.sum(present + absent, axis=-1)
@@ -94,7 +97,7 @@ class SupervisedContrastiveLoss(keras.losses.Loss):
         elif len(features.shape) != 2:
             errors.fail(self, "y_pred", "projections of shape (batch, views, dim) or (batch, dim)", f"shape {tuple(features.shape)}")
         if self.normalize:
-            features = features * ops.rsqrt(ops.maximum(ops.sum(ops.square(features), axis=-1, keepdims=True), 1e-12))
+            features = l2_normalize(features)
         logits = ops.matmul(features, ops.transpose(features)) / self.temperature
         logits = logits - ops.stop_gradient(ops.max(logits, axis=1, keepdims=True))
         others = 1.0 - ops.eye(ops.shape(features)[0], dtype="float32")
@@ -163,13 +166,13 @@ def spread_margin(step, schedule="ibm", m_min=None, m_max=None, ramp_steps=None)
 
 @register
 class SpreadLoss(keras.losses.Loss):
-    """Spread loss of matrix capsules with EM routing (Hinton et al. 2018, eq. 3; ALGORITHMS.md §3.3).
+    """Spread loss of matrix capsules with EM routing (Hinton et al. 2018, eq. 3; docs/reference/routers.md#em-routing).
 
     ``L = sum_{i != t} max(0, m - (a_t - a_i))^2`` per example, averaged over the batch (IBM's
     ``spread_loss``), where ``a`` are the class activations and ``t`` the target class.
 
-    ``y_true`` is class indices ``(batch,)``/``(batch, 1)`` or one-hot ``(batch, classes)``;
-    ``y_pred`` the class activations ``(batch, classes)``.
+    ``y_true`` is class indices ``(batch,)``/``(batch, 1)`` or one-hot ``(batch, classes)``, checked
+    as in :class:`MarginLoss`; ``y_pred`` the class activations ``(batch, classes)``.
 
     The margin ``m`` is a non-trainable ``keras.Variable`` (:attr:`margin`) so a schedule can move it
     during training: pass :class:`SpreadMarginScheduler` (this loss, ``schedule="ibm"`` or
@@ -188,7 +191,7 @@ class SpreadLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = ops.cast(y_pred, "float32")
-        targets = class_mask(y_true, y_pred.shape[-1], "float32")
+        targets = class_mask(self, "y_true", y_true, y_pred.shape[-1], "float32", batch=y_pred.shape[0])
         target_score = ops.sum(targets * y_pred, axis=-1, keepdims=True)
         margin = ops.cast(self.margin, "float32")
         violations = ops.square(ops.relu(margin - (target_score - y_pred)))

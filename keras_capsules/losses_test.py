@@ -21,3 +21,20 @@ def test_reconstruction_loss_reductions():
     np.testing.assert_allclose(np.asarray(reconstruction_loss(a, b, "mean")), [0.25, 0.25])
     with pytest.raises(ValueError, match="pixel_reduction"):
         reconstruction_loss(a, b, "max")
+
+
+@pytest.mark.parametrize("bad", [13, -1, 200, 1.5])
+def test_margin_loss_rejects_labels_out_of_range(bad):
+    lengths = np.full((2, 10), 0.5, "float32")
+    with pytest.raises(ValueError, match=r"MarginLoss .*`y_true` expected class indices in \[0, 10\)"):
+        MarginLoss()(np.array([0, bad]), lengths)
+
+
+def test_margin_loss_rejects_labels_of_the_wrong_width_or_batch():
+    lengths = np.full((4, 10), 0.5, "float32")
+    with pytest.raises(ValueError, match=r"`y_true` expected class indices \(batch,\) or \(batch, 1\), or one-hot \(batch, 10\), received 'shape \(4, 5\)'"):
+        MarginLoss()(np.ones((4, 5)), lengths)
+    with pytest.raises(ValueError, match=r"`y_true` expected 4 labels"):
+        MarginLoss()(np.zeros((3,)), lengths)
+    with pytest.raises(ValueError, match=r"one-/multi-hot labels with values in \[0, 1\]"):
+        MarginLoss()(np.full((4, 10), 2.0), lengths)

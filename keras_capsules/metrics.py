@@ -4,25 +4,31 @@ Sections:
 
 - GLOM islands of agreement: :func:`tv_n` (paper eq. 13), :func:`tv_n_code` (the reference code's
   variant), :class:`TVn`.
-- Routing (REM, Renzulli et al.): :func:`routing_entropy` (eq. 14), :class:`RoutingEntropy`
-  (per-class parse-tree entropies and their mean, eq. 15, accumulated over batches).
+- Routing (REM, Renzulli et al.): :func:`routing_entropy` (eq. 14), :func:`tree_keys` and
+  :class:`ParseTreeDictionary` (parse-tree keys and per-class counts, also exported by
+  ``keras_capsules.interpret``), :class:`RoutingEntropy` (per-class parse-tree entropies and their
+  mean, eq. 15, accumulated over batches).
+- Pruning (REM): :data:`PRUNING_LAYERS`, :func:`prunable_weights`, :func:`sparsity` (also in
+  ``keras_capsules.training.pruning``).
 """
+
+import collections
 
 import keras
 import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.introspection import all_layers
+from keras_capsules.layers.votes import MatrixVotes, VectorVotes
+from keras_capsules.ops.normalize import l2_normalize
+from keras_capsules.ops.patches import resolve_grid
+from keras_capsules.ops.quantize import quantize_bins
 from keras_capsules.serialization import register
 
 # ---------------------------------------------------------------------------------------------------
-# GLOM islands of agreement (Zeng et al., eq. 13; ALGORITHMS.md §9.8)
+# GLOM islands of agreement (Zeng et al., eq. 13; docs/reference/glom.md#island-metric)
 # ---------------------------------------------------------------------------------------------------
-
-
-def _unit(x, epsilon=1e-12):
-    x = ops.cast(x, "float32")
-    return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=-1, keepdims=True), epsilon))
 
 
 def _check_embeddings(where, embeddings):
@@ -45,7 +51,7 @@ def tv_n(embeddings):
         ``(batch,)`` or ``(batch, levels)`` float32 (average over the batch yourself).
     """
     _check_embeddings("tv_n", embeddings)
-    unit = _unit(embeddings)
+    unit = l2_normalize(ops.cast(embeddings, "float32"))
     mean = ops.mean(unit, axis=1, keepdims=True)
     return ops.mean(ops.square(unit - mean), axis=(1, -1))
 
@@ -65,12 +71,10 @@ def tv_n_code(embeddings, grid_shape=None):
     Returns:
         ``(batch,)`` or ``(batch, levels)`` float32.
     """
-    from keras_capsules.layers.glom._utils import resolve_grid
-
     _check_embeddings("tv_n_code", embeddings)
     num, dim = embeddings.shape[1], embeddings.shape[-1]
     h, w = resolve_grid("tv_n_code", "grid_shape", num, grid_shape)
-    unit = _unit(embeddings)
+    unit = l2_normalize(ops.cast(embeddings, "float32"))
     grid = ops.reshape(unit, (-1, h, w) + tuple(unit.shape[2:]))
     vertical = ops.sum(ops.abs(grid[:, 1:] - grid[:, :-1]), axis=(1, 2, -1))
     horizontal = ops.sum(ops.abs(grid[:, :, 1:] - grid[:, :, :-1]), axis=(1, 2, -1))
@@ -155,6 +159,101 @@ def routing_entropy(counts, base=2.0):
     return float((p * np.log(1.0 / p)).sum() / np.log(base))
 
 
+def tree_keys(coupling, predictions, levels=11):
+    """Parse-tree keys of a batch.
+
+    Args:
+        coupling: the last routing layer's coupling ``(batch, in_caps, classes)`` (or with the
+            children as a grid, ``(batch, H, W, types, classes)``), quantised or not.
+        predictions: ``(batch,)`` predicted classes.
+        levels: ``K`` of the quantiser.
+
+    Returns:
+        A list of ``batch`` strings: the 1-based bin index of ``c_{i, j}`` for every child ``i``,
+        each followed by ``"-"``.
+
+    Example:
+        >>> tree_keys(np.array([[[0.0, 1.0], [0.31, 0.69]]]), np.array([1]), levels=11)
+        ['11-8-']
+    """
+    coupling = np.asarray(coupling)
+    predictions = np.asarray(predictions).reshape(-1).astype("int64")
+    if coupling.ndim < 3 or coupling.shape[0] != predictions.shape[0]:
+        errors.fail(
+            "tree_keys",
+            "coupling",
+            f"an array (batch, ..., classes) with batch = {predictions.shape[0]} (the number of predictions)",
+            f"shape {coupling.shape}",
+        )
+    flat = coupling.reshape(coupling.shape[0], -1, coupling.shape[-1])
+    chosen = flat[np.arange(flat.shape[0]), :, predictions]
+    bins = np.asarray(keras.ops.convert_to_numpy(quantize_bins(chosen.astype("float32"), levels))) + 1
+    tokens = np.array([f"{k}-" for k in range(levels + 1)], dtype=object)
+    return ["".join(row) for row in tokens[bins]]
+
+
+class ParseTreeDictionary:
+    """Per-class parse-tree dictionaries, filled batch by batch (entropies by :func:`routing_entropy`).
+
+    Args:
+        levels: ``K`` of the quantiser.
+
+    Attributes:
+        counts: ``{class: Counter({key: count})}`` for the classes predicted so far.
+    """
+
+    def __init__(self, levels=11):
+        errors.check_positive_int("ParseTreeDictionary", "levels", levels, minimum=2)
+        self.levels = levels
+        self.counts = collections.defaultdict(collections.Counter)
+
+    def update(self, coupling, predictions):
+        """Adds a batch: ``coupling (batch, ..., classes)``, ``predictions (batch,)``."""
+        predictions = np.asarray(predictions).reshape(-1)
+        for key, cls in zip(tree_keys(coupling, predictions, self.levels), predictions):
+            self.counts[int(cls)][key] += 1
+
+    def reset(self):
+        """Empties every dictionary."""
+        self.counts.clear()
+
+    def entropies(self, base=2.0):
+        """``{class: H_j}`` (eq. 14) for every predicted class."""
+        return {cls: routing_entropy(self.counts[cls].values(), base) for cls in sorted(self.counts)}
+
+    def mean_entropy(self, base=2.0):
+        """``H = mean_j H_j`` over the predicted classes (eq. 15); 0.0 when empty."""
+        values = list(self.entropies(base).values())
+        return float(np.mean(values)) if values else 0.0
+
+    def num_trees(self):
+        """``{class: number of distinct keys}``."""
+        return {cls: len(self.counts[cls]) for cls in sorted(self.counts)}
+
+    def summary(self, include_dictionaries=False):
+        """A JSON-ready dict: per class samples, entropy and trees; mean and std of the entropy across classes."""
+        entropies = self.entropies()
+        values = list(entropies.values())
+        report = {
+            "levels": self.levels,
+            "num_samples": int(sum(sum(c.values()) for c in self.counts.values())),
+            "entropy_mean": float(np.mean(values)) if values else 0.0,
+            "entropy_std": float(np.std(values)) if values else 0.0,
+            "num_trees_total": int(sum(self.num_trees().values())),
+            "classes": {
+                str(cls): {
+                    "samples": int(sum(self.counts[cls].values())),
+                    "entropy": entropies[cls],
+                    "num_trees": len(self.counts[cls]),
+                }
+                for cls in sorted(self.counts)
+            },
+        }
+        if include_dictionaries:
+            report["dictionaries"] = {str(cls): dict(self.counts[cls]) for cls in sorted(self.counts)}
+        return report
+
+
 class RoutingEntropy:
     """REM's routing entropy over a dataset: per-class parse-tree dictionaries filled batch by batch.
 
@@ -173,8 +272,6 @@ class RoutingEntropy:
     """
 
     def __init__(self, levels=11):
-        from keras_capsules.interpret.parse_trees import ParseTreeDictionary
-
         self.dictionary = ParseTreeDictionary(levels)
 
     def update_state(self, coupling, scores):
@@ -193,3 +290,68 @@ class RoutingEntropy:
 
     def reset_state(self):
         self.dictionary.reset()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pruning (REM, docs/reference/rem.md#pruning): which weights are prunable, and how many are zero
+# ---------------------------------------------------------------------------------------------------
+
+
+#: Layer types whose kernels are pruned (REM: Conv2d, Conv3d and the capsule layers' W).
+PRUNING_LAYERS = (
+    keras.layers.Conv1D,
+    keras.layers.Conv2D,
+    keras.layers.Conv3D,
+    keras.layers.Conv1DTranspose,
+    keras.layers.Conv2DTranspose,
+    keras.layers.Conv3DTranspose,
+    keras.layers.DepthwiseConv1D,
+    keras.layers.DepthwiseConv2D,
+    keras.layers.SeparableConv1D,
+    keras.layers.SeparableConv2D,
+    VectorVotes,
+    MatrixVotes,
+)
+#: Variable names of the prunable weights inside a pruning layer (REM: parameters named ``weight``).
+KERNEL_NAMES = ("kernel", "depthwise_kernel", "pointwise_kernel")
+
+
+def pruning_layers(model, layer_types=None):
+    """The layers of ``model`` (nested ones included) that are instances of ``layer_types`` (default :data:`PRUNING_LAYERS`)."""
+    types = PRUNING_LAYERS if layer_types is None else tuple(layer_types)
+    return [layer for layer in all_layers(model) if isinstance(layer, types)]
+
+
+def unique_variables(variables):
+    """``variables`` without repeats (shared weights), in order."""
+    return list({id(v): v for v in variables}.values())
+
+
+def prunable_weights(model, layer_types=None):
+    """The kernels that magnitude pruning zeroes, in model order.
+
+    Args:
+        model: a Keras model.
+        layer_types: layer classes to prune (default :data:`PRUNING_LAYERS`).
+    """
+    found = unique_variables(v for layer in pruning_layers(model, layer_types) for v in layer.trainable_weights if v.name in KERNEL_NAMES)
+    if not found:
+        errors.fail("pruning.prunable_weights", "model", f"a model with trainable kernels in {[t.__name__ for t in (layer_types or PRUNING_LAYERS)]}", model.name)
+    return found
+
+
+def sparsity(model, layer_types=None):
+    """Fraction of exactly-zero prunable weights, per weight and globally.
+
+    Returns:
+        ``{"weights": {path: {"zeros", "total", "sparsity"}}, "zeros", "total", "sparsity"}``
+        (REM's "sparsity": % of zero parameters in the pruning layers' weights, here as a fraction).
+    """
+    report, zeros, total = {}, 0, 0
+    for variable in prunable_weights(model, layer_types):
+        values = np.asarray(ops.convert_to_numpy(variable))
+        count = int(values.size - np.count_nonzero(values))
+        report[variable.path] = {"zeros": count, "total": int(values.size), "sparsity": count / values.size}
+        zeros += count
+        total += values.size
+    return {"weights": report, "zeros": int(zeros), "total": int(total), "sparsity": zeros / total}

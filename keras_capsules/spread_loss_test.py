@@ -1,4 +1,4 @@
-"""SpreadLoss, its margin schedules and SpreadMarginScheduler (ALGORITHMS.md §3.3)."""
+"""SpreadLoss, its margin schedules and SpreadMarginScheduler (docs/reference/routers.md#em-routing)."""
 
 import math
 

@@ -13,11 +13,13 @@ from keras_capsules import cli
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data pipelines and SavedModel export are TensorFlow-only")
 def test_train_command_writes_metrics_model_and_export(tmp_path, capsys):
     out = tmp_path / "run"
-    code = cli.main(["train", "EffCapsNet", "--epochs", "1", "--limit", "320", "--batch-size", "32", "--output", str(out), "--quiet"])
+    code = cli.main(["train", "EffCapsNet", "--epochs", "1", "--limit", "1280", "--batch-size", "32", "--output", str(out), "--quiet"])
     assert code == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["model"] == "EffCapsNet" and metrics["dataset"] == "mnist_sample"
-    assert 0.0 <= metrics["test_accuracy"] <= 1.0 and np.isfinite(metrics["test_loss"])
+    # 40 steps of the paper recipe reach 43.6 % on the 2,000 held-out images (TensorFlow 2.21, CPU);
+    # chance is 10 % (+-0.7 % std).
+    assert metrics["test_accuracy"] >= 0.3 and np.isfinite(metrics["test_loss"])
     assert metrics["recipe"]["learning_rate"] == 5e-4 and metrics["recipe"]["batch_size"] == 32
     assert (out / "model.keras").is_file() and (out / "export" / "saved_model.pb").is_file()
     assert "test: accuracy" in capsys.readouterr().out

@@ -36,6 +36,14 @@ def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
     return correct / total, total
 
 
+def last_command(log_path):
+    """The command of the last (re)start in a queue log: ``<time> <preset>: <command> --data-dir ...`` lines."""
+    text = open(log_path, errors="replace").read()
+    # A restart line may follow a killed run's unfinished progress bar on the same line.
+    starts = re.findall(r"\d{4}-\d\d-\d\dT[0-9:]+Z \S+: (keras-capsules [^\n]*?) --data-dir", text)
+    return starts[-1].strip()
+
+
 def logged_train_seconds(log_path):
     """Seconds of training summed over every epoch in a `keras-capsules train` log (all resumed sessions).
 
@@ -72,15 +80,26 @@ def main(argv=None):
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
     parser.add_argument("--notes", default="")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
+    parser.add_argument(
+        "--export-only", action="store_true",
+        help="only write the .npz from RUN_DIR/model.keras (run it with the library version that trained the run when "
+        "its .keras format differs), then run again with --skip-export to measure and register",
+    )
+    parser.add_argument("--skip-export", action="store_true", help="use the .npz already written by --export-only")
     args = parser.parse_args(argv)
 
     run_metrics = json.load(open(os.path.join(args.run_dir, "metrics.json")))
-    with open(os.path.join(args.run_dir, "train.log")) as handle:
-        command = handle.readline().split(": ", 1)[1].split(" --data-dir")[0].strip()
+    command = last_command(os.path.join(args.run_dir, "train.log"))
     file_name = f"{args.model.lower()}-{args.name}.npz"
     path = os.path.join(registry.PACKAGE_DIR, file_name)
-    trained = load_model(os.path.join(args.run_dir, "model.keras"), compile=False)
-    digest = presets.save_weights(trained, path, dtype=args.storage)
+    if args.skip_export:
+        digest = presets.sha256(path)
+    else:
+        trained = load_model(os.path.join(args.run_dir, "model.keras"), compile=False)
+        digest = presets.save_weights(trained, path, dtype=args.storage)
+        if args.export_only:
+            print(f"wrote {path} ({os.path.getsize(path) / 1e6:.2f} MB)")
+            return
 
     kwargs = json.loads(args.kwargs)
     input_shape = datasets.info(args.dataset).image_shape

@@ -14,12 +14,15 @@ data=${1:?usage: train_presets.sh DATA_DIR RUNS_DIR [PRESET ...]}
 runs=${2:?usage: train_presets.sh DATA_DIR RUNS_DIR [PRESET ...]}
 shift 2
 declare -A COMMANDS=(
-  [effcapsnet-mnist]="keras-capsules train EffCapsNet --dataset mnist --epochs 50 --lr-decay 0.93"
-  [effcapsnet-fashion_mnist]="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 50 --lr-decay 0.93 --augmentation fashion_mnist_shift2_flip"
+  [effcapsnet-mnist]="keras-capsules train EffCapsNet --dataset mnist --epochs 40 --lr-decay 0.93"
+  [effcapsnet-fashion_mnist]="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 40 --lr-decay 0.93 --augmentation fashion_mnist_shift2_flip"
   [fmcapsnet-fashion_mnist]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92"
+  [capsnet-mnist]="keras-capsules train CapsNet --dataset mnist --epochs 12"
+  [effcapsnet-mnist_rem]="keras-capsules train EffCapsNet --dataset mnist --recipe rem --epochs 30 --lr-decay 0.97"
+  [agreementglom-fashion_mnist]="keras-capsules train AgreementGLOM --dataset fashion_mnist --epochs 8 --batch-size 256"
   [fmcapsnet-fashion_mnist-dr3]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3"
 )
-ORDER=(effcapsnet-mnist effcapsnet-fashion_mnist fmcapsnet-fashion_mnist fmcapsnet-fashion_mnist-dr3)
+ORDER=(effcapsnet-mnist effcapsnet-fashion_mnist fmcapsnet-fashion_mnist fmcapsnet-fashion_mnist-dr3 capsnet-mnist effcapsnet-mnist_rem agreementglom-fashion_mnist)
 [ "$#" -gt 0 ] && selected=("$@") || selected=("${ORDER[@]}")
 for preset in "${selected[@]}"; do
   command=${COMMANDS[$preset]:?unknown preset $preset}

@@ -1,8 +1,28 @@
 """Paper models as Keras-Applications-style constructors.
 
 Every constructor takes ``include_top, weights, input_tensor, input_shape, pooling, classes,
-classifier_activation, name`` and then capsule-specific options, returns a built model, and has its
-paper configurations registered (``list_configurations()``) with their reference parameter counts.
+classifier_activation, name, include_preprocessing``, then its selector (``variant=``, where it has
+several configurations), then ``router``/``routing_iterations`` and the other capsule options; it
+returns a built :class:`CapsuleClassifier` (a functional ``keras.Model``, with or without a
+reconstruction decoder) and has its paper configurations registered (``list_configurations()``)
+with their reference parameter counts. The shared conventions:
+
+- ``classifier_activation=None`` (default): the output layer ``"predictions"`` passes the model's
+  scores through unchanged (capsule lengths or class activations for the margin and spread losses,
+  logits for cross-entropy, as each paper trains); any Keras activation, e.g. ``"softmax"``, is
+  applied by that layer.
+- ``include_top=False``: the capsules that feed the class layer; a grid as a ``(batch, H, W, C)``
+  map that ``pooling="avg"``/``"max"`` pools to ``(batch, C)``; fully connected capsules flattened
+  to ``(batch, C)``, where a ``pooling`` other than ``None`` is an error (as it is with
+  ``include_top=True``).
+- Inputs are images in [0, 1] (what ``keras_capsules.datasets.load`` gives, and
+  :func:`preprocess_input` makes of [0, 255] images); ``include_preprocessing=True`` adds a
+  ``Rescaling(1/255)`` layer so the model takes [0, 255] images. Any other normalisation a paper
+  applies (the CIFAR standardisation of ``InvertedAttentionCapsNet``) is a layer of the model.
+- ``router`` is a registered name, a config dict or a ``Router`` instance (a template: each
+  capsule layer gets its own router built from it, :func:`keras_capsules.routing.resolve`); each
+  module lists the routers it allows in ``ROUTERS``. ``routing_iterations=None`` keeps the
+  router's own iterations; a value replaces them.
 """
 
 from keras_capsules.applications.agreement_glom import AgreementGLOM

@@ -1,10 +1,11 @@
-"""Agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; seed 000; ALGORITHMS.md §9)."""
+"""Agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; seed 000; docs/reference/glom.md)."""
 
 import keras
 import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers.glom import (
     ClassifierHead,
@@ -18,6 +19,7 @@ from keras_capsules.layers.glom import (
     WindowMaxPooling,
 )
 from keras_capsules.layers.glom.columns import CODE_TOP_DOWN_WEIGHT
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -29,6 +31,7 @@ BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "down
 CLASSIFIER_LAYERS = ("classification_head", "predictions")
 
 
+@with_presets("AgreementGLOM")
 def AgreementGLOM(
     include_top=True,
     weights=None,
@@ -36,10 +39,11 @@ def AgreementGLOM(
     input_shape=None,
     pooling=None,
     classes=10,
-    classifier_activation="softmax",
+    classifier_activation=None,
     name="agreement_glom",
+    include_preprocessing=False,
     levels=2,
-    iterations=None,
+    routing_iterations=None,
     embedding_dim=128,
     patch_size=1,
     downsampling="dissimilarity",
@@ -65,11 +69,12 @@ def AgreementGLOM(
     iteration -> ``H_d`` (4x4 windows: 4 tokens) -> ``ContrastiveHead`` H1 (L2-normalised 512-D
     projection, trained with :class:`~keras_capsules.losses.SupervisedContrastiveLoss`) ->
     ``ClassifierHead`` H2 (512 -> 512 GELU -> classes, trained on the frozen H1 projection, as in
-    the code's ``classification_head_from_contr``) -> ``classifier_activation``.
+    the code's ``classification_head_from_contr``) -> the output layer ``"predictions"``
+    (``classifier_activation``; default ``None``: logits).
 
     The two training stages share this one model: :func:`pretraining_model` gives the stage-1
     model (images -> projection, SupCon) and :func:`freeze_backbone` freezes everything but H2 for
-    stage 2 (cross-entropy); ``keras_capsules.recipes.glom`` runs both. Frozen BatchNorm layers run
+    stage 2 (cross-entropy); the GLOM recipes train both as the stages of one recipe. Frozen BatchNorm layers run
     in inference mode (Keras semantics); H1's dropout stays active while training H2, as in the
     code, whose frozen forward pass still runs in training mode.
 
@@ -78,19 +83,22 @@ def AgreementGLOM(
     Fashion-MNIST) give a 7x7 grid that 4x4 windows do not divide: pad them to 32x32.
 
     Args:
-        include_top: the classifier (images -> class scores). Without it: ``pooling=None`` gives the
-            stage-1 model (images -> L2-normalised projection ``(batch, projection_dim)``);
-            ``"avg"``/``"max"`` give the top-level column embeddings pooled over positions ``(batch, d)``.
+        include_top: the classifier (images -> class scores). Without it, the features are the
+            top-level column embeddings of the last iteration: a ``(batch, H/(4r), W/(4r), d)`` map
+            for ``pooling=None``, pooled over positions to ``(batch, d)`` for ``"avg"``/``"max"``
+            (the stage-1 projection model is :func:`pretraining_model`).
         weights: ``None`` or the path of a local weights file.
         input_tensor: optional Keras tensor to use as the image input.
         input_shape: ``(H, W, C)``, default ``(32, 32, 3)``; fully defined (the column LayerNorms have
             one scale per patch).
-        pooling: see ``include_top``.
+        pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"`` (see ``include_top``).
         classes: number of classes.
-        classifier_activation: activation on H2's logits (``None``: logits).
+        classifier_activation: ``None`` (default: H2's logits) or an activation applied by the
+            output layer ``"predictions"``.
         name: model name.
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
         levels: GLOM levels K (any K >= 1).
-        iterations: column iterations T (``None``: ``2 * levels``).
+        routing_iterations: column iterations T (``None``: ``2 * levels``).
         embedding_dim: tokenizer channels ``c'``; column size ``d = patch_size**2 * embedding_dim``.
         patch_size: ``r``.
         downsampling: ``"dissimilarity"`` (``H_d``), ``"avg"``, ``"max"`` (Table 3) or ``None`` (all
@@ -105,7 +113,8 @@ def AgreementGLOM(
             see :class:`~keras_capsules.layers.glom.GlomColumns`.
 
     Returns:
-        A built functional ``keras.Model`` taking images in [0, 1].
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``).
     """
     input_shape = utils.validate_application_args(
         "AgreementGLOM",
@@ -124,13 +133,13 @@ def AgreementGLOM(
     if downsampling not in DOWNSAMPLING:
         errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", downsampling)
     errors.check_positive_int("AgreementGLOM", "embedding_dim", embedding_dim, minimum=2)
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     feature_map = ConvTokenizer(embedding_dim, name="tokenizer")(x)
     grid = (feature_map.shape[1] // patch_size, feature_map.shape[2] // patch_size)
     tokens = PatchEmbedding(patch_size, name="patch_embedding")(feature_map)
     columns = GlomColumns(
         levels=levels,
-        iterations=iterations,
+        iterations=routing_iterations,
         grid_shape=grid,
         agreement_thresholds=agreement_thresholds,
         agreement_radius=agreement_radius,
@@ -144,20 +153,18 @@ def AgreementGLOM(
         name="columns",
     )(tokens)
     top = SelectLevel(-1, name="top_level")(columns)
-    if not include_top and pooling is not None:
-        pool = keras.layers.GlobalAveragePooling1D if pooling == "avg" else keras.layers.GlobalMaxPooling1D
-        model = keras.Model(inputs, pool(name=f"{pooling}_pool")(top), name=name)
-        return utils.load_weights(model, weights)
-    if DOWNSAMPLING[downsampling] is not None:
-        top = DOWNSAMPLING[downsampling](window=window, grid_shape=grid, name="downsampling")(top)
-    projection = ContrastiveHead(projection_dim, hidden_dim=projection_hidden_dim, dropout=dropout, name="projection_head")(top)
-    if not include_top:
-        return utils.load_weights(keras.Model(inputs, projection, name=name), weights)
-    hidden = projection_dim if classifier_hidden_dim is None else classifier_hidden_dim
-    scores = ClassifierHead(classes, hidden_dim=hidden, name="classification_head")(projection)
-    if classifier_activation is not None:
-        scores = keras.layers.Activation(classifier_activation, name="predictions")(scores)
-    return utils.load_weights(keras.Model(inputs, scores, name=name), weights)
+    utils.check_pooling("AgreementGLOM", include_top, pooling)
+    if include_top:
+        if DOWNSAMPLING[downsampling] is not None:
+            top = DOWNSAMPLING[downsampling](window=window, grid_shape=grid, name="downsampling")(top)
+        projection = ContrastiveHead(projection_dim, hidden_dim=projection_hidden_dim, dropout=dropout, name="projection_head")(top)
+        hidden = projection_dim if classifier_hidden_dim is None else classifier_hidden_dim
+        scores = ClassifierHead(classes, hidden_dim=hidden, name="classification_head")(projection)
+        outputs = utils.predictions(scores, classifier_activation)
+    else:
+        outputs = utils.pooled_features(keras.layers.Reshape(grid + (top.shape[-1],), name="top_level_features")(top), pooling)
+    model = CapsuleClassifier(inputs, outputs, name=name)
+    return utils.load_weights(model, weights)
 
 
 def _layer(model, name, what):
@@ -171,11 +178,9 @@ def pretraining_model(model):
     """The stage-1 model sharing ``model``'s weights: images -> L2-normalised H1 projection ``(batch, projection_dim)``.
 
     Train it with :class:`~keras_capsules.losses.SupervisedContrastiveLoss` on two augmented views
-    per image (``keras_capsules.recipes.glom``).
+    per image.
     """
     head = _layer(model, "projection_head", "pretraining_model")
-    if model.outputs[0] is head.output:
-        return model
     return keras.Model(model.inputs, head.output, name=f"{model.name}_pretraining")
 
 
@@ -222,7 +227,7 @@ def glom_levels(model, images, return_iterations=False, return_agreement=False, 
     return tuple(result) if return_agreement else result[0]
 
 
-SOURCE = "ALGORITHMS.md §9.7 (zengru001usst/GLOM models.py, GLOM_settings.py; counted, [#])"
+SOURCE = "docs/reference/glom.md#parameter-counts (zengru001usst/GLOM models.py, GLOM_settings.py; counted from the layer shapes)"
 register_configuration(
     "AgreementGLOM/cifar10", AgreementGLOM, {}, trainable_params=2_031_182, total_params=2_032_590, source=SOURCE
 )

@@ -32,20 +32,25 @@ def test_paper_parameter_counts_with_and_without_hd():
 def test_keras_applications_contract():
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(2, 16, 16, 1)).astype("float32")
-    probs = keras.ops.convert_to_numpy(AgreementGLOM(**TINY)(x))
+    probs = keras.ops.convert_to_numpy(AgreementGLOM(classifier_activation="softmax", **TINY)(x))
     assert probs.shape == (2, 3)
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
-    projection = keras.ops.convert_to_numpy(AgreementGLOM(include_top=False, **TINY)(x))
-    np.testing.assert_allclose(np.linalg.norm(projection, axis=-1), 1.0, rtol=1e-5)
-    pooled = AgreementGLOM(include_top=False, pooling="avg", **TINY)
-    assert tuple(pooled.output.shape) == (None, 8)
+    # include_top=False: the top level of the last iteration as a 4x4 map of d = 8; pooled over positions
+    features = AgreementGLOM(include_top=False, **TINY)
+    assert tuple(features.output.shape) == (None, 4, 4, 8)
+    top = keras.ops.convert_to_numpy(glom_levels(features, x))[:, :, -1].reshape(2, 4, 4, 8)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(features(x)), top, rtol=1e-5, atol=1e-6)
+    pooled = AgreementGLOM(include_top=False, pooling="max", **TINY)
+    pooled.set_weights(features.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pooled(x)), top.max(axis=(1, 2)), rtol=1e-5, atol=1e-6)
     tensor = keras.Input((16, 16, 2))
     other = AgreementGLOM(
-        input_tensor=tensor, classifier_activation=None, levels=3, downsampling="max",
+        input_tensor=tensor, levels=3, routing_iterations=2, downsampling="max",
         **{k: v for k, v in TINY.items() if k != "input_shape"},
     )
-    assert other.inputs[0] is tensor and "predictions" not in [layer.name for layer in other.layers]
+    assert other.inputs[0] is tensor and other.output_names == ["predictions"]
     assert other.get_layer("columns").agreement_thresholds == [(0.0, 0.0), (-0.1, -0.1), (-0.2, -0.2)]
+    assert other.get_layer("columns").iterations == 2
 
 
 def test_argument_errors():
@@ -66,7 +71,9 @@ def test_two_stages_share_weights_and_levels_view(tmp_path):
     model = AgreementGLOM(**TINY)
     pretrainer = pretraining_model(model)
     assert all(any(w is v for v in model.weights) for w in pretrainer.weights)
-    assert pretraining_model(AgreementGLOM(include_top=False, **TINY)).output.shape[-1] == 8
+    assert pretrainer.output.shape[-1] == 8
+    with pytest.raises(ValueError, match=r"pretraining_model.*projection_head"):
+        pretraining_model(AgreementGLOM(include_top=False, **TINY))
     freeze_backbone(model)
     assert {w.path.split("/")[0] for w in model.trainable_weights} == {"classification_head"}
     freeze_backbone(model, frozen=False)

@@ -64,9 +64,18 @@ def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
     assert isinstance(model, CapsuleClassifier)
     model.compile(optimizer="adam", loss=losses.MarginLoss())
     scores, poses = model(x, training=True)
-    margin = keras.ops.convert_to_numpy(losses.MarginLoss()(y, scores))
-    recon = keras.ops.convert_to_numpy(model.decoder(model.class_mask(poses, y)))
-    expected = margin + 0.392 * np.mean(np.mean((x - recon) ** 2, axis=(1, 2, 3)))
+    scores, poses = keras.ops.convert_to_numpy(scores), keras.ops.convert_to_numpy(poses)
+    # NumPy reference: the margin loss (0.9, 0.1, 0.5; summed over classes, mean over the batch) and
+    # the paper's decoder (160 -> 512 ReLU -> 1024 ReLU -> 784 sigmoid) on the label-masked capsules.
+    onehot = np.eye(10, dtype="float32")[y]
+    margin = onehot * np.maximum(0.0, 0.9 - scores) ** 2 + 0.5 * (1 - onehot) * np.maximum(0.0, scores - 0.1) ** 2
+    h = (poses * onehot[..., None]).reshape(8, 160)
+    weights = [keras.ops.convert_to_numpy(w) for w in model.decoder.weights]
+    assert [w.shape for w in weights] == [(160, 512), (512,), (512, 1024), (1024,), (1024, 784), (784,)]
+    h = np.maximum(h @ weights[0] + weights[1], 0.0)
+    h = np.maximum(h @ weights[2] + weights[3], 0.0)
+    recon = (1.0 / (1.0 + np.exp(-(h @ weights[4] + weights[5])))).reshape(8, 28, 28, 1)
+    expected = margin.sum(-1).mean() + 0.392 * np.mean((x - recon) ** 2)
     total = keras.ops.convert_to_numpy(model.compute_loss(x, y, (scores, poses), training=True))
     np.testing.assert_allclose(total, expected, rtol=1e-4)
     history = model.fit(x, y, epochs=2, batch_size=4, verbose=0)

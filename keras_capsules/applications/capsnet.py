@@ -1,18 +1,22 @@
-"""CapsNet: dynamic routing between capsules (Sabour, Frosst & Hinton 2017; ALGORITHMS.md §2.1)."""
+"""CapsNet: dynamic routing between capsules (Sabour, Frosst & Hinton 2017; docs/reference/models.md#capsnet)."""
 
 import keras
 
 from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
 #: The paper's router: dynamic routing, 3 iterations, no per-parent bias (the 6.8M parameter count).
 PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
+#: Routers the class layer accepts (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
+@with_presets("CapsNet")
 def CapsNet(
     include_top=True,
     weights=None,
@@ -22,6 +26,7 @@ def CapsNet(
     classes=10,
     classifier_activation=None,
     name="capsnet",
+    include_preprocessing=False,
     router=None,
     routing_iterations=None,
     reconstruction=False,
@@ -33,8 +38,7 @@ def CapsNet(
 
     Conv 9x9x256 ReLU -> PrimaryCaps (32 types x 8D, 9x9, stride 2, squash; 6x6x32 = 1152 capsules on
     28x28 input) -> class capsules (``classes`` x 16D, one 8x16 ``W_ij`` per child-parent pair,
-    dynamic routing) -> capsule lengths. With ``reconstruction=True`` the model is a
-    :class:`~keras_capsules.applications.classifier.CapsuleClassifier` with the paper's decoder
+    dynamic routing) -> capsule lengths. With ``reconstruction=True`` the model has the paper's decoder
     (160 -> 512 -> 1024 -> 784) and loss weight 0.0005 on the summed squared error.
 
     Parameters (28x28x1, 10 classes): 6,804,224 without decoder, 8,215,568 with it; with the official
@@ -48,17 +52,21 @@ def CapsNet(
         input_shape: ``(H, W, C)``, default ``(28, 28, 1)``; H and W at least 17.
         pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"`` global pooling.
         classes: number of class capsules.
-        classifier_activation: ``None`` (scores are capsule lengths) or an activation on them.
+        classifier_activation: ``None`` (default: the scores are the capsule lengths, for the margin
+            loss) or an activation applied by the output layer ``"predictions"``.
         name: model name.
-        router: router of the class layer (name, config dict or ``Router``); ``None`` is the paper's.
-        routing_iterations: routing iterations of an iterative router (``None``: the router's default; paper: 3).
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
+        router: router of the class layer, one of :data:`ROUTERS` (name, config dict or ``Router``);
+            ``None`` is the paper's (:data:`PAPER_ROUTER`).
+        routing_iterations: replaces the router's iterations (``None``: the router's own; paper: 3).
         reconstruction: add the reconstruction decoder and its loss.
         reconstruction_weight: weight of the summed squared reconstruction error.
         primary_capsule_dim: pose size of the 32 primary capsule types (paper: 8).
         class_capsule_dim: pose size of the class capsules (paper: 16).
 
     Returns:
-        A built ``keras.Model``. Inputs are images in [0, 1] (see :func:`preprocess_input`).
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        (see :func:`preprocess_input`), or in [0, 255] with ``include_preprocessing=True``.
     """
     input_shape = utils.validate_application_args(
         "CapsNet",
@@ -72,18 +80,21 @@ def CapsNet(
         default_shape=(28, 28, 1),
         min_size=17,
     )
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    router = PAPER_ROUTER if router is None else router
+    utils.check_router("CapsNet", router, ROUTERS)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
     children = PrimaryCaps(32, primary_capsule_dim, kernel_size=9, strides=2, activation="squash", name="primary_caps")(x)
     class_layer = FcCaps(
         classes,
         class_capsule_dim,
-        router=PAPER_ROUTER if router is None else router,
+        router=router,
         routing_iterations=routing_iterations,
         name="class_caps",
     )
     decoder = CapsuleDecoder(input_shape, name="decoder") if reconstruction and include_top else None
-    return utils.assemble(
+    model = utils.assemble(
+        model_name="CapsNet",
         inputs=inputs,
         children=children,
         class_layer=class_layer,
@@ -91,14 +102,14 @@ def CapsNet(
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
         decoder=decoder,
         reconstruction_weight=reconstruction_weight,
         pixel_reduction="sum",
     )
+    return utils.load_weights(model, weights)
 
 
-SOURCE = "ALGORITHMS.md §2.1 (Sabour et al. 2017, 6.8M / 8.2M)"
+SOURCE = "docs/reference/models.md#capsnet (Sabour et al. 2017, 6.8M / 8.2M)"
 register_configuration("CapsNet/mnist", CapsNet, {}, trainable_params=6_804_224, total_params=6_804_224, source=SOURCE)
 register_configuration(
     "CapsNet/mnist-reconstruction", CapsNet, {"reconstruction": True}, trainable_params=8_215_568, total_params=8_215_568, source=SOURCE

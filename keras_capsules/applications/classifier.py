@@ -1,4 +1,4 @@
-"""``CapsuleClassifier``: a capsule network with a label-masked reconstruction decoder that trains with plain ``fit``."""
+"""``CapsuleClassifier``: the functional model every application returns, with an optional label-masked reconstruction decoder that trains with plain ``fit``."""
 
 import keras
 from keras import ops
@@ -32,63 +32,84 @@ class ReconstructionLoss(keras.losses.Loss):
 
 @register
 class CapsuleClassifier(keras.Model):
-    """Capsule classifier whose reconstruction regulariser lives in the loss, so ``fit(images, labels)`` works.
+    """The model every application constructor returns: a functional model, with an optional reconstruction decoder.
 
-    ``model(x)`` / ``predict`` return the class scores ``(batch, classes)``. In training
-    (``model(x, training=True)``) it returns ``(scores, class_poses)`` and :meth:`compute_loss` adds
-    ``reconstruction_weight * error(x, decoder(mask(class_poses, y)))`` to the compiled loss (the
-    decoder sees the true class only, as in the papers). :meth:`reconstruct` gives reconstructions
-    at inference (masked by the longest capsule(s) unless labels are given). Validation losses from
-    ``evaluate`` are the compiled loss only.
+    It is a functional ``keras.Model`` (``model.layers``, ``get_layer``, ``inputs``/``outputs`` and
+    ``keras.Model(model.inputs, ...)`` work as for any Keras Application), built from
+    ``inputs`` and ``outputs``: the class scores (output layer ``"predictions"``) or, for
+    ``include_top=False``, the features. ``model(x)`` / ``predict`` return those outputs.
+
+    With a ``decoder``, the label-masked reconstruction regulariser lives in the loss, so
+    ``fit(images, labels)`` works: in training (``model(x, training=True)``) the model returns
+    ``(scores, class_poses)`` (the poses are the first output of layer ``class_capsules``) and
+    :meth:`compute_loss` adds ``reconstruction_weight * error(x, decoder(mask(class_poses, y)))`` to
+    the compiled loss (the decoder sees the true class only, as in the papers). :meth:`reconstruct`
+    gives reconstructions at inference. Validation losses from ``evaluate`` are the compiled loss
+    only. The decoder is listed in ``model.layers`` (after the graph's layers).
 
     Args:
-        encoder: a model mapping images to ``(scores, class_poses)`` with class poses
-            ``(batch, classes, capsule_dim)``.
-        decoder: a layer mapping ``(batch, classes * capsule_dim)`` to images shaped like the input.
+        inputs, outputs: as for a functional ``keras.Model``.
+        decoder: ``None`` or a layer mapping ``(batch, classes * capsule_dim)`` to images shaped like the input.
+        class_capsules: name of the layer whose first output is the class poses
+            ``(batch, classes, capsule_dim)`` that the decoder reads.
         reconstruction_weight: weight of the reconstruction term (0.0005 with ``"sum"``; 0.392 with ``"mean"``).
         pixel_reduction: ``"sum"`` or ``"mean"`` over pixels.
         mask_top_k: capsules kept by :meth:`reconstruct` without labels (2 for MultiMNIST).
+        name: model name.
     """
 
-    def __init__(self, encoder, decoder, reconstruction_weight=0.0005, pixel_reduction="sum", mask_top_k=1, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(
+        self, *args, decoder=None, class_capsules="class_caps", reconstruction_weight=0.0005, pixel_reduction="sum", mask_top_k=1, **kwargs
+    ):
+        super().__init__(*args, **kwargs)
         errors.check_one_of(self, "pixel_reduction", pixel_reduction, ("sum", "mean"))
-        if len(encoder.outputs) != 2:
-            errors.fail(self, "encoder", "a model with two outputs (scores, class_poses)", f"{len(encoder.outputs)} outputs")
-        self.encoder = encoder
-        self.decoder = decoder
+        if isinstance(decoder, dict):
+            decoder = keras.saving.deserialize_keras_object(decoder)
+        if decoder is not None and not isinstance(decoder, keras.layers.Layer):
+            errors.fail(self, "decoder", "None or a Keras layer", type(decoder).__name__, TypeError)
+        self.class_capsules = class_capsules
         self.reconstruction_weight = float(reconstruction_weight)
         self.pixel_reduction = pixel_reduction
         self.mask_top_k = mask_top_k
         self.class_mask = Mask(top_k=mask_top_k, name="mask")
         self.reconstruction = ReconstructionLoss(reconstruction_weight, pixel_reduction)
+        self.decoder = decoder
+        self.scores_and_poses = None
+        if decoder is not None:
+            layer_names = [layer.name for layer in super().layers]
+            if class_capsules not in layer_names:
+                errors.fail(self, "class_capsules", f"the name of a layer of the model ({layer_names})", class_capsules)
+            poses = keras.tree.flatten(self.get_layer(class_capsules).output)[0]
+            if len(poses.shape) != 3:
+                errors.fail(self, "class_capsules", "a layer whose first output is class poses (batch, classes, capsule_dim)", class_capsules)
+            # A second view of the same graph (shared layers, no new weights): scores and class poses in one pass.
+            self.scores_and_poses = keras.Function(self.input, [keras.tree.flatten(self.outputs)[0], poses], name=f"{self.name}_with_poses")
+            if not decoder.built:
+                decoder.build((None, poses.shape[1] * poses.shape[2]))
 
-    def build(self, input_shape):
-        if not self.decoder.built:
-            poses_shape = self.encoder.outputs[1].shape
-            self.decoder.build((None, poses_shape[1] * poses_shape[2]))
-        self.built = True
+    @property
+    def layers(self):
+        layers = super().layers
+        decoder = getattr(self, "decoder", None)
+        return layers + [decoder] if decoder is not None else layers
 
-    def build_from_config(self, config):
-        super().build_from_config(config)
-        self.trace()
-
-    def trace(self):
-        """Calls the model once symbolically: ``model.export()`` requires a subclassed model to have been called."""
-        self(keras.KerasTensor((None,) + tuple(self.encoder.inputs[0].shape[1:]), dtype=self.encoder.inputs[0].dtype))
-
-    def call(self, inputs, training=None):
-        scores, poses = self.encoder(inputs, training=training)
-        if training:
+    def call(self, inputs, training=None, mask=None):
+        if training and self.decoder is not None:
+            scores, poses = self.scores_and_poses(inputs)
             return scores, poses
-        return scores
+        return super().call(inputs, training=training, mask=mask)
 
     def reconstruct(self, images, labels=None):
         """Reconstructions ``(batch, *image_shape)``, masked by ``labels`` or else by the ``mask_top_k`` highest scores.
 
         Selecting by score (not pose length) also works for routers whose poses are normalised.
+
+        Raises:
+            ValueError: the model has no decoder.
         """
-        scores, poses = self.encoder(images, training=False)
+        if self.decoder is None:
+            errors.fail(self, "decoder", "a decoder for reconstruct() (build the model with reconstruction=True)", None)
+        scores, poses = self.scores_and_poses(ops.convert_to_tensor(images))
         if labels is None:
             _, top = ops.top_k(scores, k=self.mask_top_k)
             labels = ops.sum(ops.one_hot(top, scores.shape[-1], dtype=poses.dtype), axis=1)
@@ -107,19 +128,14 @@ class CapsuleClassifier(keras.Model):
         return super().compute_metrics(x, y, scores, sample_weight)
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "decoder": keras.saving.serialize_keras_object(self.decoder),
-            "reconstruction_weight": self.reconstruction_weight,
-            "pixel_reduction": self.pixel_reduction,
-            "mask_top_k": self.mask_top_k,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        config["decoder"] = keras.saving.deserialize_keras_object(config["decoder"])
-        return cls(**config)
+        config = super().get_config()
+        config.update(
+            {
+                "decoder": None if self.decoder is None else keras.saving.serialize_keras_object(self.decoder),
+                "class_capsules": self.class_capsules,
+                "reconstruction_weight": self.reconstruction_weight,
+                "pixel_reduction": self.pixel_reduction,
+                "mask_top_k": self.mask_top_k,
+            }
+        )
+        return config

@@ -1,4 +1,4 @@
-"""ConsensusCapsNet: the learned-routing network of seed 001, "Learning to compute inner consensus" (ALGORITHMS.md §7.6)."""
+"""ConsensusCapsNet: the learned-routing network of seed 001, "Learning to compute inner consensus" (docs/reference/models.md#consensuscapsnet)."""
 
 import math
 
@@ -9,13 +9,14 @@ from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.layers.initializers import IdentityPlusUniform
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
 _BETA_INIT = {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}}
 
-#: Per-layer router configurations of the paper (ALGORITHMS.md §7.4-7.5): ConvCaps1, ConvCaps2, ClassCaps.
+#: Per-layer router configurations of the paper (docs/reference/routers.md#learned-routing-inner-consensus): ConvCaps1, ConvCaps2, ClassCaps.
 #: The class layer outputs logits (the code's ``activate=False`` with its default softmax loss).
 PAPER_ROUTERS = {
     "kernel": (
@@ -31,6 +32,8 @@ PAPER_ROUTERS = {
     # seed 001's EM baseline (emRouting.py) initialises both betas truncated-normal(0.1).
     "em": tuple({"name": "em", "beta_a_initializer": _BETA_INIT, "beta_u_initializer": _BETA_INIT} for _ in range(3)),
 }
+#: Routers the capsule layers accept (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def routing_parameter_count(model):
@@ -54,25 +57,19 @@ def _all_layers(model):
     return layers
 
 
-def _routers(owner, router):
-    if router is None:
-        router = "kernel"
-    if isinstance(router, str):
-        if router not in PAPER_ROUTERS:
-            errors.fail(owner, "router", f"one of {sorted(PAPER_ROUTERS)} or a router config dict", router)
-        return [dict(config) for config in PAPER_ROUTERS[router]]
-    if isinstance(router, dict):
-        return [dict(router) for _ in range(3)]
-    errors.fail(
-        owner,
-        "router",
-        "'kernel', 'lstm', 'em' or a router config dict (applied to all three routing layers; "
-        "a Router instance cannot be shared between layers)",
-        router,
-        TypeError,
-    )
+def _routers(router, routing_iterations):
+    """The three routers (ConvCaps1, ConvCaps2, ClassCaps) from one spec.
+
+    The name of a paper router (``"kernel"``, ``"lstm"``, ``"em"``) selects its per-layer
+    :data:`PAPER_ROUTERS` configurations; any other spec (another name, a config dict, an instance)
+    is used for all three layers.
+    """
+    utils.check_router("ConsensusCapsNet", router, ROUTERS)
+    specs = PAPER_ROUTERS[router] if isinstance(router, str) and router in PAPER_ROUTERS else (router,) * 3
+    return [routing.resolve(spec, routing_iterations, owner="ConsensusCapsNet") for spec in specs]
 
 
+@with_presets("ConsensusCapsNet")
 def ConsensusCapsNet(
     include_top=True,
     weights=None,
@@ -80,10 +77,11 @@ def ConsensusCapsNet(
     input_shape=None,
     pooling=None,
     classes=5,
-    classifier_activation="softmax",
+    classifier_activation=None,
     name="consensus_capsnet",
+    include_preprocessing=False,
     router="kernel",
-    routing_iterations=3,
+    routing_iterations=None,
     primary_pose_activation="relu",
 ):
     """The 86K-parameter smallNORB network of seed 001 with learned routing (paper Table 1).
@@ -103,20 +101,20 @@ def ConsensusCapsNet(
       ``[]/[]``, ``[32, 32]/[64, 64]``, ``[64, 64]/[124, 124]``;
     - ``"em"``: EM routing (the paper's baseline), betas initialised truncated-normal(0.1) as in
       seed 001's ``emRouting.py``, otherwise the EM router's (IBM's) defaults;
-    - a router config dict: used for all three routing layers.
+    - any other router of :data:`ROUTERS`, or a config dict or ``Router`` instance: used for all
+      three routing layers, each getting its own router built from the spec.
 
-    With ``"kernel"`` and ``"lstm"`` the class layer returns logits (the code's ``activate=False``
-    under its default softmax loss), so ``classifier_activation="softmax"`` gives probabilities; with
-    ``"em"`` the class activations are EM's probabilities in [0, 1] (use ``classifier_activation=None``
-    with a spread or margin loss).
+    The scores are the class activations: with ``"kernel"`` and ``"lstm"`` logits (the code's
+    ``activate=False`` under its default softmax loss; ``classifier_activation="softmax"`` gives
+    probabilities); with ``"em"`` EM's probabilities in [0, 1] (for a spread or margin loss).
 
-    Parameters: **86,408 excluding the routers' own parameters** (ALGORITHMS.md §7.6; conv 1,664,
+    Parameters: **86,408 excluding the routers' own parameters** (docs/reference/models.md#consensuscapsnet; conv 1,664,
     BatchNorm 128, primary 8,840, ConvCaps1 18,432, ConvCaps2 36,864, ClassCaps 20,480), which
     :func:`routing_parameter_count` separates; with routers: 87,187 trainable (kernel), 126,226
     (lstm) and 86,482 (em); plus 128 BatchNorm statistics.
 
     Not reproduced: the configs' ``coordinate_addition`` flag on the conv capsule layers (that code
-    was not inspected, ALGORITHMS.md §11.2); the Frobenius norm uses ``sqrt(sum W^2 + 1e-5)`` without
+    was not inspected; docs/reference/routers.md#learned-routing-inner-consensus); the Frobenius norm uses ``sqrt(sum W^2 + 1e-5)`` without
     the code's extra ``+ 1e-6``.
 
     Args:
@@ -127,17 +125,20 @@ def ConsensusCapsNet(
         input_shape: ``(H, W, C)``, default ``(32, 32, 1)``; H and W at least 17.
         pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"``.
         classes: number of class capsules (5 for smallNORB).
-        classifier_activation: activation on the class activations (``"softmax"``; ``None`` keeps them).
+        classifier_activation: ``None`` (default: the class activations) or an activation applied by
+            the output layer ``"predictions"``.
         name: model name.
-        router: ``"kernel"``, ``"lstm"``, ``"em"`` or a router config dict.
-        routing_iterations: routing iterations of every layer (paper: 3).
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
+        router: ``"kernel"``, ``"lstm"``, ``"em"`` or another router of :data:`ROUTERS`.
+        routing_iterations: replaces every router's iterations (``None``: the router's own; paper: 3).
         primary_pose_activation: ``"relu"`` (the code) or ``"linear"`` on the primary poses.
 
     Returns:
-        A built ``keras.Model`` taking images in [0, 1] (the paper standardises smallNORB crops).
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``; the paper standardises smallNORB crops).
     """
     errors.check_one_of("ConsensusCapsNet", "primary_pose_activation", primary_pose_activation, ("relu", "linear"))
-    routers = _routers("ConsensusCapsNet", router)
+    routers = _routers(router, routing_iterations)
     input_shape = utils.validate_application_args(
         "ConsensusCapsNet",
         include_top=include_top,
@@ -150,7 +151,7 @@ def ConsensusCapsNet(
         default_shape=(32, 32, 1),
         min_size=17,
     )
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = keras.layers.Conv2D(64, 5, strides=2, padding="valid", activation="relu", name="conv1")(x)
     x = keras.layers.BatchNormalization(name="conv1_bn")(x)
     poses, acts = PrimaryCaps(8, 16, kernel_size=1, padding="same", activation="sigmoid", name="primary_caps")(x)
@@ -160,7 +161,6 @@ def ConsensusCapsNet(
     def capsule_args(config):
         return dict(
             router=config,
-            routing_iterations=routing_iterations,
             transform="matrix",
             matrix_side="left",
             normalize_weights=True,
@@ -170,7 +170,8 @@ def ConsensusCapsNet(
     children = ConvCaps(16, kernel_size=3, strides=2, name="conv_caps1", **capsule_args(routers[0]))((poses, acts))
     children = ConvCaps(16, kernel_size=3, strides=1, name="conv_caps2", **capsule_args(routers[1]))(children)
     class_layer = FcCaps(classes, name="class_caps", **capsule_args(routers[2]))
-    return utils.assemble(
+    model = utils.assemble(
+        model_name="ConsensusCapsNet",
         inputs=inputs,
         children=children,
         class_layer=class_layer,
@@ -178,12 +179,12 @@ def ConsensusCapsNet(
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
         score_head=lambda class_poses, class_acts: class_acts,
     )
+    return utils.load_weights(model, weights)
 
 
-SOURCE = "ALGORITHMS.md §7.6 (seed 001 Table 1): 86,408 excluding routing parameters"
+SOURCE = "docs/reference/models.md#consensuscapsnet (seed 001 Table 1): 86,408 excluding routing parameters"
 register_configuration(
     "ConsensusCapsNet/smallnorb-kernel",
     ConsensusCapsNet,
@@ -203,7 +204,7 @@ register_configuration(
 register_configuration(
     "ConsensusCapsNet/smallnorb-em",
     ConsensusCapsNet,
-    {"router": "em", "classifier_activation": None},
+    {"router": "em"},
     trainable_params=86_408 + 74,
     total_params=86_408 + 74 + 128,
     source=SOURCE + " + 74 EM-routing parameters (beta_a, beta_u per output type)",

@@ -17,7 +17,32 @@ def images(n=2, shape=(32, 32, 1)):
     return np.random.default_rng(0).uniform(size=(n,) + shape).astype("float32")
 
 
-@pytest.mark.parametrize("router, routing_params", [("kernel", 779), ("lstm", 39_818), ("em", 74)])
+def _dense(widths):
+    """Parameters of a stack of Dense layers ``widths[0] -> widths[1] -> ...`` (kernel + bias)."""
+    return sum(a * b + b for a, b in zip(widths, widths[1:]))
+
+
+# Routing parameters counted by hand from the routers' definitions, per layer (ConvCaps1, ConvCaps2,
+# ClassCaps: 16, 16 and 5 parents, 4x4 poses so d = 16):
+# - kernel: a spectral mixture of Q components (Q mixture logits + Q x d frequencies + Q x d
+#   bandwidths = 33 Q) and lambda1, lambda2, theta1, theta2, theta3 per parent (5 N_out):
+#   (33*4 + 5*16) + (33*4 + 5*16) + (33*10 + 5*5) = 212 + 212 + 355 = 779;
+# - lstm: a 16-unit cell on x = [mu, a, v, c] (2d + 2 = 34 inputs): 4*16*(34 + 16 + 1) = 3,264 per
+#   layer, plus the compatibility and activation MLPs, each ending in Dense(1):
+#   [16-1, 16-1] 17 + 17; [16-32-32-1, 16-64-64-1] 1,633 + 5,313; [16-64-64-1, 16-124-124-1] 5,313 + 17,733;
+# - em: beta_a and beta_u per parent type: 2*16 + 2*16 + 2*5 = 74.
+KERNEL_ROUTING = (33 * 4 + 5 * 16) * 2 + (33 * 10 + 5 * 5)
+LSTM_CELL = 4 * 16 * (2 * 16 + 2 + 16 + 1)
+LSTM_ROUTING = (
+    3 * LSTM_CELL
+    + _dense([16, 1]) * 2
+    + _dense([16, 32, 32, 1]) + _dense([16, 64, 64, 1])
+    + _dense([16, 64, 64, 1]) + _dense([16, 124, 124, 1])
+)  # fmt: skip
+EM_ROUTING = 2 * 16 + 2 * 16 + 2 * 5
+
+
+@pytest.mark.parametrize("router, routing_params", [("kernel", KERNEL_ROUTING), ("lstm", LSTM_ROUTING), ("em", EM_ROUTING)])
 def test_parameter_count_excluding_routing_is_86408(router, routing_params):
     model = ConsensusCapsNet(router=router, classifier_activation="softmax")
     trainable = count(model.trainable_weights)
@@ -55,6 +80,14 @@ def test_architecture_follows_seed_001():
     assert model.get_layer("primary_pose_relu") is not None
 
 
+def test_router_instance_is_cloned_into_every_layer():
+    template = routing.KernelRouter(num_components=3)
+    model = ConsensusCapsNet(router=template, input_shape=(17, 17, 1))
+    routers = [model.get_layer(name).router for name in ("conv_caps1", "conv_caps2", "class_caps")]
+    assert len({id(r) for r in routers + [template]}) == 4
+    assert all(isinstance(r, routing.KernelRouter) and r.num_components == 3 and r.iterations == 3 for r in routers)
+
+
 def test_router_dict_applies_to_every_layer_and_options():
     model = ConsensusCapsNet(
         router={"name": "kernel", "num_components": 2, "kernel": "gaussian_mixture"},
@@ -79,8 +112,8 @@ def test_include_top_false(pooling, shape):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"router": "dynamic"}, ValueError, "router"),
-        ({"router": routing.KernelRouter()}, TypeError, "router"),
+        ({"router": "nope"}, ValueError, "router"),
+        ({"router": 3}, TypeError, "router"),
         ({"primary_pose_activation": "sigmoid"}, ValueError, "primary_pose_activation"),
         ({"input_shape": (16, 16, 1)}, ValueError, "input_shape"),
         ({"pooling": "sum"}, ValueError, "pooling"),

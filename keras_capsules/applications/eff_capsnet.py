@@ -1,12 +1,12 @@
-"""Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021; ALGORITHMS.md §4)."""
+"""Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021; docs/reference/models.md#effcapsnet)."""
 
 import keras
 
 from keras_capsules import errors
 from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
-from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps
-from keras_capsules.serialization import register
+from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps, UpsamplingDecoder
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -35,59 +35,8 @@ VARIANTS = {
         norm="batch",
     ),
 }
-
-
-@register
-class UpsamplingDecoder(keras.layers.Layer):
-    """Efficient-CapsNet's smallNORB decoder: Dense to an ``s x s`` map, then 3 x (bilinear x2, conv 3x3 valid, LeakyReLU), then a sigmoid conv.
-
-    Input ``(batch, classes * capsule_dim)``; output ``(batch, H, W, C)`` with
-    ``H = W = 8 * seed_size - 16`` (48 for ``seed_size=8``).
-
-    Args:
-        image_shape: ``(H, W, C)`` of the reconstruction; must equal ``8 * seed_size - 16`` square.
-        seed_size: side of the first map (8).
-        filters: widths of the three upsampling convolutions ((64, 128, 128)).
-    """
-
-    def __init__(self, image_shape, seed_size=8, filters=(64, 128, 128), **kwargs):
-        super().__init__(**kwargs)
-        self.image_shape = tuple(int(d) for d in image_shape)
-        self.seed_size = int(seed_size)
-        self.filters = tuple(int(f) for f in filters)
-        side = 8 * self.seed_size - 16
-        if self.image_shape[:2] != (side, side):
-            errors.fail(self, "image_shape", f"({side}, {side}, C) for seed_size={self.seed_size}", image_shape)
-        self.seed = keras.layers.Dense(self.seed_size * self.seed_size, name="seed")
-        self.reshape = keras.layers.Reshape((self.seed_size, self.seed_size, 1))
-        self.blocks = []
-        for i, width in enumerate(self.filters):
-            self.blocks += [
-                keras.layers.UpSampling2D(2, interpolation="bilinear", name=f"up_{i}"),
-                keras.layers.Conv2D(width, 3, name=f"conv_{i}"),
-                keras.layers.LeakyReLU(negative_slope=0.3, name=f"leaky_{i}"),
-            ]
-        self.output_conv = keras.layers.Conv2D(self.image_shape[-1], 3, activation="sigmoid", name="output")
-
-    def build(self, input_shape):
-        shape = tuple(input_shape)
-        for layer in [self.seed, self.reshape] + self.blocks + [self.output_conv]:
-            layer.build(shape)
-            shape = layer.compute_output_shape(shape)
-
-    def call(self, inputs):
-        x = self.reshape(self.seed(inputs))
-        for layer in self.blocks:
-            x = layer(x)
-        return self.output_conv(x)
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0],) + self.image_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"image_shape": self.image_shape, "seed_size": self.seed_size, "filters": self.filters})
-        return config
+#: Routers the class layer accepts (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _stem(x, variant):
@@ -105,6 +54,7 @@ def _stem(x, variant):
     return x
 
 
+@with_presets("EffCapsNet")
 def EffCapsNet(
     include_top=True,
     weights=None,
@@ -114,6 +64,7 @@ def EffCapsNet(
     classes=None,
     classifier_activation=None,
     name="eff_capsnet",
+    include_preprocessing=False,
     variant="mnist",
     router=None,
     routing_iterations=None,
@@ -139,11 +90,16 @@ def EffCapsNet(
     so here the decoder reconstructs the overlay from both labelled capsules.
 
     Args:
-        include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name:
-            as in Keras Applications (``classes`` defaults to the variant's: 10, 5, 10).
+        include_top, weights, input_tensor, input_shape, pooling, classes, name:
+            as in Keras Applications (``classes`` defaults to the variant's: 10, 5, 10). With
+            ``include_top=False`` the output is the primary capsules as a ``(batch, 1, 1, 128)``
+            map (the depthwise primary convolution leaves one position; see ``pooling``).
+        classifier_activation: ``None`` (default: the scores are the capsule lengths) or an
+            activation applied by the output layer ``"predictions"``.
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"mnist"``, ``"smallnorb"`` or ``"multimnist"``.
-        router: class-layer router (default ``"self_attention"``); any registered router works.
-        routing_iterations: iterations for iterative routers.
+        router: class-layer router, one of :data:`ROUTERS` (default ``"self_attention"``).
+        routing_iterations: replaces the router's iterations (``None``: the router's own).
         reconstruction: add the decoder and its loss.
         reconstruction_weight: weight on the mean squared reconstruction error.
         primary_capsule_dim: pose size of the primary capsules (paper: 8); the depthwise primary
@@ -151,7 +107,8 @@ def EffCapsNet(
         class_capsule_dim: pose size of the class capsules (paper: 16).
 
     Returns:
-        A built ``keras.Model`` taking images in [0, 1].
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``).
     """
     errors.check_one_of("EffCapsNet", "variant", variant, tuple(VARIANTS))
     errors.check_one_of("EffCapsNet", "primary_capsule_dim", primary_capsule_dim, (1, 2, 4, 8, 16, 32, 64, 128))
@@ -169,7 +126,9 @@ def EffCapsNet(
         default_shape=settings["input_shape"],
         min_size=settings["input_shape"][0],
     )
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    router = "self_attention" if router is None else router
+    utils.check_router("EffCapsNet", router, ROUTERS)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = _stem(x, variant)
     kernel, stride = settings["primary"]
     children = PrimaryCaps(
@@ -178,7 +137,7 @@ def EffCapsNet(
     class_layer = FcCaps(
         classes,
         class_capsule_dim,
-        router="self_attention" if router is None else router,
+        router=router,
         routing_iterations=routing_iterations,
         kernel_initializer="he_normal",
         name="class_caps",
@@ -189,7 +148,8 @@ def EffCapsNet(
             decoder = UpsamplingDecoder(input_shape, name="decoder")
         else:
             decoder = CapsuleDecoder(input_shape, hidden_initializer="he_normal", output_initializer="glorot_normal", name="decoder")
-    return utils.assemble(
+    model = utils.assemble(
+        model_name="EffCapsNet",
         inputs=inputs,
         children=children,
         class_layer=class_layer,
@@ -197,15 +157,15 @@ def EffCapsNet(
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
         decoder=decoder,
         reconstruction_weight=reconstruction_weight,
         pixel_reduction="mean",
         mask_top_k=2 if variant == "multimnist" else 1,
     )
+    return utils.load_weights(model, weights)
 
 
-SOURCE = "ALGORITHMS.md §4.2-4.3 (Efficient-CapsNet, EscVM code)"
+SOURCE = "docs/reference/models.md#effcapsnet (Efficient-CapsNet, EscVM code)"
 register_configuration("EffCapsNet/mnist", EffCapsNet, {"variant": "mnist"}, trainable_params=161_824, total_params=162_400, source=SOURCE)
 register_configuration(
     "EffCapsNet/mnist-reconstruction",
@@ -216,4 +176,20 @@ register_configuration(
     source=SOURCE + " + decoder 1,411,344",
 )
 register_configuration("EffCapsNet/smallnorb", EffCapsNet, {"variant": "smallnorb"}, trainable_params=151_664, source=SOURCE)
+register_configuration(
+    "EffCapsNet/smallnorb-reconstruction",
+    EffCapsNet,
+    {"variant": "smallnorb", "reconstruction": True},
+    trainable_params=151_664 + 229_570,
+    source=SOURCE + " + upsampling decoder 229,570 (seed Dense 5x16 -> 64: 5,184; convs 640 + 73,856 + 147,584; output conv 2,306)",
+)
 register_configuration("EffCapsNet/multimnist", EffCapsNet, {"variant": "multimnist"}, trainable_params=154_656, source=SOURCE)
+register_configuration(
+    "EffCapsNet/multimnist-reconstruction",
+    EffCapsNet,
+    {"variant": "multimnist", "reconstruction": True},
+    trainable_params=154_656 + 1_936_144,
+    total_params=154_656 + 576 + 1_936_144,
+    source=SOURCE + " + decoder 160 -> 512 -> 1024 -> 1296: 82,432 + 525,312 + 1,328,400 = 1,936,144; 576 BatchNorm statistics",
+    roundtrip=False,
+)

@@ -1,10 +1,11 @@
-"""Eff-ConvCapsNet: REM's convolutional Efficient-CapsNet for larger images (Renzulli et al., App. B.1; ALGORITHMS.md §8.5)."""
+"""Eff-ConvCapsNet: REM's convolutional Efficient-CapsNet for larger images (Renzulli et al., App. B.1; docs/reference/models.md#effconvcapsnet)."""
 
 import keras
 
 from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -13,8 +14,11 @@ decode_predictions = utils.decode_predictions
 STEM = ((32, 5, 2), (64, 3, 1), (64, 3, 1), (256, 3, 2))
 #: Smallest input side: the ConvCaps layer needs a 3x3 primary grid.
 MIN_SIZE = 33
+#: Routers of the two routed layers (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
+@with_presets("EffConvCapsNet")
 def EffConvCapsNet(
     include_top=True,
     weights=None,
@@ -24,8 +28,9 @@ def EffConvCapsNet(
     classes=10,
     classifier_activation=None,
     name="eff_conv_capsnet",
+    include_preprocessing=False,
     router=None,
-    routing_iterations=3,
+    routing_iterations=None,
 ):
     """Eff-ConvCapsNet (REM, App. B.1): an Efficient-CapsNet backbone with three capsule layers and dynamic routing.
 
@@ -37,19 +42,25 @@ def EffConvCapsNet(
     and 12x12 (ConvCaps).
 
     Parameters (128x128x3, 10 classes, dynamic routing with its 0.1 bias): 840,160 trainable
-    (589,824 of them in the ConvCaps transforms), 840,992 total. The paper gives no count; the
-    configuration is registered with ``trainable_params=None``. The paper uses ``K = 21`` for REM's quantiser on this network.
+    (589,824 of them in the ConvCaps transforms), 840,992 total. The paper gives no count; these are
+    counted from the layer shapes (docs/reference/models.md#effconvcapsnet). The paper uses ``K = 21`` for REM's quantiser on this network.
 
     Args:
-        include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name:
-            as in Keras Applications (default input ``(128, 128, 3)``; at least 33x33).
-        router: router of both routed layers (name, config dict or ``Router``; default
-            ``"dynamic"`` with its 0.1 bias, as REM). With a ``Router`` instance, both layers get
-            their own copy from its config.
-        routing_iterations: routing iterations (3).
+        include_top, weights, input_tensor, input_shape, pooling, classes, name:
+            as in Keras Applications (default input ``(128, 128, 3)``; at least 33x33). With
+            ``include_top=False`` the output is the ConvCaps grid as a ``(batch, H, W, 256)`` map
+            (see ``pooling``).
+        classifier_activation: ``None`` (default: the scores are the capsule lengths) or an
+            activation applied by the output layer ``"predictions"``.
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
+        router: router of both routed layers, one of :data:`ROUTERS` (name, config dict or
+            ``Router``; default ``"dynamic"`` with its 0.1 bias, as REM). Each layer gets its own
+            router built from the spec (:func:`keras_capsules.routing.resolve`).
+        routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for dynamic routing).
 
     Returns:
-        A built ``keras.Model`` taking images in [0, 1].
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``).
     """
     input_shape = utils.validate_application_args(
         "EffConvCapsNet",
@@ -63,19 +74,17 @@ def EffConvCapsNet(
         default_shape=(128, 128, 3),
         min_size=MIN_SIZE,
     )
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    router = "dynamic" if router is None else router
+    utils.check_router("EffConvCapsNet", router, ROUTERS)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     for i, (filters, kernel, stride) in enumerate(STEM):
         x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
         x = keras.layers.BatchNormalization(name=f"bn{i + 1}")(x)
     primary = PrimaryCaps(16, 16, kernel_size=3, strides=1, depthwise=True, activation="squash", name="primary_caps")(x)
-    router = "dynamic" if router is None else router
-    conv_caps = ConvCaps(
-        16, 16, kernel_size=3, strides=2, router=_router_copy(router), routing_iterations=routing_iterations, name="conv_caps"
-    )(primary)
-    class_layer = FcCaps(
-        classes, 16, router=_router_copy(router), routing_iterations=routing_iterations, shared_weights="positions", name="class_caps"
-    )
-    return utils.assemble(
+    conv_caps = ConvCaps(16, 16, kernel_size=3, strides=2, router=router, routing_iterations=routing_iterations, name="conv_caps")(primary)
+    class_layer = FcCaps(classes, 16, router=router, routing_iterations=routing_iterations, shared_weights="positions", name="class_caps")
+    model = utils.assemble(
+        model_name="EffConvCapsNet",
         inputs=inputs,
         children=conv_caps,
         class_layer=class_layer,
@@ -83,16 +92,9 @@ def EffConvCapsNet(
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
     )
+    return utils.load_weights(model, weights)
 
 
-def _router_copy(router):
-    """A fresh router for each layer: names and dicts pass through, instances are cloned from their config."""
-    if isinstance(router, keras.layers.Layer):
-        return type(router).from_config({k: v for k, v in router.get_config().items() if k != "name"})
-    return router
-
-
-SOURCE = "ALGORITHMS.md §8.5 (REM App. B.1); the paper gives no parameter count"
-register_configuration("EffConvCapsNet/128", EffConvCapsNet, {}, trainable_params=None, source=SOURCE)
+SOURCE = "REM App. B.1 (docs/reference/models.md#effconvcapsnet): counted from the layer shapes; the paper gives none"
+register_configuration("EffConvCapsNet/128", EffConvCapsNet, {}, trainable_params=840_160, total_params=840_992, source=SOURCE)

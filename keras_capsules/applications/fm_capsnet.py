@@ -1,4 +1,4 @@
-"""FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang, seed 003; ALGORITHMS.md §6.3-6.4)."""
+"""FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang, seed 003; docs/reference/models.md#fmcapsnet)."""
 
 import keras
 
@@ -243,7 +243,7 @@ def _resnet_capsules(x, settings, classes, routers):
     return children, capsules(classes, routers[-1], "class_caps")
 
 
-SOURCE = "ALGORITHMS.md §6.3-6.4 (seed 003, FMRouting code)"
+SOURCE = "docs/reference/models.md#fmcapsnet (seed 003, FMRouting code)"
 register_configuration(
     "FMCapsNet/cifar10", FMCapsNet, {"variant": "cifar"}, trainable_params=903_760, total_params=903_760 + 3_744, source=SOURCE
 )

@@ -4,7 +4,6 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.applications import CapsuleClassifier, FMCapsNet, get_configuration
-from keras_capsules.applications.fm_capsnet import DeconvDecoder
 from keras_capsules.testing import assert_finite, run_model_saving_test
 
 
@@ -17,7 +16,7 @@ def images(n=2, shape=(40, 40, 1), seed=0):
 
 
 def test_cifar_model_parameter_count_and_forward():
-    model = FMCapsNet()
+    model = FMCapsNet(classifier_activation="softmax")
     assert count(model.trainable_weights) == 903_760
     assert count(model.weights) == 903_760 + 3_744
     backbone = sum(count(l.trainable_weights) for l in model.layers if l.name.startswith(("conv1", "stage", "final")))
@@ -55,18 +54,11 @@ def test_affnist_reconstruction_decoder_trains_and_round_trips():
     run_model_saving_test(model, x)
 
 
-def test_deconv_decoder_reads_the_masked_capsule():
-    decoder = DeconvDecoder((40, 40, 1))
-    masked = np.zeros((2, 10, 16), "float32")
-    masked[0, 3] = masked[1, 7] = np.random.default_rng(1).normal(size=16)
-    out = keras.ops.convert_to_numpy(decoder(masked.reshape(2, 160)))
-    np.testing.assert_allclose(out[0], out[1], rtol=1e-5)  # same pose, different class slot
-    assert decoder.compute_output_shape((None, 160)) == (None, 40, 40, 1)
-
-
 def test_include_top_false_input_tensor_and_logits():
     features = FMCapsNet(variant="affnist", include_top=False)
     assert tuple(features.output.shape) == (None, 100 * 16)
+    with pytest.raises(ValueError, match=r"FMCapsNet.*pooling.*100 fully connected capsules"):
+        FMCapsNet(variant="affnist", include_top=False, pooling="avg")
     tensor = keras.Input((40, 40, 1))
     model = FMCapsNet(variant="affnist", input_tensor=tensor, classifier_activation=None, classes=4)
     assert model.inputs[0] is tensor
@@ -81,7 +73,13 @@ def test_router_override():
     # the dynamic router adds its 10 x 16 bias; the FM vote batch norm (32 parameters) is gone
     assert count(model.trainable_weights) == 195_376 - 32 + 160
     assert_finite(model(images()))
-    squash = FMCapsNet(variant="affnist", router={"name": "fm_agreement", "activation": "squash"}, classifier_activation=None)
+    # an instance is a template: every capsule layer gets its own router; FM's hidden layers keep s_j unnormalised
+    cifar = FMCapsNet(router=routing.FMAgreementRouter(scale="code"), input_shape=(8, 8, 3))
+    fm = [cifar.get_layer(name).router for name in ("caps1", "caps2", "class_caps")]
+    assert len({id(r) for r in fm}) == 3 and all(r.scale == "code" and r.normalize_pose for r in fm)
+    named = FMCapsNet(router={"name": "fm_agreement", "scale": "code"}, input_shape=(8, 8, 3))
+    assert [named.get_layer(n).router.normalize_pose for n in ("caps1", "caps2", "class_caps")] == [False, False, True]
+    squash = FMCapsNet(variant="affnist", router={"name": "fm_agreement", "activation": "squash"})
     scores = keras.ops.convert_to_numpy(squash(images()))
     assert np.all((scores >= 0) & (scores < 1))
 
@@ -91,8 +89,8 @@ def test_router_override():
     [
         ({"variant": "mnist"}, ValueError, "variant"),
         ({"reconstruction": True}, ValueError, "reconstruction"),
-        ({"router": routing.DynamicRouter()}, TypeError, "router"),
-        ({"weights": "missing.weights.h5"}, ValueError, "weights"),
+        ({"router": "nope"}, ValueError, "FMCapsNet.*router"),
+        ({"weights": "missing.weights.h5"}, FileNotFoundError, "FMCapsNet.*weights"),
         ({"input_shape": (4, 4, 3)}, ValueError, "input_shape"),
         ({"classes": 0}, ValueError, "classes"),
     ],
@@ -100,8 +98,3 @@ def test_router_override():
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         FMCapsNet(**kwargs)
-
-
-def test_decoder_bad_image_shape():
-    with pytest.raises(ValueError, match="DeconvDecoder.*image_shape"):
-        DeconvDecoder((28, 28, 1))

@@ -1,4 +1,4 @@
-"""Capsules with inverted dot-product attention routing (Tsai et al., ICLR 2020; ALGORITHMS.md §5.6)."""
+"""Capsules with inverted dot-product attention routing (Tsai et al., ICLR 2020; docs/reference/models.md#invertedattentioncapsnet)."""
 
 import math
 
@@ -7,25 +7,16 @@ import keras
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
-from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
-from keras_capsules.serialization import register
+from keras_capsules.layers import CapsuleLogits, ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
+from keras_capsules.presets import with_presets
 
+preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
-#: apple's ``transforms.Normalize`` statistics for CIFAR (main_capsule.py).
+#: apple's ``transforms.Normalize`` statistics for CIFAR (main_capsule.py), applied inside the model.
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2023, 0.1994, 0.2010)
 
-
-def preprocess_input(x, data_format=None):
-    """The paper's input pipeline without augmentation: ``(x / 255 - mean) / std`` per channel.
-
-    Args:
-        x: RGB images with values in [0, 255], channels last.
-        data_format: accepted for Keras Applications compatibility; images are channels-last.
-    """
-    x = utils.preprocess_input(x, data_format)
-    return (x - keras.ops.convert_to_tensor(CIFAR_MEAN)) / keras.ops.convert_to_tensor(CIFAR_STD)
 
 #: Per-dataset settings (apple's configs): classes, pose size d, simple-backbone width, FC capsule layers.
 DATASETS = {
@@ -33,6 +24,11 @@ DATASETS = {
     "cifar100": dict(classes=100, pose_dim=36, simple_filters=128, hidden_fc=(20,)),
 }
 BACKBONES = ("simple", "resnet")
+#: ``variant`` values: ``"<dataset>-<backbone>"``.
+VARIANTS = {f"{dataset}-{backbone}": (dataset, backbone) for dataset in DATASETS for backbone in BACKBONES}
+#: Routers of the capsule layers: inverted dot-product attention, or with ``sequential_routing=True``
+#: any registered router (the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 #: Capsule types of the primary capsules and of both convolutional capsule layers.
 CAPSULE_TYPES = 32
 
@@ -81,45 +77,12 @@ def _backbone(x, backbone, settings):
     return x
 
 
-@register
-class CapsuleLogits(keras.layers.Layer):
-    """Apple's classifier head: one ``Linear(d -> 1)`` shared by every class capsule.
-
-    Input: class poses ``(batch, classes, d)``. Output: logits ``(batch, classes)``.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.dense = None
-
-    def build(self, input_shape):
-        errors.check_rank(self, "inputs", input_shape, 3, "(batch, classes, capsule_dim)")
-        self.dense = keras.layers.Dense(1, name="linear", **_torch_default(input_shape[-1]))
-        self.dense.build(input_shape)
-
-    def call(self, poses):
-        return keras.ops.squeeze(self.dense(poses), axis=-1)
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:2])
-
-
 def _router(spec, dropout, iterations):
-    if isinstance(spec, routing.Router):
-        errors.fail(
-            "InvertedAttentionCapsNet", "router", "a router name or config dict (one router is built per capsule layer)",
-            f"a {type(spec).__name__} instance",
-        )
-    config = {"name": spec} if isinstance(spec, str) else dict(spec)
-    if "name" not in config:
-        errors.fail("InvertedAttentionCapsNet", "router", "a router name or a config dict with a 'name' key", spec)
-    if config["name"] == "inverted_dot_product" and dropout:
-        config.setdefault("dropout", dropout)
-    if iterations is not None:
-        config.setdefault("iterations", iterations)
-    return routing.get(config)
+    defaults = {"dropout": dropout} if dropout and routing.router_name(spec) == "inverted_dot_product" else None
+    return routing.resolve(spec, iterations, owner="InvertedAttentionCapsNet", defaults=defaults)
 
 
+@with_presets("InvertedAttentionCapsNet")
 def InvertedAttentionCapsNet(
     include_top=True,
     weights=None,
@@ -127,35 +90,36 @@ def InvertedAttentionCapsNet(
     input_shape=None,
     pooling=None,
     classes=None,
-    classifier_activation="softmax",
+    classifier_activation=None,
     name="inverted_attention_capsnet",
-    dataset="cifar10",
-    backbone="resnet",
-    routing_iterations=2,
-    sequential_routing=False,
+    include_preprocessing=False,
+    variant="cifar10-resnet",
     router=None,
+    routing_iterations=None,
+    sequential_routing=False,
     dropout=0.0,
 ):
     """The CIFAR capsule networks of Tsai et al. (2020), with inverted dot-product attention routing.
 
-    Backbone (``"simple"``: Conv 3x3 stride 2, padding 1, with bias, ReLU; ``"resnet"``: Conv 3x3 64
+    Per-channel standardisation with apple's CIFAR statistics (a ``Normalization`` layer named
+    ``"standardize"``: the model takes images in [0, 1], like every application) -> backbone (``"simple"``: Conv 3x3 stride 2, padding 1, with bias, ReLU; ``"resnet"``: Conv 3x3 64
     + BN + ReLU, 3 BasicBlocks(64), 4 BasicBlocks(128, first with stride 2); both give 16x16 maps
     on 32x32 images) -> primary capsules (1x1 conv without bias, 32 types of ``d`` entries,
     LayerNorm) -> ConvCaps (32 types, K=3, stride 2) -> ConvCaps (32 types, K=3, stride 1) ->
     [CIFAR-100: FC capsules, 20 types] -> class capsules (FC) -> logits from one ``Linear(d -> 1)``
-    shared by the class capsules (:class:`CapsuleLogits`). Every capsule layer uses ``p x p``
+    shared by the class capsules (:class:`~keras_capsules.layers.CapsuleLogits`). Every capsule layer uses ``p x p``
     matrix poses (``d = 16`` for CIFAR-10, 36 for CIFAR-100), a LayerNorm, and apple's
     initialisation ``N(0, 1) * sqrt(N_out / (sqrt(d) * N_in))`` (``N_in`` counts ``K*K`` children
     per type for conv layers). The capsule stack is a :class:`~keras_capsules.layers.ConcurrentRouting`
-    (first pass sequential, then ``routing_iterations - 1`` concurrent sweeps).
+    (first pass sequential, then ``t - 1`` concurrent sweeps, ``t`` the router's iterations: 2).
 
     Trainable parameters (32x32x3, the reference counts, apple's ``count_parameters``):
     CIFAR-10 simple **561,297**, ResNet **1,828,817**; CIFAR-100 simple **1,462,989**, ResNet
     **2,799,629**. The ResNet models also hold 3,200 non-trainable BatchNorm statistics (PyTorch
     buffers, not counted by apple).
 
-    The logits go through ``classifier_activation`` (``"softmax"``, the Keras Applications default;
-    pass ``None`` for logits and train with ``from_logits=True``). The paper trains with softmax
+    The logits go through ``classifier_activation`` (default ``None``: logits, trained with
+    ``from_logits=True``; ``"softmax"`` gives probabilities). The paper trains with softmax
     cross-entropy (SGD 0.1, momentum 0.9, weight decay 5e-4).
 
     Args:
@@ -164,26 +128,32 @@ def InvertedAttentionCapsNet(
             CIFAR-100: the 20 FC capsules flattened), routed concurrently among themselves.
         weights: ``None`` or the path of a local weights file.
         input_tensor: optional Keras tensor used as the image input.
-        input_shape: ``(H, W, C)``, default ``(32, 32, 3)``; with ``include_top`` exactly 32x32
-            (the FC capsule layer has one transform per child); H and W at least 13.
-        pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"``.
-        classes: number of class capsules (default: 10 or 100 from ``dataset``).
-        classifier_activation: applied to the logits (``"softmax"``; ``None`` keeps logits).
+        input_shape: ``(H, W, 3)``, default ``(32, 32, 3)`` (3 channels: the CIFAR standardisation);
+            with ``include_top`` exactly 32x32 (the FC capsule layer has one transform per child);
+            H and W at least 13.
+        pooling: with ``include_top=False``: ``None``, or ``"avg"``/``"max"`` for CIFAR-10 (the
+            CIFAR-100 features are fully connected capsules with no positions: a ``ValueError``).
+        classes: number of class capsules (default: 10 or 100 from ``variant``).
+        classifier_activation: ``None`` (default: logits) or an activation applied by the output
+            layer ``"predictions"``.
         name: model name.
-        dataset: ``"cifar10"`` or ``"cifar100"`` (selects ``d`` and the layer stack).
-        backbone: ``"simple"`` or ``"resnet"``.
-        routing_iterations: ``t`` (apple's ``num_routing``; its README runs use 2).
+        include_preprocessing: take images in [0, 255] and rescale them inside the model (before
+            the standardisation).
+        variant: ``"<dataset>-<backbone>"``: ``"cifar10-resnet"`` (default), ``"cifar10-simple"``,
+            ``"cifar100-resnet"`` or ``"cifar100-simple"`` (the dataset selects ``d`` and the layer stack).
+        router: capsule-layer router, one of :data:`ROUTERS` (name, config dict or ``Router``;
+            ``None``: ``"inverted_dot_product"``). Other routers need ``sequential_routing=True``.
+        routing_iterations: replaces the router's iterations, ``t`` (``None``: the router's own; 2
+            for inverted dot-product attention, apple's ``num_routing`` in its README runs).
         sequential_routing: the sequential schedule (ablation B) instead of concurrent routing.
-        router: capsule-layer router, a name or config dict (``None``: ``"inverted_dot_product"``).
-            Routers other than inverted dot-product attention need ``sequential_routing=True``.
         dropout: apple's ``--dp``, dropout before every capsule LayerNorm (0).
 
     Returns:
-        A built ``keras.Model`` mapping images to ``(batch, classes)``; the paper feeds CIFAR images
-        normalised per channel (:func:`preprocess_input` of this module).
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` mapping images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``) to ``(batch, classes)``.
     """
-    errors.check_one_of("InvertedAttentionCapsNet", "dataset", dataset, tuple(DATASETS))
-    errors.check_one_of("InvertedAttentionCapsNet", "backbone", backbone, BACKBONES)
+    errors.check_one_of("InvertedAttentionCapsNet", "variant", variant, tuple(VARIANTS))
+    dataset, backbone = VARIANTS[variant]
     settings = DATASETS[dataset]
     classes = settings["classes"] if classes is None else classes
     input_shape = utils.validate_application_args(
@@ -199,14 +169,18 @@ def InvertedAttentionCapsNet(
         min_size=13,
         fixed_size=True,
     )
+    if input_shape[-1] != 3:
+        errors.fail("InvertedAttentionCapsNet", "input_shape", "3 channels (the model standardises with CIFAR's per-channel statistics)", input_shape)
     spec = "inverted_dot_product" if router is None else router
+    utils.check_router("InvertedAttentionCapsNet", spec, ROUTERS)
     pose_dim = settings["pose_dim"]
     side = math.isqrt(pose_dim)
 
     def transform_init(n_in, n_out):
         return keras.initializers.RandomNormal(stddev=math.sqrt(n_out / (side * n_in)))
 
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
+    x = keras.layers.Normalization(mean=CIFAR_MEAN, variance=[s * s for s in CIFAR_STD], name="standardize")(x)
     features = _backbone(x, backbone, settings)
     primary = PrimaryCaps(
         CAPSULE_TYPES, pose_dim, kernel_size=1, activation="layer_norm", use_bias=False,
@@ -236,35 +210,27 @@ def InvertedAttentionCapsNet(
         classes, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, classes), name="class_caps"
     )
 
-    def stack(capsule_layers, stack_name):
-        return ConcurrentRouting(capsule_layers, iterations=routing_iterations, sequential=sequential_routing, name=stack_name)
-
+    # The stack's schedule takes the routers' iterations (t).
+    iterations = class_caps.router.iterations
     if include_top:
-        return utils.assemble(
-            inputs=inputs,
-            children=primary,
-            class_layer=stack(layers + [class_caps], "capsules"),
-            include_top=True,
-            pooling=pooling,
-            classifier_activation=classifier_activation,
-            name=name,
-            weights=weights,
-            score_head=lambda poses, activations: CapsuleLogits(name="logits")(poses),
-        )
-    children = stack(layers, "capsules")(primary)
-    return utils.assemble(
+        children, class_layer = primary, ConcurrentRouting(layers + [class_caps], iterations, sequential=sequential_routing, name="capsules")
+    else:
+        children, class_layer = ConcurrentRouting(layers, iterations, sequential=sequential_routing, name="capsules")(primary), None
+    model = utils.assemble(
+        model_name="InvertedAttentionCapsNet",
         inputs=inputs,
         children=children,
-        class_layer=None,
-        include_top=False,
+        class_layer=class_layer,
+        include_top=include_top,
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
+        score_head=lambda poses, activations: CapsuleLogits(name="logits")(poses),
     )
+    return utils.load_weights(model, weights)
 
 
-SOURCE = "ALGORITHMS.md §5.6 (apple configs, paper Table 1; trainable, as apple's count_parameters)"
+SOURCE = "docs/reference/models.md#invertedattentioncapsnet (apple configs, paper Table 1; trainable, as apple's count_parameters)"
 for _dataset, _backbone_name, _trainable, _total in (
     ("cifar10", "simple", 561_297, 561_297),
     ("cifar10", "resnet", 1_828_817, 1_828_817 + 3_200),
@@ -274,7 +240,7 @@ for _dataset, _backbone_name, _trainable, _total in (
     register_configuration(
         f"InvertedAttentionCapsNet/{_dataset}-{_backbone_name}",
         InvertedAttentionCapsNet,
-        {"dataset": _dataset, "backbone": _backbone_name},
+        {"variant": f"{_dataset}-{_backbone_name}"},
         trainable_params=_trainable,
         total_params=_total,
         source=SOURCE + ("; total adds 3,200 BatchNorm moving statistics" if _backbone_name == "resnet" else ""),

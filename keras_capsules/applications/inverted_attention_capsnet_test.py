@@ -16,7 +16,7 @@ def _count(weights):
 
 
 def test_cifar10_simple_structure_head_and_schedules():
-    model = InvertedAttentionCapsNet(dataset="cifar10", backbone="simple", classifier_activation=None)
+    model = InvertedAttentionCapsNet(variant="cifar10-simple")
     assert _count(model.trainable_weights) == 561_297 == model.count_params()
     stack = model.get_layer("capsules")
     assert isinstance(stack, ConcurrentRouting) and stack.iterations == 2 and not stack.sequential
@@ -28,46 +28,56 @@ def test_cifar10_simple_structure_head_and_schedules():
     assert logits.shape == (2, 10)
     # the head is one Linear(d -> 1) shared by the class capsules
     poses, _ = keras.Model(model.inputs[0], stack.output)(X)
-    w, b = model.get_layer("logits").dense.get_weights()
+    w, b = model.get_layer("logits").get_weights()
     np.testing.assert_allclose(logits, keras.ops.convert_to_numpy(poses) @ w[:, 0] + b[0], rtol=1e-4, atol=1e-5)
     # with routing_iterations=2 the sequential schedule (ablation B) gives other outputs from the same weights
-    sequential = InvertedAttentionCapsNet(dataset="cifar10", backbone="simple", classifier_activation=None, sequential_routing=True)
+    sequential = InvertedAttentionCapsNet(variant="cifar10-simple", sequential_routing=True)
     sequential.set_weights(model.get_weights())
     assert not np.allclose(keras.ops.convert_to_numpy(sequential(X)), logits, atol=1e-5)
 
 
 def test_cifar100_without_top_and_softmax_top():
-    features = InvertedAttentionCapsNet(include_top=False, dataset="cifar100", backbone="simple")
+    features = InvertedAttentionCapsNet(include_top=False, variant="cifar100-simple")
     assert tuple(features.output.shape) == (None, 20 * 36)
-    grid = InvertedAttentionCapsNet(include_top=False, dataset="cifar10", backbone="simple", input_shape=(20, 20, 3), pooling="avg")
+    grid = InvertedAttentionCapsNet(include_top=False, variant="cifar10-simple", input_shape=(20, 20, 3), pooling="avg")
     assert tuple(grid.output.shape) == (None, 32 * 16)
     probabilities = keras.ops.convert_to_numpy(grid(np.ones((1, 20, 20, 3), "float32")))
     assert_finite(probabilities)
 
 
 def test_sequential_routing_with_another_router():
-    model = InvertedAttentionCapsNet(backbone="simple", router={"name": "dynamic", "use_bias": False}, sequential_routing=True, classes=4)
+    model = InvertedAttentionCapsNet(
+        variant="cifar10-simple", router={"name": "dynamic", "use_bias": False}, sequential_routing=True, classes=4, classifier_activation="softmax"
+    )
+    stack = model.get_layer("capsules")
+    assert stack.iterations == 3 and all(l.router.iterations == 3 for l in stack.capsule_layers)  # dynamic routing's own
     scores = keras.ops.convert_to_numpy(model(X))
     assert scores.shape == (2, 4)
     np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)
 
 
 def test_errors():
-    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*dataset"):
-        InvertedAttentionCapsNet(dataset="mnist")
-    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*backbone"):
-        InvertedAttentionCapsNet(backbone="vgg")
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*variant.*cifar10-resnet"):
+        InvertedAttentionCapsNet(variant="cifar10")
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*input_shape.*3 channels"):
+        InvertedAttentionCapsNet(include_top=False, input_shape=(32, 32, 1))
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*input_shape.*\(32, 32\)"):
         InvertedAttentionCapsNet(input_shape=(28, 28, 3))
     with pytest.raises(ValueError, match=r"ConcurrentRouting.*initial parent poses.*sequential=True"):
-        InvertedAttentionCapsNet(backbone="simple", router="dynamic")
+        InvertedAttentionCapsNet(variant="cifar10-simple", router="dynamic")
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*router.*'name'"):
-        InvertedAttentionCapsNet(backbone="simple", router={"iterations": 2})
+        InvertedAttentionCapsNet(variant="cifar10-simple", router={"iterations": 2})
 
 
-def test_preprocess_input_is_the_papers_normalisation():
-    from keras_capsules.applications.inverted_attention_capsnet import preprocess_input
-
-    x = np.full((1, 2, 2, 3), 255.0, "float32")
-    expected = (1.0 - np.array([0.4914, 0.4822, 0.4465])) / np.array([0.2023, 0.1994, 0.2010])
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(preprocess_input(x))[0, 0, 0], expected, rtol=1e-5)
+def test_the_papers_standardisation_is_inside_the_model():
+    model = InvertedAttentionCapsNet(variant="cifar10-simple", include_top=False)
+    standardized = keras.Model(model.inputs[0], model.get_layer("standardize").output)
+    x = np.random.default_rng(3).uniform(size=(2, 32, 32, 3)).astype("float32")
+    expected = (x - np.array([0.4914, 0.4822, 0.4465])) / np.array([0.2023, 0.1994, 0.2010])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(standardized(x)), expected, rtol=1e-5, atol=1e-5)
+    # include_preprocessing=True: [0, 255] images, rescaled before the standardisation
+    raw = InvertedAttentionCapsNet(variant="cifar10-simple", include_top=False, include_preprocessing=True)
+    raw.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(raw(x * 255.0)), keras.ops.convert_to_numpy(model(x)), rtol=1e-4, atol=1e-5
+    )

@@ -1,4 +1,4 @@
-"""Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), smallNORB network (ALGORITHMS.md §3.3)."""
+"""Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), smallNORB network (docs/reference/models.md#matrixcapsnet)."""
 
 import keras
 
@@ -7,29 +7,26 @@ from keras_capsules.applications import utils
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.layers.conv_caps import output_size
+from keras_capsules.presets import with_presets
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
 #: (A, B, C, D): Conv1 channels, primary capsule types, ConvCaps1 and ConvCaps2 types.
 VARIANTS = {"large": (32, 32, 32, 32), "small": (64, 8, 16, 16)}
+#: Routers the capsule layers accept (every registered one; the contract test builds each).
+ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _router_for(spec, iterations, child_grid, kernel_size, strides, spatial_routing):
     """A fresh router per capsule layer; EM routers of conv layers get the layer's grid geometry."""
-    if isinstance(spec, routing.Router):
-        expected = "a router name or config dict (one router is built per capsule layer)"
-        errors.fail("MatrixCapsNet", "router", expected, f"a {type(spec).__name__} instance")
-    config = {"name": spec} if isinstance(spec, str) else dict(spec)
-    if "name" not in config:
-        errors.fail("MatrixCapsNet", "router", "a router name or a config dict with a 'name' key", spec)
-    if iterations is not None:
-        config["iterations"] = iterations
-    if config["name"] == "em" and spatial_routing and child_grid is not None:
-        config.update(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
-    return routing.get(config)
+    geometry = None
+    if utils.check_router("MatrixCapsNet", spec, ROUTERS) == "em" and spatial_routing and child_grid is not None:
+        geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
+    return routing.resolve(spec, iterations, owner="MatrixCapsNet", overrides=geometry)
 
 
+@with_presets("MatrixCapsNet")
 def MatrixCapsNet(
     include_top=True,
     weights=None,
@@ -39,6 +36,7 @@ def MatrixCapsNet(
     classes=5,
     classifier_activation=None,
     name="matrix_capsnet",
+    include_preprocessing=False,
     variant="large",
     router=None,
     routing_iterations=None,
@@ -59,7 +57,7 @@ def MatrixCapsNet(
     (64, 8, 16, 16). Parameters on 32x32x1 with 5 classes: **316,394** trainable + 2 non-trainable
     (the input BatchNorm's moving mean and variance) = 316,396 total for ``"large"`` (the paper
     says "310K"); **67,154** trainable, 67,156 total for ``"small"``. The reference counts
-    (ALGORITHMS.md §3.3) are the trainable ones: transforms ``W`` (no vote bias: IBM's
+    (docs/reference/models.md#matrixcapsnet) are the trainable ones: transforms ``W`` (no vote bias: IBM's
     ``affine_voting`` is not part of the paper), ``beta_a`` and ``beta_u`` per output type, the conv
     kernels and biases.
 
@@ -81,18 +79,21 @@ def MatrixCapsNet(
         input_shape: ``(H, W, C)``, default ``(32, 32, 1)`` (smallNORB crops); H and W at least 13.
         pooling: with ``include_top=False``: ``None``, ``"avg"`` or ``"max"``.
         classes: number of class capsules (smallNORB: 5).
-        classifier_activation: ``None`` (scores are the class activations, in [0, 1]) or an
-            activation applied to them.
+        classifier_activation: ``None`` (default: the scores are the class activations, in [0, 1])
+            or an activation applied by the output layer ``"predictions"``.
         name: model name.
+        include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"large"`` or ``"small"``.
-        router: router of the capsule layers, a registered name or a config dict (``None``: EM).
-            One router is built per layer, so a ``Router`` instance is refused.
-        routing_iterations: routing iterations (``None``: the router's default, 3 for EM).
+        router: router of the capsule layers, one of :data:`ROUTERS` (name, config dict or
+            ``Router``; ``None``: EM). Each layer gets its own router built from the spec; EM
+            routers of the convolutional layers get the layer's geometry (``spatial_routing``).
+        routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for EM).
         spatial_routing: EM only: cross-position normalisation in the convolutional capsule layers.
         coordinate_addition: add the scaled position to the class-capsule votes (paper, IBM).
 
     Returns:
-        A built ``keras.Model`` mapping images to ``(batch, classes)`` scores.
+        A built :class:`~keras_capsules.applications.CapsuleClassifier` mapping images in [0, 1]
+        ([0, 255] with ``include_preprocessing=True``) to ``(batch, classes)`` scores.
     """
     errors.check_one_of("MatrixCapsNet", "variant", variant, tuple(VARIANTS))
     filters, primary_types, types1, types2 = VARIANTS[variant]
@@ -117,7 +118,7 @@ def MatrixCapsNet(
     grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
     transform_init = keras.initializers.TruncatedNormal(stddev=1.0)
 
-    inputs, x = utils.model_inputs(input_tensor, input_shape)
+    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
     x = keras.layers.Conv2D(
         filters, 5, strides=2, padding="same", activation="relu",
@@ -141,7 +142,8 @@ def MatrixCapsNet(
         router=_router_for(spec, routing_iterations, None, 1, 1, spatial_routing),
         name="class_caps",
     )
-    return utils.assemble(
+    model = utils.assemble(
+        model_name="MatrixCapsNet",
         inputs=inputs,
         children=capsules,
         class_layer=class_layer,
@@ -149,12 +151,12 @@ def MatrixCapsNet(
         pooling=pooling,
         classifier_activation=classifier_activation,
         name=name,
-        weights=weights,
         score_head=lambda poses, activations: activations,
     )
+    return utils.load_weights(model, weights)
 
 
-SOURCE = "ALGORITHMS.md §3.3 (IBM models.py; counted from the layer shapes): trainable; total adds the input BatchNorm's 2 moving statistics"
+SOURCE = "docs/reference/models.md#matrixcapsnet (IBM models.py; counted from the layer shapes): trainable; total adds the input BatchNorm's 2 moving statistics"
 register_configuration(
     "MatrixCapsNet/smallnorb", MatrixCapsNet, {"variant": "large"}, trainable_params=316_394, total_params=316_396, source=SOURCE
 )

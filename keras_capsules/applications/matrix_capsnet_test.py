@@ -52,6 +52,15 @@ def test_without_top(pooling, shape):
     assert tuple(model.output.shape) == shape
 
 
+def test_router_instance_is_a_template_with_the_layers_geometry():
+    template = routing.EMRouter(iterations=2, final_lambda=0.02)
+    model = MatrixCapsNet(variant="small", router=template)
+    routers = [model.get_layer(n).router for n in ("conv_caps1", "conv_caps2", "class_caps")]
+    assert len({id(r) for r in routers + [template]}) == 4
+    assert all(r.iterations == 2 and r.final_lambda == 0.02 for r in routers)
+    assert [r.child_grid for r in routers] == [(16, 16), (7, 7), None]
+
+
 def test_input_tensor():
     images = keras.Input((32, 32, 1))
     model = MatrixCapsNet(variant="small", input_tensor=images)
@@ -61,8 +70,8 @@ def test_input_tensor():
 def test_errors():
     with pytest.raises(ValueError, match=r"MatrixCapsNet.*variant"):
         MatrixCapsNet(variant="huge")
-    with pytest.raises(ValueError, match=r"MatrixCapsNet.*router.*instance"):
-        MatrixCapsNet(router=routing.EMRouter())
+    with pytest.raises(ValueError, match=r"MatrixCapsNet.*router.*'nope'"):
+        MatrixCapsNet(router="nope")
     with pytest.raises(ValueError, match=r"MatrixCapsNet.*input_shape.*>= 13"):
         MatrixCapsNet(input_shape=(12, 12, 1))
     with pytest.raises(ValueError, match=r"MatrixCapsNet.*weights"):

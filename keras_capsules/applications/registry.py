@@ -13,7 +13,7 @@ class ApplicationEntry:
         name: unique key, ``"Constructor/variant"``.
         constructor: the application function.
         kwargs: arguments that select the configuration.
-        trainable_params: the reference trainable parameter count (ALGORITHMS.md §10), or ``None``.
+        trainable_params: the reference trainable parameter count (docs/reference/paper-results.md), or ``None``.
         total_params: the reference total parameter count, or ``None``.
         source: where the reference count comes from.
         roundtrip: run the ``.keras``/export round trip in the registry test (off only for models too

@@ -18,7 +18,7 @@ def _count(weights):
 
 
 def _inputs(model, batch=2):
-    shape = tuple(model.inputs[0].shape[1:]) if hasattr(model, "inputs") and model.inputs else tuple(model.encoder.inputs[0].shape[1:])
+    shape = tuple(model.inputs[0].shape[1:])
     return np.random.default_rng(0).uniform(size=(batch,) + shape).astype("float32")
 
 

@@ -40,8 +40,8 @@ def validate_application_args(
     """
     if not (weights is None or (isinstance(weights, (str, os.PathLike)) and os.path.isfile(weights))):
         raise ValueError(
-            f"{model_name}: argument `weights` expected None (random initialisation) or the path to an existing "
-            f"weights file, received {weights!r}. No pretrained weights are downloaded."
+            f"{model_name}: argument `weights` expected None (random initialisation), the path to an existing "
+            f"weights file, or a preset name (keras_capsules.presets.available()), received {weights!r}."
         )
     if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
         raise ValueError(f"{model_name}: argument `classes` expected a positive integer, received {classes!r}.")
@@ -80,51 +80,111 @@ def validate_application_args(
     return input_shape
 
 
-def model_inputs(input_tensor, input_shape):
-    """Returns ``(model_inputs, x)`` from an optional ``input_tensor`` (Keras Applications rule)."""
+def model_inputs(input_tensor, input_shape, include_preprocessing=False):
+    """Returns ``(model_inputs, x)`` from an optional ``input_tensor`` (Keras Applications rule).
+
+    With ``include_preprocessing`` the model takes images in [0, 255] and ``x`` is rescaled to
+    [0, 1] by a ``Rescaling`` layer named ``"rescaling"`` (as Keras' EfficientNet does).
+    """
     if input_tensor is None:
-        inputs = keras.Input(shape=input_shape)
-        return inputs, inputs
-    if not keras.backend.is_keras_tensor(input_tensor):
-        inputs = keras.Input(tensor=input_tensor, shape=input_shape)
-        return inputs, inputs
-    return keras.utils.get_source_inputs(input_tensor), input_tensor
+        inputs = x = keras.Input(shape=input_shape)
+    elif not keras.backend.is_keras_tensor(input_tensor):
+        inputs = x = keras.Input(tensor=input_tensor, shape=input_shape)
+    else:
+        sources = keras.utils.get_source_inputs(input_tensor)
+        inputs, x = (sources[0] if len(sources) == 1 else sources), input_tensor
+    if include_preprocessing:
+        x = keras.layers.Rescaling(1.0 / 255.0, name="rescaling")(x)
+    return inputs, x
 
 
-def feature_output(poses, pooling, name):
+def check_router(model_name, router, allowed):
+    """The registered name of ``router`` (a name, config dict or ``Router``), which must be one of ``allowed``.
+
+    Raises:
+        ValueError: the router is not one the model allows (or not a registered router).
+        TypeError: ``router`` is not a router spec.
+    """
+    from keras_capsules import routing
+
+    try:
+        name = routing.router_name(router)
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{model_name}: argument `router`: {error}") from None
+    if name not in allowed:
+        raise ValueError(f"{model_name}: argument `router` expected one of the routers this model allows {list(allowed)}, received {router!r}.")
+    return name
+
+
+def check_pooling(model_name, include_top, pooling):
+    """``pooling`` pools the ``include_top=False`` features only; with the top it must be ``None``."""
+    if include_top and pooling is not None:
+        raise ValueError(
+            f"{model_name}: argument `pooling` expected None with include_top=True (it pools the include_top=False "
+            f"features), received {pooling!r}."
+        )
+
+
+def feature_output(model_name, poses, pooling, name):
     """The ``include_top=False`` output: the capsules that feed the class layer, flattened per position.
 
-    Grid poses ``(batch, H, W, types, dim)`` become ``(batch, H, W, types*dim)`` (then global-pooled
-    by ``pooling``); fully connected poses ``(batch, caps, dim)`` become ``(batch, caps*dim)``.
+    Grid poses ``(batch, H, W, types, dim)`` become a ``(batch, H, W, types*dim)`` map, global-pooled
+    to ``(batch, types*dim)`` by ``pooling="avg"``/``"max"``; fully connected poses
+    ``(batch, caps, dim)`` become ``(batch, caps*dim)``.
+
+    Raises:
+        ValueError: ``pooling`` is not ``None`` for fully connected capsules (no positions to pool).
     """
     if len(poses.shape) == 5:
         h, w, t, d = poses.shape[1:]
-        features = keras.layers.Reshape((h, w, t * d), name=f"{name}_features")(poses)
-        if pooling == "avg":
-            return keras.layers.GlobalAveragePooling2D(name="avg_pool")(features)
-        if pooling == "max":
-            return keras.layers.GlobalMaxPooling2D(name="max_pool")(features)
-        return features
+        return pooled_features(keras.layers.Reshape((h, w, t * d), name=f"{name}_features")(poses), pooling)
+    if pooling is not None:
+        raise ValueError(
+            f"{model_name}: argument `pooling` expected None with include_top=False (the features are "
+            f"{poses.shape[1]} fully connected capsules, with no positions to pool), received {pooling!r}."
+        )
     caps, dim = poses.shape[1:]
     return keras.layers.Reshape((caps * dim,), name=f"{name}_features")(poses)
 
 
-def class_scores(lengths, classifier_activation):
-    """Applies ``classifier_activation`` (``None`` keeps the raw capsule lengths)."""
-    if classifier_activation is None:
-        return lengths
-    return keras.layers.Activation(classifier_activation, name="predictions")(lengths)
+def pooled_features(feature_map, pooling):
+    """``feature_map`` ``(batch, H, W, C)`` as is (``pooling=None``) or globally pooled to ``(batch, C)``."""
+    if pooling == "avg":
+        return keras.layers.GlobalAveragePooling2D(name="avg_pool")(feature_map)
+    if pooling == "max":
+        return keras.layers.GlobalMaxPooling2D(name="max_pool")(feature_map)
+    return feature_map
+
+
+def predictions(scores, classifier_activation):
+    """The output layer ``"predictions"``: ``classifier_activation`` on the scores (``None``: identity)."""
+    return keras.layers.Activation("linear" if classifier_activation is None else classifier_activation, name="predictions")(scores)
 
 
 def load_weights(model, weights):
-    """Loads a local weights file when ``weights`` is a path."""
-    if weights is not None:
-        model.load_weights(weights)
+    """Loads the weights file ``weights`` (a path) into ``model``; ``None`` leaves the random initialisation.
+
+    ``.npz`` files are read as preset files (weights keyed by layer name, see
+    :mod:`keras_capsules.presets`); other files go through ``model.load_weights`` (``.weights.h5``).
+    Preset *names* never reach this function: the constructor's ``with_presets`` wrapper loads them.
+    """
+    if weights is None:
+        return model
+    path = os.fspath(weights)
+    if path.endswith(".npz"):
+        from keras_capsules.presets import load_weights as load_preset_file
+
+        load_preset_file(model, path)
+        return model
+    from keras_capsules.training.model_files import load_weights_file  # lazy: model_files imports the applications
+
+    load_weights_file(model, path)  # ModelFileError naming the file when it is missing, corrupt or for another model
     return model
 
 
 def preprocess_input(x, data_format=None):
-    """Scales uint8-range images to [0, 1] floats, the input range of every capsule application.
+    """Scales uint8-range images to [0, 1] floats, the input range of every application built with
+    ``include_preprocessing=False`` (the default, and what ``keras_capsules.datasets.load`` gives).
 
     Args:
         x: array or tensor of images with values in [0, 255].
@@ -159,6 +219,7 @@ def decode_predictions(preds, top=5, class_names=None):
 
 def assemble(
     *,
+    model_name,
     inputs,
     children,
     class_layer,
@@ -166,47 +227,43 @@ def assemble(
     pooling,
     classifier_activation,
     name,
-    weights,
     score_head=None,
     decoder=None,
     reconstruction_weight=0.0005,
     pixel_reduction="sum",
     mask_top_k=1,
 ):
-    """Builds the final model of a capsule application.
+    """Builds the :class:`~keras_capsules.applications.CapsuleClassifier` of a capsule application.
 
     Args:
+        model_name: the constructor name used in error messages.
         inputs: the model inputs.
         children: the capsule tensor ``(poses, activations)`` that feeds the class layer.
-        class_layer: the class-capsule layer (called on ``children``).
-        include_top: with the class layer and scores, or the features of ``children`` only.
+        class_layer: the class-capsule layer (called on ``children``), named ``"class_caps"`` when
+            there is a decoder (the decoder reads its poses).
+        include_top: with the class layer and the ``"predictions"`` output, or the features of
+            ``children`` only (see :func:`feature_output`).
         score_head: maps ``(class_poses, class_activations)`` to scores; default: capsule lengths.
-        decoder: optional reconstruction decoder; the result is then a :class:`CapsuleClassifier`.
+        decoder: optional reconstruction decoder (with ``include_top`` only).
 
     Returns:
-        A built ``keras.Model`` (functional, or a ``CapsuleClassifier`` with a decoder).
+        A built ``CapsuleClassifier`` (the caller loads the weights).
     """
     from keras_capsules.applications.classifier import CapsuleClassifier
     from keras_capsules.layers.heads import Length
 
+    check_pooling(model_name, include_top, pooling)
     if not include_top:
-        model = keras.Model(inputs, feature_output(children[0], pooling, name), name=name)
-        return load_weights(model, weights)
+        return CapsuleClassifier(inputs, feature_output(model_name, children[0], pooling, name), name=name)
     class_poses, class_acts = class_layer(children)
     raw_scores = Length(name="length")(class_poses) if score_head is None else score_head(class_poses, class_acts)
-    scores = class_scores(raw_scores, classifier_activation)
-    if decoder is None:
-        model = keras.Model(inputs, scores, name=name)
-        return load_weights(model, weights)
-    encoder = keras.Model(inputs, [scores, class_poses], name=f"{name}_encoder")
-    model = CapsuleClassifier(
-        encoder,
-        decoder,
+    return CapsuleClassifier(
+        inputs,
+        predictions(raw_scores, classifier_activation),
+        decoder=decoder,
+        class_capsules=class_layer.name,
         reconstruction_weight=reconstruction_weight,
         pixel_reduction=pixel_reduction,
         mask_top_k=mask_top_k,
         name=name,
     )
-    model.build((None,) + tuple(encoder.inputs[0].shape[1:]))
-    model.trace()
-    return load_weights(model, weights)

@@ -199,7 +199,7 @@ register_augmentation(
     "mnist_shift2",
     _mnist_shift2,
     description="random translation by up to 2 px in each direction, zero padded",
-    source="Sabour et al. 2017 (MNIST, 2-px shifts); REM RandomCrop(28, padding=2) (ALGORITHMS.md §8.6)",
+    source="Sabour et al. 2017 (MNIST, 2-px shifts); REM RandomCrop(28, padding=2) (docs/reference/models.md#dr-capsnet-of-rem)",
 )
 register_augmentation(
     "fashion_mnist_shift2_flip",
@@ -212,7 +212,7 @@ register_augmentation(
     _effcapsnet_mnist,
     description="rotate (30 deg x clip(N(0, .33)), half the time) -> shift inside the empty margins -> "
     "horizontal squish by 1-7 px (Lanczos3) -> zero a 4x4 patch at rows/cols 4-22",
-    source="Efficient-CapsNet, EscVM utils/pre_process_mnist.py (ALGORITHMS.md §4.4)",
+    source="Efficient-CapsNet, EscVM utils/pre_process_mnist.py (docs/reference/models.md#effcapsnet-training)",
 )
 
 
@@ -250,28 +250,28 @@ register_augmentation(
     "cifar_crop_flip",
     _cifar_crop_flip,
     description="zero-pad 4, random 32x32 crop, horizontal flip",
-    source="IDPA main_capsule.py (ALGORITHMS.md §5.7)",
+    source="IDPA main_capsule.py (docs/reference/models.md#invertedattentioncapsnet)",
 )
 register_augmentation(
     "cifar24",
     _cifar24_train,
     _cifar24_eval,
     description="train: random 24x24 crop, flip, brightness +-63/255, contrast 0.2-1.8; eval: central 24x24 crop",
-    source="Sabour et al. 2017 CIFAR-10 (official cifar10_input); REM CIFAR-10 24x24 crops (ALGORITHMS.md §8.6)",
+    source="Sabour et al. 2017 CIFAR-10 (official cifar10_input); REM CIFAR-10 24x24 crops (docs/reference/models.md#dr-capsnet-of-rem)",
 )
 register_augmentation(
     "fm_cifar",
     _fm_train(flip=True),
     standardize,
     description="per-image standardisation, horizontal flip, zero-pad 4 and random crop back to size; eval: standardisation",
-    source="FMRouting common/inputs/data_input.py (ALGORITHMS.md §6.3)",
+    source="FMRouting common/inputs/data_input.py (docs/reference/models.md#fmcapsnet)",
 )
 register_augmentation(
     "fm_svhn",
     _fm_train(flip=False),
     standardize,
     description="as fm_cifar without the flip (digits)",
-    source="FMRouting (ALGORITHMS.md §6.3: no flip for SVHN)",
+    source="FMRouting (docs/reference/models.md#fmcapsnet: no flip for SVHN)",
 )
 
 
@@ -307,7 +307,7 @@ register_augmentation(
     _norb_eval(48, 32, 1),
     description="first camera, resize 96->48, per-image standardisation; train: random 32x32 crop, brightness "
     "+-2.0, contrast 0.5-1.5; eval: centre 32x32 crop",
-    source="Hinton et al. 2018 / IBM data_pipeline_norb.py (ALGORITHMS.md §3.3); seed 001 (§7.6)",
+    source="Hinton et al. 2018 / IBM data_pipeline_norb.py (docs/reference/models.md#matrixcapsnet); seed 001 (docs/reference/models.md#consensuscapsnet)",
 )
 register_augmentation(
     "smallnorb_effcapsnet",
@@ -316,7 +316,7 @@ register_augmentation(
     description="stereo pair, resize 96->64, per-image per-channel standardisation (the reference standardises "
     "with whole-dataset channel statistics); train: random 48x48 crop, brightness +-2.0, contrast 0.5-1.5; "
     "eval: centre 48x48 crop",
-    source="Efficient-CapsNet, EscVM utils/pre_process_smallnorb.py (ALGORITHMS.md §4.4)",
+    source="Efficient-CapsNet, EscVM utils/pre_process_smallnorb.py (docs/reference/models.md#effcapsnet-training)",
 )
 
 
@@ -339,7 +339,7 @@ register_augmentation(
     "randaugment",
     _randaugment,
     description="keras.layers.RandAugment on [0, 1] images (training only; not reproducible from the seed)",
-    source="GLOM seed 000 custom_transforms.py (ALGORITHMS.md §9.7)",
+    source="GLOM seed 000 custom_transforms.py (docs/reference/glom.md#heads-and-training)",
 )
 
 
@@ -388,7 +388,7 @@ def _glom(size, crop_padding, flip, translation):
 
 
 _GLOM_SOURCE = (
-    "GLOM seed 000 custom_transforms.py uses RandAugment (ALGORITHMS.md §9.7); this reproducible substitute "
+    "GLOM seed 000 custom_transforms.py uses RandAugment (docs/reference/glom.md#heads-and-training); this reproducible substitute "
     "(pad-and-crop, flip, translation) is weaker"
 )
 register_augmentation(

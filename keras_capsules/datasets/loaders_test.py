@@ -1,4 +1,4 @@
-"""``datasets.load`` on the embedded sample, the real files in ../shared/data, TFDS mock data, and offline errors."""
+"""``datasets.load`` on the embedded sample, the real files in $KERAS_CAPSULES_DATA, TFDS mock data, and offline errors."""
 
 import gzip
 import os

@@ -2,8 +2,7 @@
 
 ``routing_trace(model, images)`` is the one call. It works on a model built by an application
 constructor or loaded from ``.keras`` with no rebuilding by hand: it walks the model's functional
-graph (for a :class:`~keras_capsules.applications.CapsuleClassifier`, its functional ``encoder``),
-finds every routed capsule layer (:class:`~keras_capsules.layers.FcCaps`,
+graph, finds every routed capsule layer (:class:`~keras_capsules.layers.FcCaps`,
 :class:`~keras_capsules.layers.ConvCaps`, and the layers inside a
 :class:`~keras_capsules.layers.ConcurrentRouting` stack) and builds a *probe* model whose outputs
 include each of those layers called again with ``return_coupling=True`` on the same symbolic inputs
@@ -12,7 +11,7 @@ every weight with the model (it is the same layer objects) and adds nothing to t
 graph or its saved config.
 
 :func:`set_quantization` / :func:`quantization` switch REM's quantiser ``q_K`` on for every router of
-a trained model (ALGORITHMS.md §8.2).
+a trained model (docs/reference/rem.md#quantiser).
 """
 
 import contextlib
@@ -22,6 +21,7 @@ import keras
 import numpy as np
 
 from keras_capsules import errors
+from keras_capsules.introspection import all_layers
 from keras_capsules.layers.capsule_tensor import unpack_capsules
 from keras_capsules.layers.concurrent_routing import ConcurrentRouting, routing_record
 from keras_capsules.layers.conv_caps import ConvCaps
@@ -35,34 +35,33 @@ def _to_numpy(x):
 
 
 def routing_graph(model):
-    """The functional model that holds the routing layers: ``model`` itself or its ``encoder``.
+    """The functional model that holds the routing layers: ``model`` itself (every application is one).
 
     Raises:
-        TypeError: when neither ``model`` nor ``model.encoder`` is a functional model.
+        TypeError: when ``model`` is not a functional model.
     """
-    for candidate in (model, getattr(model, "encoder", None)):
-        if isinstance(candidate, keras.Model) and hasattr(candidate, "_nodes_by_depth") and candidate.inputs:
-            return candidate
+    if isinstance(model, keras.Model) and hasattr(model, "operations") and model.inputs:
+        return model
     errors.fail(
         "interpret.routing_graph",
         "model",
-        "a functional Keras model (an application) or a CapsuleClassifier with a functional `encoder`",
+        "a functional Keras model (an application)",
         type(model).__name__,
         TypeError,
     )
 
 
-def routed_layer_nodes(model):
-    """``[(layer, node), ...]`` for every call of a routed capsule layer or ``ConcurrentRouting`` stack, inputs first."""
+def routed_layer_calls(model):
+    """``[(layer, inputs), ...]`` for every routed capsule layer or ``ConcurrentRouting`` stack of the graph, inputs first.
+
+    ``inputs`` are the symbolic inputs of the layer's first call (``layer.input``: a tensor, or a list
+    for ``(poses, activations)``).
+    """
     graph = routing_graph(model)
-    found = []
-    for depth in sorted(graph._nodes_by_depth, reverse=True):
-        for node in graph._nodes_by_depth[depth]:
-            if isinstance(node.operation, (RoutedCapsules, ConcurrentRouting)):
-                found.append((node.operation, node))
+    found = [(layer, layer.input) for layer in graph.operations if isinstance(layer, (RoutedCapsules, ConcurrentRouting))]
     if not found:
         errors.fail(
-            "interpret.routed_layer_nodes", "model", "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer", model.name
+            "interpret.routed_layer_calls", "model", "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer", model.name
         )
     return found
 
@@ -75,7 +74,7 @@ def _capsule_layers(layer):
 def _routed_layers(model):
     """The routed capsule layers in graph order, a stack's layers bottom to top, each once."""
     layers = []
-    for layer, _ in routed_layer_nodes(model):
+    for layer, _ in routed_layer_calls(model):
         layers.extend(routed for routed in _capsule_layers(layer) if routed not in layers)
     return layers
 
@@ -124,12 +123,11 @@ def routing_probe(model, layers=None):
         errors.fail("interpret.routing_probe", "layers", f"names among the routed layers {names}", unknown)
     outputs = {"scores": graph.outputs[0]}
     pending = set(wanted)  # a layer called more than once is traced at its first call
-    for layer, node in routed_layer_nodes(model):
+    for layer, inputs in routed_layer_calls(model):
         routed = _capsule_layers(layer)
         if pending.isdisjoint(r.name for r in routed):
             continue
-        args, kwargs = node.arguments.args, dict(node.arguments.kwargs)
-        records = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(*args, **kwargs)
+        records = _CouplingTap(layer, name=f"{layer.name}_coupling_tap")(inputs)
         for routed_layer, record in zip(routed, records):
             if routed_layer.name in pending:
                 pending.discard(routed_layer.name)
@@ -256,22 +254,21 @@ def routing_trace(model, images, layers=None):
 
 def routers(model):
     """Every :class:`~keras_capsules.routing.Router` inside ``model`` (nested layers included)."""
-    return [layer for layer in model._flatten_layers(include_self=False, recursive=True) if isinstance(layer, Router)]
+    return [layer for layer in all_layers(model) if isinstance(layer, Router)]
 
 
 def _reset_compiled_functions(model):
-    for target in (model, getattr(model, "encoder", None)):
-        if isinstance(target, keras.Model):
-            target.predict_function = None
-            target.test_function = None
-            target.train_function = None
+    if isinstance(model, keras.Model):
+        model.predict_function = None
+        model.test_function = None
+        model.train_function = None
 
 
 def set_quantization(model, levels):
     """Sets REM's quantiser ``q_K`` (``quantize_levels``) on every router of ``model``, in place.
 
     At inference each router then snaps the coupling of its last iteration to the ``levels`` centres
-    ``k/(levels-1)`` before it weights the votes (ALGORITHMS.md §8.2); training is unaffected. The
+    ``k/(levels-1)`` before it weights the votes (docs/reference/rem.md#quantiser); training is unaffected. The
     setting is part of the routers' config, so a model saved afterwards keeps it. Compiled
     predict/evaluate/train functions are reset so the next call retraces with the new setting.
 

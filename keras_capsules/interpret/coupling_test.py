@@ -49,16 +49,16 @@ def test_trace_of_conv_and_fc_layers_matches_the_model(tmp_path):
         np.testing.assert_allclose(b.input_activations, a.input_activations, atol=1e-6)
 
 
-def test_trace_of_a_capsule_classifier_uses_its_encoder():
+def test_trace_of_a_model_with_a_decoder():
     model = applications.CapsNet(input_shape=(20, 20, 1), reconstruction=True)
     trace = routing_trace(model, images(2, (20, 20, 1)))
-    assert type(model).__name__ == "CapsuleClassifier"
+    assert type(model).__name__ == "CapsuleClassifier" and model.decoder is not None
     assert trace.last.name == "class_caps" and trace.last.coupling.shape == (2, 2 * 2 * 32, 10)
     assert trace.scores.shape == (2, 10)
 
 
 def test_trace_of_inverted_attention_capsnet_reads_the_concurrent_stack(tmp_path):
-    model = applications.InvertedAttentionCapsNet(backbone="simple", classes=4)
+    model = applications.InvertedAttentionCapsNet(variant="cifar10-simple", classes=4)
     x = images(2, (32, 32, 3))
     trace = routing_trace(model, x)
     stack = model.get_layer("capsules")
@@ -116,7 +116,7 @@ def test_errors_name_the_function_and_argument():
     with pytest.raises(ValueError, match=r"set_quantization.*model.*router"):
         set_quantization(dense, 11)
     plain = keras.Model(*(lambda i: (i, keras.layers.Dense(2)(i)))(keras.Input((3,))))
-    with pytest.raises(ValueError, match=r"routed_layer_nodes.*FcCaps, ConvCaps or ConcurrentRouting"):
+    with pytest.raises(ValueError, match=r"routed_layer_calls.*FcCaps, ConvCaps or ConcurrentRouting"):
         routing_trace(plain, np.zeros((1, 3), "float32"))
     with pytest.raises(TypeError, match=r"routing_graph.*functional"):
         routing_trace(object(), None)

@@ -1,4 +1,4 @@
-"""Node-edge parse trees of fully connected capsule layers (REM §8.4, ALGORITHMS.md §8.4).
+"""Node-edge parse trees of fully connected capsule layers (REM; docs/reference/rem.md#saliency-and-fc-parse-trees).
 
 Nodes are capsules (coloured by activation) and edges are coupling coefficients. The tree is found by
 backtracking from the predicted class: an edge ``i -> j`` into a kept capsule ``j`` is kept when

@@ -9,7 +9,7 @@ import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.interpret import plotting
-from keras_capsules.layers.glom._utils import resolve_grid
+from keras_capsules.ops.patches import resolve_grid
 
 
 def _levels(where, levels, grid_shape):

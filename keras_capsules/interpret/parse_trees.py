@@ -1,4 +1,4 @@
-"""REM parse-tree dictionaries and routing entropy (Renzulli et al.; ALGORITHMS.md §8.2-8.3).
+"""REM parse-tree dictionaries and routing entropy (Renzulli et al.; docs/reference/rem.md#parse-tree-dictionaries-and-entropy).
 
 For every example with predicted class ``j``, the coupling vector ``c~_{:, j}`` of the last routing
 layer over all its children is quantised by ``q_K`` and written as a key: the bin index of each
@@ -14,7 +14,6 @@ column). The two orders give keys that map one to one, so counts, entropies and 
 are the same.
 """
 
-import collections
 import contextlib
 
 import keras
@@ -22,103 +21,7 @@ import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.interpret.coupling import quantization, routing_layer_names, routing_probe, trace_from_outputs
-from keras_capsules.metrics import routing_entropy
-from keras_capsules.ops.quantize import quantize_bins
-
-
-def tree_keys(coupling, predictions, levels=11):
-    """Parse-tree keys of a batch.
-
-    Args:
-        coupling: the last routing layer's coupling ``(batch, in_caps, classes)`` (or with the
-            children as a grid, ``(batch, H, W, types, classes)``), quantised or not.
-        predictions: ``(batch,)`` predicted classes.
-        levels: ``K`` of the quantiser.
-
-    Returns:
-        A list of ``batch`` strings: the 1-based bin index of ``c_{i, j}`` for every child ``i``,
-        each followed by ``"-"``.
-
-    Example:
-        >>> tree_keys(np.array([[[0.0, 1.0], [0.31, 0.69]]]), np.array([1]), levels=11)
-        ['11-8-']
-    """
-    coupling = np.asarray(coupling)
-    predictions = np.asarray(predictions).reshape(-1).astype("int64")
-    if coupling.ndim < 3 or coupling.shape[0] != predictions.shape[0]:
-        errors.fail(
-            "interpret.tree_keys",
-            "coupling",
-            f"an array (batch, ..., classes) with batch = {predictions.shape[0]} (the number of predictions)",
-            f"shape {coupling.shape}",
-        )
-    flat = coupling.reshape(coupling.shape[0], -1, coupling.shape[-1])
-    chosen = flat[np.arange(flat.shape[0]), :, predictions]
-    bins = np.asarray(keras.ops.convert_to_numpy(quantize_bins(chosen.astype("float32"), levels))) + 1
-    tokens = np.array([f"{k}-" for k in range(levels + 1)], dtype=object)
-    return ["".join(row) for row in tokens[bins]]
-
-
-class ParseTreeDictionary:
-    """Per-class parse-tree dictionaries, filled batch by batch (entropies by :func:`keras_capsules.metrics.routing_entropy`).
-
-    Args:
-        levels: ``K`` of the quantiser.
-
-    Attributes:
-        counts: ``{class: Counter({key: count})}`` for the classes predicted so far.
-    """
-
-    def __init__(self, levels=11):
-        errors.check_positive_int("ParseTreeDictionary", "levels", levels, minimum=2)
-        self.levels = levels
-        self.counts = collections.defaultdict(collections.Counter)
-
-    def update(self, coupling, predictions):
-        """Adds a batch: ``coupling (batch, ..., classes)``, ``predictions (batch,)``."""
-        predictions = np.asarray(predictions).reshape(-1)
-        for key, cls in zip(tree_keys(coupling, predictions, self.levels), predictions):
-            self.counts[int(cls)][key] += 1
-
-    def reset(self):
-        """Empties every dictionary."""
-        self.counts.clear()
-
-    def entropies(self, base=2.0):
-        """``{class: H_j}`` (eq. 14) for every predicted class."""
-        return {cls: routing_entropy(self.counts[cls].values(), base) for cls in sorted(self.counts)}
-
-    def mean_entropy(self, base=2.0):
-        """``H = mean_j H_j`` over the predicted classes (eq. 15); 0.0 when empty."""
-        values = list(self.entropies(base).values())
-        return float(np.mean(values)) if values else 0.0
-
-    def num_trees(self):
-        """``{class: number of distinct keys}``."""
-        return {cls: len(self.counts[cls]) for cls in sorted(self.counts)}
-
-    def summary(self, include_dictionaries=False):
-        """A JSON-ready dict: per class samples, entropy and trees; mean and std of the entropy across classes."""
-        entropies = self.entropies()
-        values = list(entropies.values())
-        report = {
-            "levels": self.levels,
-            "num_samples": int(sum(sum(c.values()) for c in self.counts.values())),
-            "entropy_mean": float(np.mean(values)) if values else 0.0,
-            "entropy_std": float(np.std(values)) if values else 0.0,
-            "num_trees_total": int(sum(self.num_trees().values())),
-            "classes": {
-                str(cls): {
-                    "samples": int(sum(self.counts[cls].values())),
-                    "entropy": entropies[cls],
-                    "num_trees": len(self.counts[cls]),
-                }
-                for cls in sorted(self.counts)
-            },
-        }
-        if include_dictionaries:
-            report["dictionaries"] = {str(cls): dict(self.counts[cls]) for cls in sorted(self.counts)}
-        return report
+from keras_capsules.metrics import ParseTreeDictionary, tree_keys  # noqa: F401  (public here too: interpret.tree_keys)
 
 
 def _split_batch(batch):

@@ -1,4 +1,4 @@
-"""REM's quantiser, parse-tree keys, dictionaries and entropy against hand-computed examples (ALGORITHMS.md §8.2-8.3)."""
+"""REM's quantiser, parse-tree keys, dictionaries and entropy against hand-computed examples (docs/reference/rem.md#parse-tree-dictionaries-and-entropy)."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import layers
-from keras_capsules.interpret import ParseTreeDictionary, parse_tree_report, quantization, routers, routing_trace, tree_keys
+from keras_capsules.interpret import ParseTreeDictionary, parse_tree_report, quantization, routers, tree_keys
 from keras_capsules.metrics import RoutingEntropy, routing_entropy
 from keras_capsules.ops import quantize_uniform
 
@@ -84,7 +84,7 @@ def _fc_model():
     return keras.Model(inputs, layers.Length()(poses))
 
 
-def test_report_over_a_tf_data_dataset_matches_the_batch_traces():
+def test_report_over_a_tf_data_dataset_matches_the_layer_coupling():
     model = _fc_model()
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(20, 6, 6, 1)).astype("float32")
@@ -92,12 +92,15 @@ def test_report_over_a_tf_data_dataset_matches_the_batch_traces():
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     report = parse_tree_report(model, dataset, levels=5, include_dictionaries=True)
     assert [r.quantize_levels for r in routers(model)] == [None]  # restored
+    # Expected dictionaries from the class layer's own quantised coupling (not from a routing trace).
+    primary = keras.Model(model.input, model.get_layer("primary_caps").output)(x)
     with quantization(model, 5):
-        trace = routing_trace(model, x)
+        _, _, coupling = model.get_layer("class_caps")(primary, training=False, return_coupling=True)
+        predictions = keras.ops.convert_to_numpy(model(x, training=False)).argmax(-1)  # with the quantised routing
     expected = ParseTreeDictionary(5)
-    expected.update(trace.last.coupling, trace.predictions)
+    expected.update(keras.ops.convert_to_numpy(coupling), predictions)
     assert report["num_samples"] == 20 and report["layer"] == "class_caps" and report["quantized"]
-    assert report["accuracy"] == pytest.approx(float((trace.predictions == y).mean()))
+    assert report["accuracy"] == pytest.approx(float((predictions == y).mean()))
     assert report["dictionaries"] == {str(k): dict(v) for k, v in expected.counts.items()}
     assert report["entropy_mean"] == pytest.approx(expected.mean_entropy())
     for keys in report["dictionaries"].values():  # 4x4 positions x 2 types, indices 1..K

@@ -1,4 +1,4 @@
-"""Saliency maps from coupling coefficients and capsule activations (REM eq. 16; ALGORITHMS.md §8.4).
+"""Saliency maps from coupling coefficients and capsule activations (REM eq. 16; docs/reference/rem.md#saliency-and-fc-parse-trees).
 
 For a routing layer whose children form a grid of ``M x N`` positions and ``O`` types (primary or
 convolutional capsules) and the predicted class ``j``::

@@ -30,18 +30,35 @@ def _grid_model():
     return keras.Model(inputs, layers.Length()(poses), name="grid_model")
 
 
+def _bilinear(grid, size):
+    """NumPy bilinear upsampling with half-pixel centres (TensorFlow's and Keras' ``resize``): ``(b, h, w)`` -> ``(b, *size)``."""
+
+    def weights(n_in, n_out):
+        source = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
+        low = np.floor(source).astype(int)
+        high = np.minimum(low + 1, n_in - 1)
+        matrix = np.zeros((n_out, n_in))
+        np.add.at(matrix, (np.arange(n_out), low), 1 - (source - low))
+        np.add.at(matrix, (np.arange(n_out), high), source - low)
+        return matrix
+
+    return np.einsum("yh,bhw,xw->byx", weights(grid.shape[1], size[0]), grid, weights(grid.shape[2], size[1]))
+
+
 def test_saliency_is_eq_16_upsampled():
     model = _grid_model()
     x = np.random.default_rng(0).uniform(size=(2, 8, 8, 1)).astype("float32")
-    maps, trace = saliency_maps(model, x)
+    maps, _ = saliency_maps(model, x)
     assert maps.shape == (2, 8, 8)
-    record = trace["hidden_caps"]  # the last FcCaps layer with grid children
-    coupling = record.class_coupling()  # (2, 3, 3, 2, 4)
-    j = trace.predictions
-    norms = np.linalg.norm(record.input_poses, axis=-1)
+    # Eq. 16 from the layers' own outputs, not from the trace saliency_maps builds: the last FcCaps
+    # layer with grid children is hidden_caps; its children are the 3x3x2 primary capsules.
+    primary = keras.Model(model.input, model.get_layer("primary_caps").output)(x)
+    _, _, coupling = model.get_layer("hidden_caps")(primary, return_coupling=True)
+    coupling = keras.ops.convert_to_numpy(coupling).reshape(2, 3, 3, 2, 4)
+    norms = np.linalg.norm(keras.ops.convert_to_numpy(primary[0]), axis=-1)  # (2, 3, 3, 2)
+    j = keras.ops.convert_to_numpy(model(x)).argmax(-1)
     expected = np.stack([(norms[b] * coupling[b, ..., j[b]]).mean(-1) for b in range(2)])  # (2, 3, 3)
-    resized = keras.ops.convert_to_numpy(keras.ops.image.resize(expected[..., None], (8, 8), interpolation="bilinear"))[..., 0]
-    np.testing.assert_allclose(maps, resized, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(maps, _bilinear(expected, (8, 8)), rtol=1e-5, atol=1e-6)
     # The bilinear map keeps the grid's range.
     assert maps.min() >= expected.min() - 1e-6 and maps.max() <= expected.max() + 1e-6
     chosen, _ = saliency_maps(model, x, layer="hidden_caps", classes=[0, 0])

@@ -1,11 +1,13 @@
 """Capsule layers. Every layer returns ``(poses, activations)`` (DESIGN.md, tensor conventions)."""
 
+from keras_capsules.layers.capsule_logits import CapsuleLogits
 from keras_capsules.layers.conv_caps import ConvCaps
+from keras_capsules.layers.conv_decoders import DeconvDecoder, UpsamplingDecoder
 from keras_capsules.layers.concurrent_routing import ConcurrentRouting
 from keras_capsules.layers.decoder import CapsuleDecoder
 from keras_capsules.layers.fc_caps import FcCaps
 from keras_capsules.layers import glom
-from keras_capsules.layers.glom import (  # GLOM (ALGORITHMS.md §9)
+from keras_capsules.layers.glom import (  # GLOM (docs/reference/glom.md)
     ClassifierHead, ColumnMLP, ConsensusAttention, ContrastiveAgreement, ContrastiveHead, ConvTokenizer, DissimilarityHead,
     GlomColumns, PatchEmbedding, SelectLevel, WindowAveragePooling, WindowHead, WindowMaxPooling,
 )
@@ -16,8 +18,10 @@ from keras_capsules.layers.votes import MatrixVotes, VectorVotes
 
 __all__ = [
     "CapsuleDecoder",
+    "CapsuleLogits",
     "ConcurrentRouting",
     "ConvCaps",
+    "DeconvDecoder",
     "FcCaps",
     "IdentityPlusUniform",
     "Length",
@@ -25,6 +29,7 @@ __all__ = [
     "MatrixVotes",
     "PrimaryCaps",
     "Squash",
+    "UpsamplingDecoder",
     "VectorVotes",
 ]
 __all__ += [  # GLOM layers (keras_capsules.layers.glom)

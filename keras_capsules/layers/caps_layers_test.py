@@ -58,7 +58,7 @@ def test_depthwise_primary_caps_matches_efficient_capsnet():
     layer = PrimaryCaps(16, 8, kernel_size=9, depthwise=True, activation="squash_efficient")
     poses, _ = layer(x)
     assert tuple(poses.shape) == (2, 1, 1, 16, 8)
-    assert layer.count_params() == 10_496  # ALGORITHMS.md §4.2
+    assert layer.count_params() == 10_496  # docs/reference/models.md#effcapsnet
     with pytest.raises(ValueError, match=r"PrimaryCaps.*channels = num_capsules \* capsule_dim = 128"):
         PrimaryCaps(16, 8, kernel_size=9, depthwise=True)(np.zeros((1, 9, 9, 64), "float32"))
 
@@ -140,7 +140,7 @@ def test_capsule_layer_errors_name_layer_and_argument():
         FcCaps(2, 9, transform="matrix")(np.zeros((2, 6, 16), "float32"))
     with pytest.raises(ValueError, match=r"MatrixVotes.*perfect square"):
         FcCaps(2, transform="matrix")(np.zeros((2, 6, 8), "float32"))
-    with pytest.raises(ValueError, match=r"routing_iterations.*3"):
-        FcCaps(2, 4, router=routing.DynamicRouter(iterations=3), routing_iterations=2)
+    with pytest.raises(ValueError, match=r"FcCaps.*router.*iterations.*single pass"):
+        FcCaps(2, 4, router=routing.SelfAttentionRouter(), routing_iterations=2)
     with pytest.raises(ValueError, match=r"ConvCaps.*kernel_size=3"):
         ConvCaps(2, 4, kernel_size=3)(np.zeros((1, 2, 2, 2, 4), "float32"))

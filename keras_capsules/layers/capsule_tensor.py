@@ -1,5 +1,8 @@
 """Helpers for the ``(poses, activations)`` capsule-tensor convention of DESIGN.md."""
 
+import keras
+from keras import ops
+
 from keras_capsules import errors
 
 
@@ -11,13 +14,25 @@ def unpack_capsules(owner, inputs):
         inputs: a poses tensor, or a pair ``(poses, activations)``; activations may be ``None``.
 
     Returns:
-        ``(poses, activations)``; ``activations`` is ``None`` for a bare poses tensor.
+        ``(poses, activations)`` in a float dtype (see :func:`as_float`); ``activations`` is ``None``
+        for a bare poses tensor.
     """
     if isinstance(inputs, (list, tuple)):
         if len(inputs) != 2:
             errors.fail(owner, "inputs", "a poses tensor or a (poses, activations) pair", f"a sequence of {len(inputs)} items")
-        return inputs[0], inputs[1]
-    return inputs, None
+        return as_float(owner, inputs[0]), (None if inputs[1] is None else as_float(owner, inputs[1]))
+    return as_float(owner, inputs), None
+
+
+def as_float(owner, x):
+    """``x`` cast to ``owner``'s compute dtype when it is an integer or bool tensor; float tensors pass.
+
+    Keras autocasts only float inputs, and an integer tensor would otherwise turn the float weights
+    it meets into integers (``FcCaps`` on int32 poses gave all-zero votes).
+    """
+    if keras.backend.is_float_dtype(keras.backend.standardize_dtype(x.dtype)):
+        return x
+    return ops.cast(x, owner.compute_dtype)
 
 
 def unpack_shapes(owner, input_shape):

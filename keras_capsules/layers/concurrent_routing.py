@@ -1,4 +1,4 @@
-"""Concurrent routing over a stack of capsule layers (Tsai et al., ICLR 2020, Procedure 2; ALGORITHMS.md §5.4)."""
+"""Concurrent routing over a stack of capsule layers (Tsai et al., ICLR 2020, Procedure 2; docs/reference/routers.md#concurrent-routing)."""
 
 import keras
 from keras import ops
@@ -93,21 +93,19 @@ class ConcurrentRouting(keras.layers.Layer):
             poses, acts, coupling = layer(inputs, training=training, return_coupling=True)
             return (poses, acts), coupling
         poses, activations = unpack_capsules(self, inputs)
+        routing = dict(training=training, return_coupling=True, initial_poses=parents, steps=steps, finalize=finalize)
         if isinstance(layer, ConvCaps):
+            layer.check_input_shape(poses)
             batch = ops.shape(poses)[0]
-            votes = layer.vote_transform(layer._gather(poses))
-            child_acts = None if activations is None else layer._gather(activations)
             out_h, out_w = layer.output_grid
             if parents is not None:
-                parents = ops.reshape(parents, (-1, layer.num_capsules, layer.out_dim))
-        else:
-            votes, child_acts = layer.compute_votes((poses, activations))
-        out_poses, out_acts, coupling = layer.router(
-            votes, child_acts, training=training, return_coupling=True, initial_poses=parents, steps=steps, finalize=finalize
-        )
-        if isinstance(layer, ConvCaps):
+                routing["initial_poses"] = ops.reshape(parents, (-1, layer.num_capsules, layer.out_dim))
+            out_poses, out_acts, coupling = layer.route_positions(poses, activations, **routing)  # votes recomputed in backward
             out_poses = ops.reshape(out_poses, (batch, out_h, out_w, layer.num_capsules, layer.out_dim))
             out_acts = ops.reshape(out_acts, (batch, out_h, out_w, layer.num_capsules))
+        else:
+            votes, child_acts = layer.compute_votes((poses, activations))
+            out_poses, out_acts, coupling = layer.router(votes, child_acts, **routing)
         return (out_poses, out_acts), coupling
 
     def _final_pass(self, inputs, training):

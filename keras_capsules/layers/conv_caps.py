@@ -1,40 +1,13 @@
 """Convolutional capsule layer."""
 
-import numpy as np
+import keras
 from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
+from keras_capsules.ops.patches import output_size, patch_indices
 from keras_capsules.serialization import register
-
-
-def output_size(size, kernel_size, strides, padding):
-    """Spatial output size of a convolution (TensorFlow's VALID/SAME rules)."""
-    if padding == "valid":
-        return (size - kernel_size) // strides + 1
-    return -(-size // strides)
-
-
-def patch_indices(height, width, kernel_size, strides, padding):
-    """Flat input indices of every receptive field, and the padding applied first.
-
-    Returns:
-        ``(indices, (pad_top, pad_bottom, pad_left, pad_right), padded_width)`` where ``indices`` is an
-        int32 array ``(out_h * out_w * K * K,)`` into the padded ``(H_pad * W_pad)`` grid, ordered by
-        output position then kernel offset (row, column).
-    """
-    out_h = output_size(height, kernel_size, strides, padding)
-    out_w = output_size(width, kernel_size, strides, padding)
-    pads = (0, 0, 0, 0)
-    if padding == "same":
-        pad_h = max((out_h - 1) * strides + kernel_size - height, 0)
-        pad_w = max((out_w - 1) * strides + kernel_size - width, 0)
-        pads = (pad_h // 2, pad_h - pad_h // 2, pad_w // 2, pad_w - pad_w // 2)
-    padded_width = width + pads[2] + pads[3]
-    rows = (np.arange(out_h) * strides)[:, None, None, None] + np.arange(kernel_size)[None, None, :, None]
-    cols = (np.arange(out_w) * strides)[None, :, None, None] + np.arange(kernel_size)[None, None, None, :]
-    return (rows * padded_width + cols).reshape(-1).astype("int32"), pads, padded_width
 
 
 @register
@@ -60,14 +33,27 @@ class ConvCaps(RoutedCapsules):
         kernel_size: receptive field ``K``.
         strides: stride ``s``.
         padding: ``"valid"`` (the papers) or ``"same"``.
+        remat: in training, keep only the layer's inputs for the backward pass and recompute the
+            gather, the votes and the routing there (``keras.remat``). The votes,
+            ``(batch * H_out * W_out, K*K*in_types, num_capsules, out_dim)``, are by far the layer's
+            largest tensor (925 MB for InvertedAttentionCapsNet's first layer at batch 32); without
+            ``remat`` every call (every concurrent-routing sweep) keeps its own copies until the
+            backward pass. With ``remat`` the output rows are also routed one row at a time (positions
+            route independently; not for EM's cross-position routing), so the votes alive at any moment
+            are one row's. Costs one more forward computation of the layer per training step. Not
+            applied to routers with random or moving state (dropout, batch-norm statistics), which a
+            recomputation would change.
         Other arguments: see :class:`~keras_capsules.layers.routed_capsules.RoutedCapsules`.
     """
 
-    def __init__(self, num_capsules, capsule_dim=None, kernel_size=3, strides=1, padding="valid", **kwargs):
+    def __init__(self, num_capsules, capsule_dim=None, kernel_size=3, strides=1, padding="valid", remat=True, **kwargs):
         super().__init__(num_capsules, capsule_dim, **kwargs)
         self.kernel_size = errors.check_positive_int(self, "kernel_size", kernel_size)
         self.strides = errors.check_positive_int(self, "strides", strides)
         self.padding = errors.check_one_of(self, "padding", padding, ("valid", "same"))
+        if not isinstance(remat, bool):
+            errors.fail(self, "remat", "True or False", remat, TypeError)
+        self.remat = remat
 
     def build(self, input_shape):
         poses_shape, acts_shape = unpack_shapes(self, input_shape)
@@ -78,6 +64,7 @@ class ConvCaps(RoutedCapsules):
             errors.fail(self, "inputs", "fully defined H, W, types and capsule_dim", f"shape {poses_shape}")
         if self.padding == "valid" and (height < self.kernel_size or width < self.kernel_size):
             errors.fail(self, "inputs", f"H and W of at least kernel_size={self.kernel_size} with padding='valid'", f"shape {poses_shape}")
+        self.record_input_shape(poses_shape)
         indices, self._pads, _ = patch_indices(height, width, self.kernel_size, self.strides, self.padding)
         self._indices = indices
         self.output_grid = (
@@ -86,8 +73,11 @@ class ConvCaps(RoutedCapsules):
         )
         self.build_routing((None, self.kernel_size * self.kernel_size * types, in_dim))
 
-    def _gather(self, grid):
-        """``(batch, H, W, types, ...)`` -> ``(batch * H_out * W_out, K*K*types, ...)``."""
+    def _gather(self, grid, rows=None):
+        """``(batch, H, W, types, ...)`` -> ``(batch * H_out * W_out, K*K*types, ...)``.
+
+        ``rows=(start, stop)`` gathers the receptive fields of those output rows only.
+        """
         top, bottom, left, right = self._pads
         if any(self._pads):
             widths = [(0, 0), (top, bottom), (left, right)] + [(0, 0)] * (len(grid.shape) - 3)
@@ -95,17 +85,81 @@ class ConvCaps(RoutedCapsules):
         batch = ops.shape(grid)[0]
         trailing = tuple(grid.shape[3:])
         flat = ops.reshape(grid, (batch, grid.shape[1] * grid.shape[2]) + trailing)
-        patches = ops.take(flat, self._indices, axis=1)
-        children = self.kernel_size * self.kernel_size * trailing[0]
         out_h, out_w = self.output_grid
-        return ops.reshape(patches, (batch * out_h * out_w, children) + trailing[1:])
+        start, stop = rows or (0, out_h)
+        field = self.kernel_size * self.kernel_size
+        patches = ops.take(flat, self._indices[start * out_w * field : stop * out_w * field], axis=1)
+        return ops.reshape(patches, (batch * (stop - start) * out_w, field * trailing[0]) + trailing[1:])
+
+    def rematerializes(self, training):
+        """Whether this call recomputes its votes in the backward pass (see ``remat``)."""
+        random = getattr(self.router, "seed_generator", None) is not None
+        return bool(training) and self.remat and not random and not self.router.non_trainable_weights
+
+    def row_chunks(self, training):
+        """The output-row ranges routed one after another: one range, or in training with remat every
+        row on its own (unless the router couples positions, e.g. EM's cross-position E-step)."""
+        out_h = self.output_grid[0]
+        if not self.rematerializes(training) or getattr(self.router, "child_grid", None) is not None:
+            return [(0, out_h)]
+        return [(row, row + 1) for row in range(out_h)]
+
+    def route_positions(self, poses, activations, training, return_coupling=False, **router_kwargs):
+        """Gathers every receptive field, computes its votes and routes them: the layer without the final reshape.
+
+        Args:
+            poses: ``(batch, H, W, types, in_dim)``; activations: ``(batch, H, W, types)`` or ``None``.
+            router_kwargs: extra router call arguments (``ConcurrentRouting``'s ``initial_poses``
+                ``(batch * H_out * W_out, num_capsules, out_dim)``, ``steps``, ``finalize``).
+
+        Returns:
+            The router's outputs, positions folded into the batch: ``(batch * H_out * W_out,
+            num_capsules, out_dim)``, ``(batch * H_out * W_out, num_capsules)`` [, coupling].
+        """
+        out_h, out_w = self.output_grid
+        batch = ops.shape(poses)[0]
+        initial = router_kwargs.pop("initial_poses", None)
+        chunks = self.row_chunks(training)
+        outputs = []
+        for rows in chunks:
+            chunk_initial = initial
+            if initial is not None and len(chunks) > 1:
+                grid = ops.reshape(initial, (batch, out_h * out_w) + tuple(initial.shape[1:]))
+                chunk_initial = ops.reshape(grid[:, rows[0] * out_w : rows[1] * out_w], (-1,) + tuple(initial.shape[1:]))
+            outputs.append(self._route_rows(poses, activations, chunk_initial, rows, training, return_coupling, router_kwargs))
+        if len(outputs) == 1:
+            return outputs[0]
+        # Chunk outputs are (batch * rows * W_out, ...): concatenate along the positions of each example.
+        merged = []
+        for parts in zip(*outputs):
+            trailing = tuple(parts[0].shape[1:])
+            grids = [ops.reshape(part, (batch, -1) + trailing) for part in parts]
+            merged.append(ops.reshape(ops.concatenate(grids, axis=1), (-1,) + trailing))
+        return tuple(merged)
+
+    def _route_rows(self, poses, activations, initial, rows, training, return_coupling, router_kwargs):
+        """:meth:`route_positions` for the output rows ``rows``, rematerialised in training (``remat``)."""
+        given = {"poses": poses, "activations": activations, "initial_poses": initial}
+        names = [name for name, value in given.items() if value is not None]
+
+        def run(*values):
+            tensors = dict(zip(names, values))
+            kwargs = dict(router_kwargs)
+            if "initial_poses" in tensors:
+                kwargs["initial_poses"] = tensors["initial_poses"]
+            acts = self._gather(tensors["activations"], rows) if "activations" in tensors else None
+            votes = self.vote_transform(self._gather(tensors["poses"], rows))
+            return tuple(self.router(votes, acts, training=training, return_coupling=return_coupling, **kwargs))
+
+        if self.rematerializes(training):
+            run = keras.remat(run)
+        return run(*[given[name] for name in names])
 
     def call(self, inputs, training=None, return_coupling=False):
         poses, activations = unpack_capsules(self, inputs)
+        self.check_input_shape(poses)
         batch = ops.shape(poses)[0]
-        children = self._gather(poses)
-        child_acts = None if activations is None else self._gather(activations)
-        outputs = self.route_children(children, child_acts, training, return_coupling)
+        outputs = self.route_positions(poses, activations, training, return_coupling)
         out_h, out_w = self.output_grid
         out_poses = ops.reshape(outputs[0], (batch, out_h, out_w, self.num_capsules, self.out_dim))
         out_acts = ops.reshape(outputs[1], (batch, out_h, out_w, self.num_capsules))
@@ -113,5 +167,5 @@ class ConvCaps(RoutedCapsules):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding})
+        config.update({"kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding, "remat": self.remat})
         return config

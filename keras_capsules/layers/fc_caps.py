@@ -16,7 +16,7 @@ def coordinate_offsets(height, width, pose_dim):
     ``p - 1``) and the scaled row centre ``(h + 0.5) / H`` to element ``2p - 1`` (row 1, column
     ``p - 1``): "the first two elements of the right-hand column". For 4x4 poses these are
     elements 3 and 7, exactly IBM's ``coord_addition`` (whose row/column order is swapped relative
-    to the paper's wording; ALGORITHMS.md §3.2).
+    to the paper's wording; docs/reference/routers.md#coordinate-addition).
     """
     side = int(round(pose_dim**0.5))
     offsets = np.zeros((height, width, pose_dim), dtype="float32")
@@ -43,7 +43,7 @@ class FcCaps(RoutedCapsules):
     - ``True``: one ``W_j`` per parent, shared by every child.
     - ``"positions"`` (grid input only): one ``W_tj`` per child **type** and parent, shared across
       the ``H x W`` positions: the class-capsule layer of matrix capsules with EM routing
-      (``(types, num_capsules, p, p)``, ALGORITHMS.md §3.2).
+      (``(types, num_capsules, p, p)``, docs/reference/routers.md#coordinate-addition).
 
     Coordinate addition (``coordinate_addition=True``; grid input, matrix transform, and
     ``shared_weights`` ``True`` or ``"positions"``, since with per-position weights the position is
@@ -105,6 +105,7 @@ class FcCaps(RoutedCapsules):
         check_activations_shape(self, poses_shape, acts_shape)
         if any(d is None for d in poses_shape[1:]):
             errors.fail(self, "inputs", "fully defined non-batch dimensions", f"shape {poses_shape}")
+        self.record_input_shape(poses_shape)
         in_caps = 1
         for d in poses_shape[1:-1]:
             in_caps *= d
@@ -131,6 +132,7 @@ class FcCaps(RoutedCapsules):
         Used by :meth:`call` and by :class:`~keras_capsules.layers.ConcurrentRouting`.
         """
         poses, activations = unpack_capsules(self, inputs)
+        self.check_input_shape(poses)
         batch = ops.shape(poses)[0]
         grid = len(poses.shape) == 5
         in_caps = int(np.prod(poses.shape[1:-1]))  # static, so the votes keep a known in_caps

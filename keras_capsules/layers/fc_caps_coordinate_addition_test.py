@@ -1,4 +1,4 @@
-"""FcCaps: weights shared across positions and IBM's coordinate addition (ALGORITHMS.md §3.2)."""
+"""FcCaps: weights shared across positions and IBM's coordinate addition (docs/reference/routers.md#coordinate-addition)."""
 
 import keras
 import numpy as np

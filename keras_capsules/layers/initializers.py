@@ -14,7 +14,7 @@ class IdentityPlusUniform(keras.initializers.RandomUniform):
     The last two axes of ``shape`` are a square ``p x p`` matrix; the identity is broadcast over the
     leading axes (e.g. a ``(in_caps, out_caps, 4, 4)`` matrix-vote kernel) and every entry gets
     independent uniform noise. Seed 001 initialises its matrix transforms with ``scale=0.1``
-    (ALGORITHMS.md §7.1), so each vote starts as a slightly perturbed copy of the child pose.
+    (docs/reference/routers.md#vote-transform), so each vote starts as a slightly perturbed copy of the child pose.
 
     Registered as ``"keras_capsules>IdentityPlusUniform"``: pass it by name, by instance or as a
     config dict wherever Keras takes an initializer.

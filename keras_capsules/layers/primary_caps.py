@@ -4,10 +4,31 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
+from keras_capsules.ops.norms import limit_magnitude, safe_norm
 from keras_capsules.ops.squash import squash, squash_efficient
 from keras_capsules.serialization import register
 
 ACTIVATIONS = ("squash", "squash_efficient", "layer_norm", "sigmoid", "linear")
+
+
+def _conv_size(owner, argument, value):
+    """A positive integer or a pair of them (``kernel_size``, ``strides``); returned as int or tuple."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            errors.fail(owner, argument, "a positive integer or a pair of them", value)
+        return tuple(errors.check_positive_int(owner, argument, v) for v in value)
+    return errors.check_positive_int(owner, argument, value)
+
+
+def _convolve(conv, inputs):
+    """``conv(inputs)``; for a (static) empty batch, the empty output of the right shape.
+
+    TensorFlow's conv2d returns an empty batch with the input's spatial shape instead of the output's.
+    """
+    if inputs.shape[0] == 0:
+        return ops.zeros((0,) + tuple(conv.compute_output_shape(inputs.shape)[1:]), dtype=conv.compute_dtype)
+    return conv(inputs)
 
 
 @register
@@ -59,8 +80,8 @@ class PrimaryCaps(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
         self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
-        self.kernel_size = kernel_size
-        self.strides = strides
+        self.kernel_size = _conv_size(self, "kernel_size", kernel_size)
+        self.strides = _conv_size(self, "strides", strides)
         self.padding = errors.check_one_of(self, "padding", padding, ("valid", "same"))
         self.depthwise = bool(depthwise)
         self.activation = errors.check_one_of(self, "activation", activation, ACTIVATIONS)
@@ -69,11 +90,12 @@ class PrimaryCaps(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         conv_args = dict(
-            kernel_size=kernel_size,
-            strides=strides,
+            kernel_size=self.kernel_size,
+            strides=self.strides,
             padding=padding,
             use_bias=self.use_bias,
             kernel_regularizer=self.kernel_regularizer,
+            dtype=self.dtype_policy,
         )
         if self.depthwise:
             self.pose_conv = keras.layers.DepthwiseConv2D(
@@ -93,7 +115,7 @@ class PrimaryCaps(keras.layers.Layer):
                 **{**conv_args, "use_bias": True},
             )
         if self.activation == "layer_norm":
-            self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-5, name="layer_norm")
+            self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-5, name="layer_norm", dtype=self.dtype_policy)
 
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 4, "(batch, H, W, channels)")
@@ -114,18 +136,19 @@ class PrimaryCaps(keras.layers.Layer):
             self.layer_norm.build(conv_shape[:3] + (self.num_capsules, self.capsule_dim))
 
     def call(self, inputs):
-        features = self.pose_conv(inputs)
+        inputs = as_float(self, inputs)
+        features = _convolve(self.pose_conv, inputs)
         height, width = features.shape[1], features.shape[2]
         batch = ops.shape(features)[0]
         poses = ops.reshape(features, (batch, height, width, self.num_capsules, self.capsule_dim))
         if self.activation in ("squash", "squash_efficient"):
             fn = squash if self.activation == "squash" else squash_efficient
             poses = fn(poses, epsilon=self.epsilon)
-            return poses, ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
+            return poses, safe_norm(poses, epsilon=self.epsilon)
         if self.activation == "sigmoid":
-            return poses, self.activation_conv(inputs)
+            return poses, _convolve(self.activation_conv, inputs)
         if self.activation == "layer_norm":
-            poses = self.layer_norm(poses)
+            poses = self.layer_norm(limit_magnitude(poses))  # scale-invariant; Keras' LayerNorm overflows beyond ~1e19
         return poses, ops.ones_like(poses[..., 0])
 
     def get_config(self):

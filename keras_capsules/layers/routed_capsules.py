@@ -6,19 +6,6 @@ from keras_capsules import errors, routing
 from keras_capsules.layers.votes import make_votes
 
 
-def resolve_router(owner, router, routing_iterations):
-    """Turns a router name, config dict or instance into a ``Router``, applying ``routing_iterations``."""
-    if isinstance(router, routing.Router):
-        if routing_iterations is not None and routing_iterations != router.iterations:
-            errors.fail(owner, "routing_iterations", f"None or the router instance's iterations ({router.iterations})", routing_iterations)
-        return router
-    kwargs = {} if routing_iterations is None else {"iterations": routing_iterations}
-    try:
-        return routing.get(router, **kwargs)
-    except (ValueError, TypeError) as error:
-        raise type(error)(f"{type(owner).__name__} '{owner.name}': {error}") from None
-
-
 class RoutedCapsules(keras.layers.Layer):
     """Base of capsule layers that compute votes and route them (not used directly).
 
@@ -26,8 +13,9 @@ class RoutedCapsules(keras.layers.Layer):
         num_capsules: parent capsules (types, for convolutional layers).
         capsule_dim: parent pose size; for ``transform="matrix"`` it may be omitted and must otherwise
             equal the input pose size.
-        router: a registered router name, a config dict ``{"name": ..., ...}`` or a ``Router``.
-        routing_iterations: overrides the router's ``iterations`` (``None`` keeps its default).
+        router: a registered router name, a config dict ``{"name": ..., ...}`` or a ``Router`` (cloned
+            from its config: see :func:`keras_capsules.routing.resolve`).
+        routing_iterations: replaces the router's ``iterations`` (``None`` keeps the router's own).
         transform: ``"vector"`` (``W_ij`` of shape ``(in_dim, capsule_dim)``) or ``"matrix"``
             (``p x p`` matrices on flat matrix poses).
         shared_weights: share the transform across children (one ``W_j`` per parent).
@@ -53,14 +41,16 @@ class RoutedCapsules(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
         if capsule_dim is not None:
-            errors.check_positive_int(self, "capsule_dim", capsule_dim)
+            capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
         self.capsule_dim = capsule_dim
+        if routing_iterations is not None:
+            routing_iterations = errors.check_positive_int(self, "routing_iterations", routing_iterations)
         self.routing_iterations = routing_iterations
         self.transform = transform
         self.shared_weights = bool(shared_weights)
         self.matrix_side = matrix_side
         self.normalize_weights = bool(normalize_weights)
-        self.router = resolve_router(self, router, routing_iterations)
+        self.router = routing.resolve(router, routing_iterations, owner=self)
         self.vote_transform = make_votes(
             self,
             transform,
@@ -74,6 +64,19 @@ class RoutedCapsules(keras.layers.Layer):
             name="votes",
         )
 
+    def record_input_shape(self, poses_shape):
+        """Called by ``build``: the non-batch poses shape every later call must have."""
+        self._poses_shape = tuple(poses_shape[1:])
+
+    def check_input_shape(self, poses):
+        """A named error when ``poses`` differ from the shape the layer was built for."""
+        expected = getattr(self, "_poses_shape", None)
+        if expected is not None and tuple(poses.shape[1:]) != expected:
+            errors.fail(
+                self, "inputs", f"poses of shape (batch, {', '.join(map(str, expected))}) (the shape the layer was built for)",
+                f"shape {tuple(poses.shape)}",
+            )
+
     def build_routing(self, children_shape):
         """Builds votes and router for children ``(batch, in_caps, in_dim)``."""
         in_dim = children_shape[-1]
@@ -85,11 +88,6 @@ class RoutedCapsules(keras.layers.Layer):
         if not self.router.built:
             self.router.build(votes_shape)
         self.out_dim = votes_shape[-1]
-
-    def route_children(self, children, activations, training, return_coupling):
-        """Votes then routing: ``(batch, in_caps, in_dim)`` -> router outputs."""
-        votes = self.vote_transform(children)
-        return self.router(votes, activations, training=training, return_coupling=return_coupling)
 
     def get_config(self):
         config = super().get_config()
@@ -111,6 +109,4 @@ class RoutedCapsules(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["router"] = keras.saving.deserialize_keras_object(config["router"])
-        return cls(**config)
+        return cls(**config)  # the router's serialisation dict is resolved (and built) by routing.resolve

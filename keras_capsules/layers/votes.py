@@ -1,4 +1,4 @@
-"""Vote transforms: child poses to votes ``u_j|i`` for every parent (ALGORITHMS.md §2, §3.1, §5, §7.1)."""
+"""Vote transforms: child poses to votes ``u_j|i`` for every parent (docs/reference/routers.md)."""
 
 import math
 
@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
 from keras_capsules.serialization import register
 
 
@@ -24,6 +25,15 @@ class _VoteTransform(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.kernel_constraint = keras.constraints.get(kernel_constraint)
+
+    def check_children(self, input_shape):
+        """Records the built ``(in_caps, in_dim)``; later calls must match them (a named error, not a reshape error)."""
+        built = getattr(self, "_children_shape", None)
+        received = tuple(input_shape[1:])
+        if built is None:
+            self._children_shape = received
+        elif received != built:
+            errors.fail(self, "inputs", f"children of shape (batch, {built[0]}, {built[1]}) (the shape the layer was built for)", f"shape {tuple(input_shape)}")
 
     def add_kernel(self, in_caps, parent_shape):
         """``W`` of shape ``(num_capsules,) + parent_shape``, with a leading ``in_caps`` axis unless shared."""
@@ -84,9 +94,12 @@ class VectorVotes(_VoteTransform):
         _, in_caps, in_dim = input_shape
         if in_caps is None or in_dim is None:
             errors.fail(self, "inputs", "known in_caps and in_dim", f"shape {tuple(input_shape)}")
+        self.check_children(input_shape)
         self.add_kernel(in_caps, (in_dim, self.capsule_dim))
 
     def call(self, poses):
+        poses = as_float(self, poses)
+        self.check_children(poses.shape)
         kernel = ops.cast(self.kernel, poses.dtype)
         if self.shared:
             return ops.einsum("bid,ode->bioe", poses, kernel)
@@ -150,6 +163,7 @@ class MatrixVotes(_VoteTransform):
         if not in_dim or side * side != in_dim:
             errors.fail(self, "inputs", "a capsule_dim that is a perfect square p*p (a flat p x p matrix pose)", f"capsule_dim {in_dim}")
         self.pose_side = side
+        self.check_children(input_shape)
         self.add_kernel(in_caps, (side, side))
 
     def transform_matrices(self, dtype):
@@ -160,6 +174,8 @@ class MatrixVotes(_VoteTransform):
         return kernel
 
     def call(self, poses):
+        poses = as_float(self, poses)
+        self.check_children(poses.shape)
         p = self.pose_side
         batch, in_caps = ops.shape(poses)[0], poses.shape[1]
         matrices = ops.reshape(poses, (batch, in_caps, p, p))
@@ -192,7 +208,7 @@ class MatrixVotes(_VoteTransform):
 
 
 def make_votes(owner, transform, num_capsules, capsule_dim, shared, matrix_side, normalize_weights, kernel_initializer, kernel_regularizer, name):
-    """Builds the vote-transform sublayer of a capsule layer from its arguments."""
+    """Builds the vote-transform sublayer of a capsule layer from its arguments (with the owner's dtype policy)."""
     errors.check_one_of(owner, "transform", transform, ("vector", "matrix"))
     common = dict(
         num_capsules=num_capsules,
@@ -200,6 +216,7 @@ def make_votes(owner, transform, num_capsules, capsule_dim, shared, matrix_side,
         kernel_initializer=kernel_initializer,
         kernel_regularizer=kernel_regularizer,
         name=name,
+        dtype=owner.dtype_policy,
     )
     if transform == "vector":
         if capsule_dim is None:

@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
+from keras_capsules.ops.dtypes import LOW_PRECISION
+
 DEFAULT_EPSILON = 1e-7
-LOW_PRECISION = ("float16", "bfloat16")
 
 
 def in_float32(fn):
@@ -24,9 +25,44 @@ def in_float32(fn):
     return wrapper
 
 
+def rescaled(x, axis=-1):
+    """``(x / m, m)`` with ``m = max(max|x|, 1)`` over ``axis`` (kept), a constant for the gradient.
+
+    Squared norms of ``x / m`` cannot overflow (each entry is at most 1 in magnitude), so norms and
+    directions computed from them are finite for any finite ``x``; ``m = 1`` leaves ordinary
+    vectors untouched (bit for bit).
+    """
+    # ``initial=1`` rather than ``maximum(max, 1)``: Keras' TensorFlow ``max`` refuses empty tensors (batch 0) otherwise.
+    scale = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=1.0))
+    # Two divisions by sqrt(m): XLA (JAX) divides by multiplying with 1/m, which flushes to zero for m > ~1e38.
+    root = ops.sqrt(scale)
+    return x / root / root, scale
+
+
+#: Magnitude beyond which :func:`limit_magnitude` scales values down (products of two stay finite in float32).
+MAGNITUDE_LIMIT = 1e15
+
+
+def limit_magnitude(x, axis=-1, limit=MAGNITUDE_LIMIT):
+    """Scales ``x`` by one gradient-free factor per slice over ``axis`` so that ``max|x| <= limit``.
+
+    For functions that are (nearly) scale-invariant in those axes, such as LayerNorm or attention
+    that saturates, this keeps squares and products finite for any finite input and is correct in
+    the limit. Slices within ``limit`` are returned unchanged (bit for bit), and float16 tensors
+    always (their range ends at 65504).
+    """
+    if keras.backend.standardize_dtype(x.dtype) == "float16":
+        return x
+    peak = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=limit))
+    return x * (limit / peak)
+
+
 @in_float32
 def safe_norm(x, axis=-1, keepdims=False, epsilon=DEFAULT_EPSILON):
     """L2 norm ``sqrt(sum(x**2) + epsilon)``: finite value and gradient at ``x = 0``.
+
+    Overflow-safe: computed as ``m sqrt(sum((x/m)**2) + epsilon/m**2)`` (see :func:`rescaled`), so
+    the result is finite whenever the true norm is representable (components up to ~1e38 / sqrt(n)).
 
     Args:
         x: tensor of any shape.
@@ -37,7 +73,9 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=DEFAULT_EPSILON):
     Returns:
         The norm, shape of ``x`` without ``axis`` (or with length-1 axes when ``keepdims``).
     """
-    return ops.sqrt(ops.sum(ops.square(x), axis=axis, keepdims=keepdims) + epsilon)
+    unit, scale = rescaled(x, axis)
+    norm = scale * ops.sqrt(ops.sum(ops.square(unit), axis=axis, keepdims=True) + epsilon / ops.square(scale))
+    return norm if keepdims else ops.squeeze(norm, axis)
 
 
 def sqrt_safe_grad(q):

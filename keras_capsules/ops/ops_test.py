@@ -70,3 +70,14 @@ def test_quantiser_matches_rem_bins():
     np.testing.assert_allclose(ops.convert_to_numpy(quantize_uniform(np.array([0.3, 0.8], "float32"), 2)), [0.0, 1.0])
     with pytest.raises(ValueError, match="levels"):
         quantize_uniform(x, 1)
+
+
+@pytest.mark.parametrize("dtype,magnitude", [("float32", 1e20), ("float32", 1e37), ("float16", 6e4), ("bfloat16", 3e38)])
+def test_squash_of_huge_vectors_has_length_about_one(dtype, magnitude):
+    # (3, 4) * magnitude has norm 5 * magnitude: the squashed vector is (0.6, 0.8) up to rounding.
+    s = ops.cast(np.array([[0.3, 0.4]], "float32") * magnitude, dtype)
+    for fn in (squash, squash_efficient, lambda x: squash(x, form="escvm")):
+        out = ops.convert_to_numpy(ops.cast(fn(s), "float32"))
+        np.testing.assert_allclose(out, [[0.6, 0.8]], rtol=1e-2 if dtype != "float32" else 1e-6)
+    expected_norm = 0.5 * magnitude
+    np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(safe_norm(s), "float32")), [expected_norm], rtol=1e-2)

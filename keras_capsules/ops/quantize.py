@@ -1,6 +1,8 @@
-"""The uniform quantiser ``q_K`` of REM (Renzulli et al., ALGORITHMS.md §8.2)."""
+"""The uniform quantiser ``q_K`` of REM (Renzulli et al., docs/reference/rem.md#quantiser)."""
 
 from keras import ops
+
+from keras_capsules import errors
 
 
 def quantize_uniform(x, levels=11):
@@ -17,9 +19,9 @@ def quantize_uniform(x, levels=11):
     Returns:
         Quantised tensor, same shape and dtype as ``x``.
     """
-    if isinstance(levels, bool) or not isinstance(levels, int) or levels < 2:
+    if not errors.is_integer(levels) or levels < 2:
         raise ValueError(f"quantize_uniform: argument `levels` expected an integer >= 2, received {levels!r}.")
-    steps = float(levels - 1)
+    steps = float(int(levels) - 1)
     snapped = ops.clip(ops.floor(x * steps + 0.5), 0.0, steps) / steps
     return x + ops.stop_gradient(snapped - x)
 

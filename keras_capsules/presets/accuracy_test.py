@@ -2,7 +2,7 @@
 
 Parameterised over the whole registry: a preset is tested the moment it is registered. MNIST presets
 use the embedded sample (the official test images); the others need the dataset's files in
-``$KERAS_CAPSULES_DATA`` (or ``../shared/data`` beside the repository) and skip, saying so, without them.
+``$KERAS_CAPSULES_DATA`` (or the data folder beside a source checkout) and skip, saying so, without them.
 """
 
 import os

@@ -17,7 +17,7 @@ from keras_capsules.presets import registry
 from keras_capsules.presets.weights_file import load_weights
 
 #: Keras Applications arguments that never change the weights a preset needs.
-FREE_ARGUMENTS = ("include_top", "weights", "input_tensor", "pooling", "classifier_activation", "name")
+FREE_ARGUMENTS = ("include_top", "weights", "input_tensor", "pooling", "classifier_activation", "include_preprocessing", "name")
 #: Arguments that must match the preset only when the top (class layer) is kept.
 TOP_ARGUMENTS = ("classes", "input_shape")
 

@@ -2,17 +2,17 @@
 
 ``keras_capsules.recipes.get(model, dataset, variant="default")`` returns a :class:`Recipe`; every field
 can be overridden with ``recipe.replace(...)`` (the ``keras-capsules train`` flags do exactly that).
-Every module of this package registers its paper's recipes when imported (``glom.py`` holds the
-two-stage GLOM recipe, which has its own trainer).
+Every module of this package registers its paper's recipes when imported; a multi-stage recipe
+(GLOM's contrastive pre-training, then its head) lists :class:`Stage` records in ``Recipe.stages``.
 """
 
 import importlib
 import pkgutil
 
-from keras_capsules.recipes.base import Recipe, available, get, register_recipe
+from keras_capsules.recipes.base import Recipe, Stage, available, get, register_recipe
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base" and not _module.name.endswith("_test"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Recipe", "available", "get", "register_recipe"]
+__all__ = ["Recipe", "Stage", "available", "get", "register_recipe"]

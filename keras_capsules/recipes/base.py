@@ -9,6 +9,8 @@ import keras
 _RECIPES = {}
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
+#: ``LobsterPruning`` arguments a recipe's ``pruning`` dict may set (besides ``validation_examples``).
+PRUNING_ARGUMENTS = ("strength", "decay", "min_strength", "threshold_every", "start_epoch", "tolerance", "max_search_steps")
 SCHEDULES = ("constant", "exponential", "step", "onecycle")
 #: Short loss names -> (class name in ``keras_capsules.losses`` or ``keras.losses``, default kwargs).
 LOSS_ALIASES = {
@@ -20,6 +22,35 @@ LOSS_ALIASES = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of a multi-stage :class:`Recipe` (e.g. GLOM: contrastive pre-training, then the head).
+
+    Every stage trains the same model object (so the final model is the constructor's) with a fresh
+    optimizer built from the recipe (its schedule spans the stage's epochs). ``None`` fields take the
+    recipe's value.
+
+    Attributes:
+        name: stage name (history keys of all stages but the last are prefixed with ``<name>_``).
+        epochs: epochs of the stage (``None``: the recipe's ``epochs``, so ``--epochs`` sets every stage).
+        output: name of the layer whose output this stage trains (``None``: the model's output).
+        trainable: names of the layers trained in this stage; every other layer with weights is frozen
+            (``None``: the model's own trainable flags).
+        views: augmented views per image; with ``views > 1`` a batch of ``B`` images becomes
+            ``B * views`` rows (an image's views adjacent) with the label repeated (SupCon).
+        loss, loss_kwargs, metrics: as the recipe's fields.
+    """
+
+    name: str
+    epochs: Optional[int] = None
+    output: Optional[str] = None
+    trainable: Optional[tuple] = None
+    views: int = 1
+    loss: Optional[str] = None
+    loss_kwargs: Optional[dict] = None
+    metrics: Optional[tuple] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Recipe:
     """One paper's training configuration for a (model, dataset) pair.
 
@@ -27,8 +58,9 @@ class Recipe:
         model: application constructor name, e.g. ``"EffCapsNet"``.
         dataset: dataset name understood by ``keras_capsules.datasets.load``.
         variant: recipe name when a pair has several (``"default"``; e.g. ``"rem"``, ``"novel_azimuth"``).
-        model_kwargs: constructor arguments (variant, reconstruction, ...); ``input_shape`` and
-            ``classes`` come from the data unless given here.
+        model_kwargs: constructor arguments (variant, reconstruction, ...) added to, or replacing,
+            those of ``configuration``; ``input_shape`` and ``classes`` come from the data unless
+            given here.
         dataset_options: options of ``datasets.load`` (derived sets: ``pairs_per_image``, ``shift``, ...).
         train_split: split trained on.
         eval_on: splits evaluated after training: ``"split"`` or ``"dataset:split"`` (e.g. ``"affnist:test"``).
@@ -51,6 +83,16 @@ class Recipe:
         steps_per_epoch: fixed steps per epoch (the training data repeats), or ``None`` for one pass.
         augmentation: name of an augmentation preset (``keras_capsules.datasets.available_augmentations()``).
         source: where the values come from.
+        pruning: REM's pruning (``keras_capsules.training.pruning.LobsterPruning``) during training:
+            ``None``, or a dict of ``LobsterPruning`` arguments plus ``validation_examples`` (the last
+            N training examples, held out for the threshold search; REM: 5,500). The optimizer is
+            wrapped in ``LobsterOptimizer`` from the start, so checkpoints resume with its state.
+        stages: :class:`Stage` records of a multi-stage recipe, trained in order by ``train`` with
+            checkpoints and resume across stages (``()``: one stage with the fields above).
+        configuration: the registered application configuration trained (a name of
+            ``keras_capsules.applications.list_configurations()`` whose constructor is ``model``, e.g.
+            ``"EffCapsNet/mnist-reconstruction"``); its arguments are filled into ``model_kwargs``
+            under those given there.
     """
 
     model: str
@@ -79,9 +121,27 @@ class Recipe:
     spread_schedule: dict = dataclasses.field(default_factory=lambda: {"schedule": "ibm"})
     metrics: tuple = ("accuracy",)
     steps_per_epoch: Optional[int] = None
+    stages: tuple = ()
+    configuration: Optional[str] = None
+    pruning: Optional[dict] = None
 
     def __post_init__(self):
         where = f"Recipe({self.model!r}, {self.dataset!r})"
+        if self.pruning is not None:
+            allowed = {"validation_examples", *PRUNING_ARGUMENTS}
+            if not isinstance(self.pruning, dict) or set(self.pruning) - allowed:
+                raise ValueError(f"{where}: field `pruning` expected None or a dict with keys from {sorted(allowed)}, received {self.pruning!r}.")
+        if self.configuration is not None:
+            from keras_capsules import applications
+
+            entry = applications.get_configuration(self.configuration)
+            if entry.constructor.__name__ != self.model:
+                raise ValueError(
+                    f"{where}: field `configuration` expected a configuration of {self.model}, received {self.configuration!r} "
+                    f"(a configuration of {entry.constructor.__name__})."
+                )
+            # The configuration's arguments are part of the recipe's model arguments (frozen record: set once here).
+            object.__setattr__(self, "model_kwargs", {**entry.kwargs, **self.model_kwargs})
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"{where}: field `optimizer` expected one of {OPTIMIZERS}, received {self.optimizer!r}.")
         if self.lr_schedule not in SCHEDULES:
@@ -94,6 +154,18 @@ class Recipe:
             raise ValueError(f"{where}: field `learning_rate` expected a positive number, received {self.learning_rate!r}.")
         if self.lr_floor and self.lr_decay_steps:
             raise ValueError(f"{where}: field `lr_floor` works with per-epoch decay only; received lr_decay_steps={self.lr_decay_steps!r}.")
+        names = [getattr(stage, "name", None) for stage in self.stages]
+        if not all(isinstance(stage, Stage) for stage in self.stages) or len(set(names)) != len(names):
+            raise ValueError(f"{where}: field `stages` expected Stage records with distinct names, received {self.stages!r}.")
+        if self.stages and self.stages[-1].output is not None:
+            raise ValueError(f"{where}: the last stage trains the model itself; expected output=None, received {self.stages[-1].output!r}.")
+        for stage in self.stages:
+            epochs_ok = stage.epochs is None or (isinstance(stage.epochs, int) and not isinstance(stage.epochs, bool) and stage.epochs >= 1)
+            if not epochs_ok or isinstance(stage.views, bool) or not isinstance(stage.views, int) or stage.views < 1:
+                raise ValueError(
+                    f"{where}: stage {stage.name!r} expected positive integer `epochs` (or None) and `views`, "
+                    f"received epochs={stage.epochs!r}, views={stage.views!r}."
+                )
 
     def replace(self, **changes):
         """A copy with ``changes`` applied (``None`` values are ignored, so CLI defaults pass through)."""
@@ -102,6 +174,17 @@ class Recipe:
         if unknown:
             raise ValueError(f"Recipe.replace: unknown fields {sorted(unknown)}; fields: {sorted(f.name for f in dataclasses.fields(self))}.")
         return dataclasses.replace(self, **changes)
+
+    def stage_recipes(self):
+        """``[(stage, recipe), ...]`` in training order, each ``recipe`` a single-stage copy with the stage's
+        epochs, loss and metrics (one ``(Stage("train"), self)`` pair for a single-stage recipe)."""
+        if not self.stages:
+            return [(Stage("train"), self)]
+        result = []
+        for stage in self.stages:
+            fields = {"epochs": stage.epochs, "loss": stage.loss, "loss_kwargs": stage.loss_kwargs, "metrics": stage.metrics}
+            result.append((stage, dataclasses.replace(self, stages=(), **{k: v for k, v in fields.items() if v is not None})))
+        return result
 
     def learning_rate_at(self, epoch):
         """The learning rate during epoch ``epoch`` (0-based) of the per-epoch schedules."""

@@ -1,4 +1,4 @@
-"""Recipes of CapsNet with dynamic routing (Sabour, Frosst & Hinton 2017; ALGORITHMS.md §2.2, §10)."""
+"""Recipes of CapsNet with dynamic routing (Sabour, Frosst & Hinton 2017; docs/reference/models.md#capsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
@@ -10,10 +10,10 @@ TOP2 = ({"class_name": "Precision", "config": {"top_k": 2, "name": "top2_precisi
 
 
 def _sabour(dataset, **fields):
-    fields.setdefault("model_kwargs", {"reconstruction": True})
     return register_recipe(
         Recipe(
             model="CapsNet",
+            configuration="CapsNet/mnist-reconstruction",
             dataset=dataset,
             optimizer="adam",
             learning_rate=1e-3,

@@ -1,4 +1,4 @@
-"""Recipes of learned (kernel / LSTM) routing (seed 001, "Learning to compute inner consensus"; ALGORITHMS.md §7.6)."""
+"""Recipes of learned (kernel / LSTM) routing (seed 001, "Learning to compute inner consensus"; docs/reference/models.md#consensuscapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
@@ -14,7 +14,7 @@ for _router in ("kernel", "lstm"):
             model="ConsensusCapsNet",
             dataset="smallnorb",
             variant="default" if _router == "kernel" else _router,
-            model_kwargs={"router": _router, "classifier_activation": None, "routing_iterations": 3},
+            configuration=f"ConsensusCapsNet/smallnorb-{_router}",
             optimizer="adam",
             learning_rate=3e-3,
             lr_decay=0.96,

@@ -1,16 +1,16 @@
-"""Recipes of Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021; ALGORITHMS.md §4.4)."""
+"""Recipes of Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021; docs/reference/models.md#effcapsnet-training)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
 SOURCE = "EscVM config.json / models/model.py: Adam 5e-4, x0.97 per epoch (floor 5e-5), batch 16, 150 epochs, margin loss + 0.392 x MSE reconstruction"
 
 
-def _eff(dataset, model_kwargs, **fields):
+def _eff(dataset, configuration, **fields):
     return register_recipe(
         Recipe(
             model="EffCapsNet",
             dataset=dataset,
-            model_kwargs=model_kwargs,
+            configuration=configuration,
             optimizer="adam",
             learning_rate=5e-4,
             lr_decay=0.97,
@@ -23,19 +23,19 @@ def _eff(dataset, model_kwargs, **fields):
     )
 
 
-MNIST = {"variant": "mnist", "reconstruction": True}
+MNIST = "EffCapsNet/mnist-reconstruction"
 _eff("mnist", MNIST, augmentation="effcapsnet_mnist", source=SOURCE + "; MNIST pipeline of pre_process_mnist.py")
 _eff("mnist_sample", MNIST, augmentation="effcapsnet_mnist", source=SOURCE + "; MNIST pipeline of pre_process_mnist.py")
 _eff("fashion_mnist", MNIST, source=SOURCE + " (the reference has no Fashion-MNIST pipeline: no augmentation)")
 _eff(
     "smallnorb",
-    {"variant": "smallnorb", "reconstruction": True},
+    "EffCapsNet/smallnorb-reconstruction",
     augmentation="smallnorb_effcapsnet",
     source=SOURCE + "; smallNORB pipeline of pre_process_smallnorb.py (48x48 stereo crops)",
 )
 _eff(
     "multi_mnist",
-    {"variant": "multimnist", "reconstruction": True},
+    "EffCapsNet/multimnist-reconstruction",
     dataset_options={"shift": 6},
     steps_per_epoch=10 * 60000 // 16,
     metrics=({"class_name": "Precision", "config": {"top_k": 2, "name": "top2_precision"}},),

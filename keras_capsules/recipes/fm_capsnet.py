@@ -1,4 +1,4 @@
-"""Recipes of FM-agreement capsule networks (Zhao, Wang & Huang; seed 003; ALGORITHMS.md §6.3-6.4)."""
+"""Recipes of FM-agreement capsule networks (Zhao, Wang & Huang; seed 003; docs/reference/models.md#fmcapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
@@ -13,7 +13,7 @@ for _dataset, _augmentation in (("cifar10", "fm_cifar"), ("fashion_mnist", "fm_c
         Recipe(
             model="FMCapsNet",
             dataset=_dataset,
-            model_kwargs={"variant": "cifar", "classifier_activation": None},
+            configuration="FMCapsNet/cifar10",
             optimizer="sgd",
             learning_rate=0.1,
             momentum=0.9,
@@ -31,12 +31,8 @@ register_recipe(
     Recipe(
         model="FMCapsNet",
         dataset="expanded_mnist",
-        model_kwargs={
-            "variant": "affnist",
-            "reconstruction": True,
-            "classifier_activation": None,
-            "router": {"name": "fm_agreement", "activation": "squash"},
-        },
+        configuration="FMCapsNet/affnist-reconstruction",
+        model_kwargs={"router": {"name": "fm_agreement", "activation": "squash"}},
         eval_on=("test", "affnist:test"),
         optimizer="adam",
         learning_rate=1e-4,
@@ -53,7 +49,7 @@ register_recipe(
         model="FMCapsNet",
         dataset="fashion_mnist",
         variant="light",
-        model_kwargs={"variant": "light", "classifier_activation": None},
+        configuration="FMCapsNet/light",
         optimizer="adam",
         learning_rate=1e-3,
         loss="margin",

@@ -1,11 +1,11 @@
-"""Recipes of capsules with inverted dot-product attention routing (Tsai et al. 2020; ALGORITHMS.md §5.7)."""
+"""Recipes of capsules with inverted dot-product attention routing (Tsai et al. 2020; docs/reference/models.md#invertedattentioncapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
 SOURCE = (
     "apple main_capsule.py / paper App. A: SGD 0.1, momentum 0.9, weight decay 5e-4, x0.1 at epochs 150 and 250, "
     "350 epochs, batch 128, softmax cross-entropy; pad 4 + random crop + flip (the CIFAR mean/std normalisation is "
-    "left to the first layer). Keras' SGD weight decay is decoupled (PyTorch adds it to the gradient)"
+    "the model's first layer). Keras' SGD weight decay is decoupled (PyTorch adds it to the gradient)"
 )
 
 for _dataset in ("cifar10", "cifar100"):
@@ -15,7 +15,7 @@ for _dataset in ("cifar10", "cifar100"):
                 model="InvertedAttentionCapsNet",
                 dataset=_dataset,
                 variant="default" if _backbone == "resnet" else "simple",
-                model_kwargs={"dataset": _dataset, "backbone": _backbone, "classifier_activation": None, "routing_iterations": 2},
+                configuration=f"InvertedAttentionCapsNet/{_dataset}-{_backbone}",
                 optimizer="sgd",
                 learning_rate=0.1,
                 momentum=0.9,

@@ -1,4 +1,4 @@
-"""Recipes of matrix capsules with EM routing (Hinton, Sabour & Frosst 2018; ALGORITHMS.md §3.3)."""
+"""Recipes of matrix capsules with EM routing (Hinton, Sabour & Frosst 2018; docs/reference/models.md#matrixcapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
@@ -8,18 +8,18 @@ SOURCE = (
     "contrast; no epoch count is given (50 here)"
 )
 
-for _variant, _kwargs, _split, _evals in (
-    ("default", {"variant": "large"}, "train", ("test",)),
-    ("small", {"variant": "small"}, "train", ("test",)),
-    ("novel_azimuth", {"variant": "large"}, "azimuth_train", ("azimuth_familiar", "azimuth_novel")),
-    ("novel_elevation", {"variant": "large"}, "elevation_train", ("elevation_familiar", "elevation_novel")),
+for _variant, _configuration, _split, _evals in (
+    ("default", "MatrixCapsNet/smallnorb", "train", ("test",)),
+    ("small", "MatrixCapsNet/smallnorb-small", "train", ("test",)),
+    ("novel_azimuth", "MatrixCapsNet/smallnorb", "azimuth_train", ("azimuth_familiar", "azimuth_novel")),
+    ("novel_elevation", "MatrixCapsNet/smallnorb", "elevation_train", ("elevation_familiar", "elevation_novel")),
 ):
     register_recipe(
         Recipe(
             model="MatrixCapsNet",
             dataset="smallnorb",
             variant=_variant,
-            model_kwargs=_kwargs,
+            configuration=_configuration,
             train_split=_split,
             eval_on=_evals,
             optimizer="adam",

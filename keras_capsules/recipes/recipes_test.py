@@ -31,6 +31,24 @@ def test_registry_and_overrides():
     assert ("MatrixCapsNet", "smallnorb", "novel_azimuth") in recipes.available("MatrixCapsNet")
 
 
+def test_recipes_name_registered_configurations():
+    recipe = recipes.get("EffCapsNet", "smallnorb")
+    assert recipe.configuration == "EffCapsNet/smallnorb-reconstruction"
+    assert recipe.model_kwargs == {"variant": "smallnorb", "reconstruction": True}
+    affnist = recipes.get("FMCapsNet", "expanded_mnist")  # the recipe's own arguments go on top of the configuration's
+    assert affnist.model_kwargs == {"variant": "affnist", "reconstruction": True, "router": {"name": "fm_agreement", "activation": "squash"}}
+    assert Recipe("CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"routing_iterations": 2}).model_kwargs == {"routing_iterations": 2}
+    with pytest.raises(ValueError, match=r"get_configuration.*'CapsNet/cifar'"):
+        Recipe("CapsNet", "mnist", configuration="CapsNet/cifar")
+    with pytest.raises(ValueError, match=r"Recipe\('CapsNet', 'mnist'\): field `configuration` expected a configuration of CapsNet"):
+        Recipe("CapsNet", "mnist", configuration="EffCapsNet/mnist")
+    for key in recipes.available():
+        recipe = recipes.get(*key)
+        if recipe.configuration is not None:
+            entry = applications.get_configuration(recipe.configuration)
+            assert entry.constructor.__name__ == recipe.model and entry.kwargs.items() <= recipe.model_kwargs.items(), key
+
+
 def test_every_recipe_names_existing_data_presets_and_losses():
     for key in recipes.available():
         recipe = recipes.get(*key)
@@ -111,17 +129,15 @@ def test_each_distinct_recipe_model_builds_for_its_data():
     seen = set()
     for key in recipes.available():
         recipe = recipes.get(*key)
-        if not hasattr(applications, recipe.model):
-            continue  # registered before its constructor landed
+        assert hasattr(applications, recipe.model), f"{key}: no application named {recipe.model!r}"
         shape, info = _train_input(recipe)
         signature = (recipe.model, repr(sorted(recipe.model_kwargs.items())), shape)
         if signature in seen:
             continue
         seen.add(signature)
         model = getattr(applications, recipe.model)(**{"classes": info.classes, "input_shape": shape, **recipe.model_kwargs})
-        functional = getattr(model, "encoder", model)  # CapsuleClassifier wraps a functional encoder
-        assert tuple(functional.inputs[0].shape[1:]) == shape, key
-        scores = functional.outputs[0]
+        assert tuple(model.inputs[0].shape[1:]) == shape, key
+        scores = model.outputs[0]
         assert tuple(scores.shape) == (None, info.classes), key
         loss = recipe.make_loss()
         model.compile(optimizer=recipe.make_optimizer(steps_per_epoch=5), loss=loss, metrics=recipe.make_metrics())

@@ -1,4 +1,4 @@
-"""REM recipes (Renzulli, Tartaglione & Grangetto; seed 002; ALGORITHMS.md §8.1, §8.6), variant ``"rem"``.
+"""REM recipes (Renzulli, Tartaglione & Grangetto; seed 002; docs/reference/rem.md#pruning), variant ``"rem"``.
 
 REM trains DR-CapsNet (``CapsNet`` without decoder) and Efficient-CapsNet with Adam 1e-3, x0.99 per
 epoch, batch 128 and the margin loss; the pruning itself is ``keras_capsules.training.pruning``.
@@ -10,6 +10,11 @@ familiar viewpoints and evaluate on the familiar and novel test images (see
 from keras_capsules.recipes.base import Recipe, register_recipe
 
 SOURCE = "REM src/train.py, configs/*.json: Adam 1e-3, ExponentialLR 0.99 per epoch, batch 128, margin loss (0.9, 0.1, 0.5), 100-epoch configs"
+
+
+#: REM's pruning (src/main.py): LOBSTER lambda 1e-4 decayed x0.99 per epoch, a validated global magnitude
+#: threshold after every epoch, 5,500 training images held out for it.
+PRUNING = {"validation_examples": 5500, "strength": 1e-4, "decay": 0.99}
 
 
 def _rem(model, dataset, variant="rem", **fields):
@@ -24,33 +29,36 @@ def _rem(model, dataset, variant="rem", **fields):
             loss="margin",
             batch_size=128,
             epochs=100,
+            pruning=PRUNING,
             **fields,
         )
     )
 
 
-_rem("CapsNet", "mnist", augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder; RandomCrop(28, padding=2)")
-_rem("CapsNet", "fashion_mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet; crop + flip")
+_rem("CapsNet", "mnist", configuration="CapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder; RandomCrop(28, padding=2)")
+_rem("CapsNet", "fashion_mnist", configuration="CapsNet/mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet; crop + flip")
 _rem(
     "CapsNet",
     "cifar10",
+    configuration="CapsNet/mnist",
     augmentation="cifar24",
     source=SOURCE + "; DR-CapsNet on 24x24 crops + flip (REM's CIFAR model has 64 primary types; this one has 32)",
 )
 _rem(
     "CapsNet",
     "expanded_mnist",
+    configuration="CapsNet/mnist",
     eval_on=("test", "affnist:test"),
     source=SOURCE + "; trained on translated MNIST (40x40), evaluated on affNIST",
 )
-_rem("EffCapsNet", "mnist", model_kwargs={"variant": "mnist"}, augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")
-_rem("EffCapsNet", "fashion_mnist", model_kwargs={"variant": "mnist"}, augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; Eff-CapsNet")
+_rem("EffCapsNet", "mnist", configuration="EffCapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")
+_rem("EffCapsNet", "fashion_mnist", configuration="EffCapsNet/mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; Eff-CapsNet")
 for _variant, _axis in (("rem", None), ("rem_novel_azimuth", "azimuth"), ("rem_novel_elevation", "elevation")):
     _rem(
         "EffCapsNet",
         "smallnorb",
         variant=_variant,
-        model_kwargs={"variant": "smallnorb"},
+        configuration="EffCapsNet/smallnorb",
         augmentation="smallnorb_effcapsnet",
         train_split=f"{_axis}_train" if _axis else "train",
         eval_on=(f"{_axis}_familiar", f"{_axis}_novel") if _axis else ("test",),

@@ -1,6 +1,8 @@
 """Routers: every published routing algorithm behind one interface.
 
-``keras_capsules.routing.get(name, **kwargs)`` returns a :class:`Router`; ``available()`` lists the names.
+``keras_capsules.routing.get(name, **kwargs)`` returns a :class:`Router`; ``available()`` lists the names;
+``resolve(spec, routing_iterations)`` is how every capsule layer and application turns a router spec
+(name, config dict or instance) into a fresh router.
 """
 
 from keras_capsules.routing.base import Router
@@ -12,6 +14,7 @@ from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.routing.fm_agreement import FMAgreementRouter
 from keras_capsules.routing.kernel import KernelRouter
 from keras_capsules.routing.lstm import LSTMRouter
+from keras_capsules.routing.resolve import resolve, router_name
 
 __all__ = [
     "DynamicRouter",
@@ -25,4 +28,6 @@ __all__ = [
     "available",
     "get",
     "register_router",
+    "resolve",
+    "router_name",
 ]

@@ -4,9 +4,9 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
+from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
 from keras_capsules.ops.quantize import quantize_uniform
-
-LOW_PRECISION = ("float16", "bfloat16")
 
 
 class Router(keras.layers.Layer):
@@ -31,13 +31,15 @@ class Router(keras.layers.Layer):
     Numerical safeguard shared by all routers: the routing maths run in float32 (weights included:
     routers do not autocast their variables under a mixed-precision policy) whatever the layer's
     compute dtype (float16 and bfloat16 overflow in the squared norms and softmaxes of routing), and
-    the outputs are cast back to the input dtype; every output is bounded, so the cast cannot overflow.
+    the outputs are cast back to the input dtype (integer votes: the router's compute dtype) with
+    saturation: a value beyond the dtype's largest finite value (e.g. a float32 vote mean above
+    float16's 65504) becomes that value, never ``inf``.
 
     Args (constructor):
         iterations: number of routing iterations (routers with a single pass validate it is 1).
         quantize_levels: ``None`` or ``K >= 2``. At inference (``training`` false), the coupling
             coefficients of the last iteration are snapped by REM's uniform quantiser ``q_K``
-            (ALGORITHMS.md §8.2) before they weight the votes.
+            (docs/reference/rem.md#quantiser) before they weight the votes.
 
     Subclasses implement ``route(votes, activations, training)`` on float32 tensors and return
     ``(poses, activations, coupling)``; they call ``self.finalize_coupling(c, training)`` on the
@@ -52,11 +54,11 @@ class Router(keras.layers.Layer):
         # Routing weights are read in float32 (no mixed-precision autocast to float16).
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
-        errors.check_positive_int(self, "iterations", iterations)
+        iterations = errors.check_positive_int(self, "iterations", iterations)
         if not self.iterative and iterations != 1:
             errors.fail(self, "iterations", "1 (this router makes a single pass)", iterations)
         if quantize_levels is not None:
-            errors.check_positive_int(self, "quantize_levels", quantize_levels, minimum=2)
+            quantize_levels = errors.check_positive_int(self, "quantize_levels", quantize_levels, minimum=2)
         self.iterations = iterations
         self.quantize_levels = quantize_levels
 
@@ -72,15 +74,16 @@ class Router(keras.layers.Layer):
         errors.check_rank(self, "votes", votes_shape, 4, "(batch, in_caps, out_caps, out_dim)")
 
     def call(self, votes, activations=None, training=None, return_coupling=False):
-        dtype = votes.dtype
+        dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")
         acts32 = None if activations is None else ops.cast(activations, "float32")
-        poses, out_acts, coupling = self.route(votes32, acts32, training)
-        poses = ops.cast(poses, dtype)
-        out_acts = ops.cast(out_acts, dtype)
-        if return_coupling:
-            return poses, out_acts, ops.cast(coupling, dtype)
-        return poses, out_acts
+        outputs = self.route(votes32, acts32, training)
+        return tuple(saturating_cast(x, dtype) for x in outputs[: 3 if return_coupling else 2])
+
+    def output_dtype(self, votes):
+        """The dtype of the outputs: the votes' float dtype, or the compute dtype for integer votes."""
+        dtype = keras.backend.standardize_dtype(votes.dtype)
+        return dtype if keras.backend.is_float_dtype(dtype) else self.compute_dtype
 
     def route(self, votes, activations, training):
         raise NotImplementedError(f"{type(self).__name__} must implement route().")
@@ -95,6 +98,26 @@ class Router(keras.layers.Layer):
         config = super().get_config()
         config.update({"iterations": self.iterations, "quantize_levels": self.quantize_levels})
         return config
+
+
+def saturating_cast(x, dtype):
+    """``cast(x, dtype)`` that clips to the target's finite range first (no ``inf`` from a narrowing cast)."""
+    dtype = keras.backend.standardize_dtype(dtype)
+    if dtype in LOW_PRECISION and keras.backend.standardize_dtype(x.dtype) == "float32":
+        limit = dtype_max(dtype)
+        x = ops.clip(x, -limit, limit)
+    return ops.cast(x, dtype)
+
+
+def limit_votes(votes, limit=MAGNITUDE_LIMIT):
+    """Scales each example's votes ``(batch, in, out, d)`` by one factor so that ``max|votes| <= limit``.
+
+    Agreements are products of votes (``u . v``, ``u . sum u``) and overflow float32 beyond ~1e19;
+    scaling by a per-example constant (gradient-free) keeps every direction and only saturates
+    logits that are already astronomically large, so the routing is correct in the limit. Votes
+    within ``limit`` are returned unchanged (bit for bit).
+    """
+    return limit_magnitude(votes, axis=(1, 2, 3), limit=limit)
 
 
 def parent_major(votes):

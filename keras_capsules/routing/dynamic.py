@@ -1,10 +1,11 @@
-"""Dynamic routing by agreement (Sabour, Frosst & Hinton 2017; ALGORITHMS.md §2)."""
+"""Dynamic routing by agreement (Sabour, Frosst & Hinton 2017; docs/reference/routers.md#dynamic-routing)."""
 
 
 from keras import ops
 
+from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash
-from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
 from keras_capsules.routing.registry import register_router
 
 
@@ -20,7 +21,9 @@ class DynamicRouter(Router):
     - Parameters: ``bias`` ``(out_caps, out_dim)``, initialised to 0.1, when ``use_bias`` (the official
       TF code; XifengGuo and the paper's 6.8M count have none).
     - Output activations: the length of ``v_j`` (the documented proxy; squashed lengths are in [0, 1)).
-    - Safeguards: ``squash`` with ``epsilon`` under the norm (finite at ``s = 0``); float32 maths.
+    - Safeguards: ``squash`` with ``epsilon`` under the norm (finite at ``s = 0``, overflow-safe);
+      float32 maths; each example's votes are scaled down to ``max|u| <= 1e15`` when larger
+      (:func:`~keras_capsules.routing.base.limit_votes`), so the agreements cannot overflow.
     - Differences from references: ``stop_gradient_inner=True`` reproduces REM/older XifengGuo (votes
       detached in every iteration but the last); the default lets gradients flow through every
       iteration, like the official code. ``leaky=True`` adds the official code's leaky-routing column.
@@ -65,7 +68,7 @@ class DynamicRouter(Router):
         return ops.softmax(ops.concatenate([orphan, logits], axis=1), axis=1)[:, 1:]
 
     def route(self, votes, activations, training):
-        votes = parent_major(votes)
+        votes = parent_major(limit_votes(votes))
         logits = ops.zeros_like(votes[..., 0])
         bias = ops.cast(self.bias, "float32") if self.use_bias else 0.0
         for step in range(self.iterations):
@@ -77,8 +80,7 @@ class DynamicRouter(Router):
             poses = squash(ops.einsum("boi,boid->bod", coupling, used) + bias, epsilon=self.epsilon)
             if not last:
                 logits = logits + ops.einsum("boid,bod->boi", used, poses)
-        lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
-        return poses, lengths, child_major(coupling)
+        return poses, safe_norm(poses, epsilon=self.epsilon), child_major(coupling)
 
     def get_config(self):
         config = super().get_config()

@@ -1,4 +1,4 @@
-"""EM routing of matrix capsules (Hinton, Sabour & Frosst 2018), as IBM implements it (ALGORITHMS.md §3)."""
+"""EM routing of matrix capsules (Hinton, Sabour & Frosst 2018), as IBM implements it (docs/reference/routers.md#em-routing)."""
 
 import math
 
@@ -7,7 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, ones_activations, parent_major
+from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, dtype_max, ones_activations, parent_major
 from keras_capsules.routing.registry import register_router
 
 #: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
@@ -58,7 +58,7 @@ def spatial_routing_tables(child_grid, kernel_size, strides, padding):
         - ``parents_per_slot``: float32 ``(P * K*K,)``, how many parent positions the slot's child
           feeds (IBM's ``parents_per_child``).
     """
-    from keras_capsules.layers.conv_caps import patch_indices
+    from keras_capsules.ops.patches import patch_indices
 
     height, width = child_grid
     slot_child, pads, padded_width = patch_indices(height, width, kernel_size, strides, padding)
@@ -106,7 +106,7 @@ class EMRouter(Router):
       shape ``(out_caps,)``. Defaults are IBM's (``em_routing.py``): ``beta_a`` ~
       TruncatedNormal(mean -1000, std 500); ``beta_u`` ~ TF1 ``xavier_initializer()``, which is
       Glorot **uniform** over IBM's ``(1, 1, 1, 1, o, 1)`` variable, i.e. ``U(+-sqrt(6 / (o + 1)))``
-      (ALGORITHMS.md §3.1 says "Glorot normal"; the TF1 default is uniform). REM draws both from
+      (docs/reference/routers.md#em-routing). REM draws both from
       ``randn``, learning-inner-consensus from TruncatedNormal(0.1); pass initializers for those.
     - ``F``: IBM's "normalise amount of data" factor ``100 / (in_caps / out_caps)`` (not in the paper,
       whose cost is ``(beta_u + log sigma) * sum_i R_ij``). ``normalize_cost=False`` gives ``F = 1``.
@@ -283,7 +283,7 @@ class EMRouter(Router):
     def call(self, votes, activations=None, training=None, return_coupling=False):
         # Remember the caller's precision: route() sees float32 copies (base class).
         dtype = keras.backend.standardize_dtype(votes.dtype)
-        self._gradient_limit = float(_dtype_max(dtype)) if dtype in LOW_PRECISION else None
+        self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
         return super().call(votes, activations, training=training, return_coupling=return_coupling)
 
     def route(self, votes, activations, training):
@@ -324,13 +324,6 @@ class EMRouter(Router):
             }
         )
         return config
-
-
-def _dtype_max(dtype):
-    """Largest finite value of a float dtype name (float16: 65504; bfloat16: ~3.39e38)."""
-    if dtype == "bfloat16":
-        return 3.3895313892515355e38
-    return np.finfo(dtype).max
 
 
 def _serialize_initializer(initializer):

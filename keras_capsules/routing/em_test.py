@@ -17,7 +17,7 @@ def to_np(x):
     return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
-# ---- NumPy reference, written from the equations of ALGORITHMS.md §3.1 ----------------------------
+# ---- NumPy reference, written from the equations of docs/reference/routers.md#em-routing ----------------------------
 
 
 def np_m_step(r, votes, acts, beta_u, beta_a, lam, factor):

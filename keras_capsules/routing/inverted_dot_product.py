@@ -1,4 +1,4 @@
-"""Inverted dot-product attention routing (Tsai, Srivastava, Goh & Salakhutdinov, ICLR 2020; ALGORITHMS.md §5)."""
+"""Inverted dot-product attention routing (Tsai, Srivastava, Goh & Salakhutdinov, ICLR 2020; docs/reference/routers.md#inverted-dot-product-attention)."""
 
 import math
 
@@ -6,7 +6,8 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.ops.norms import rescaled
+from keras_capsules.routing.base import Router, child_major, parent_major, saturating_cast
 from keras_capsules.routing.registry import register_router
 
 
@@ -99,7 +100,7 @@ class InvertedDotProductRouter(Router):
         self.beta = self.add_weight(name="beta", shape=(out_dim,), initializer=self.beta_initializer)
 
     def call(self, votes, activations=None, training=None, return_coupling=False, initial_poses=None, steps=None, finalize=True):
-        dtype = votes.dtype
+        dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")
         poses32 = None
         if initial_poses is not None:
@@ -109,11 +110,8 @@ class InvertedDotProductRouter(Router):
             poses32 = ops.cast(initial_poses, "float32")
         if steps is not None:
             errors.check_positive_int(self, "steps", steps)
-        poses, out_acts, coupling = self._route(votes32, training, poses32, steps or self.iterations, finalize)
-        outputs = (ops.cast(poses, dtype), ops.cast(out_acts, dtype))
-        if return_coupling:
-            return outputs + (ops.cast(coupling, dtype),)
-        return outputs
+        outputs = self._route(votes32, training, poses32, steps or self.iterations, finalize)
+        return tuple(saturating_cast(x, dtype) for x in outputs[: 3 if return_coupling else 2])
 
     def route(self, votes, activations, training):
         return self._route(votes, training, None, self.iterations, True)
@@ -126,8 +124,7 @@ class InvertedDotProductRouter(Router):
         squares cannot overflow float32 for any finite input. For ``s = 1`` it is the textbook form.
         """
         centred = x - ops.mean(x, axis=-1, keepdims=True)
-        scale = ops.stop_gradient(ops.maximum(ops.max(ops.abs(centred), axis=-1, keepdims=True), 1.0))
-        centred = centred / scale
+        centred, scale = rescaled(centred)
         variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
         normed = centred / ops.sqrt(variance + self.epsilon / ops.square(scale))
         return normed * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")

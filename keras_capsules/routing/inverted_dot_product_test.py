@@ -11,7 +11,7 @@ def to_np(x):
     return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
-# ---- NumPy reference from ALGORITHMS.md §5.1 (PyTorch LayerNorm: biased variance, eps 1e-5) -------
+# ---- NumPy reference from docs/reference/routers.md#inverted-dot-product-attention (PyTorch LayerNorm: biased variance, eps 1e-5) -------
 
 
 def np_layer_norm(x, gamma, beta, eps=1e-5):
@@ -159,3 +159,8 @@ def test_registry_and_errors():
         InvertedDotProductRouter(dropout=1.0)
     with pytest.raises(ValueError, match="steps"):
         InvertedDotProductRouter()(votes, steps=0)
+
+
+def test_empty_batch_gives_empty_outputs():
+    poses, shares, coupling = InvertedDotProductRouter()(np.zeros((0, 6, 3, 4), "float32"), return_coupling=True)
+    assert (tuple(poses.shape), tuple(shares.shape), tuple(coupling.shape)) == ((0, 3, 4), (0, 3), (0, 6, 3))

@@ -1,4 +1,4 @@
-"""Similarity-learning (kernel) routing of seed 001, "Learning to compute inner consensus" (ALGORITHMS.md §7.2-7.4)."""
+"""Similarity-learning (kernel) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#kernel-routing)."""
 
 import math
 
@@ -36,7 +36,7 @@ def _fresh(initializer):
 class KernelRouter(Router):
     """Similarity-learning routing: compatibilities from a learned kernel, normalised over the **inputs**.
 
-    Each parent ``j`` solves (seed 001, eqs. 2-12, reconstructed in ALGORITHMS.md §7.3)
+    Each parent ``j`` solves (seed 001, eqs. 2-12, reconstructed in docs/reference/routers.md#kernel-routing)
     ``max_{mu, c in simplex} sum_i c_i k(mu, v_i) - l1 KL(c | uniform) - l2 KL(c | a)`` by
     alternating its two closed-form steps, ``iterations`` times:
 
@@ -77,6 +77,10 @@ class KernelRouter(Router):
       ``max(sum_i c, 1e-12)``.
     - Layout: the iterations run parent-major (``(batch, out_caps, in_caps, dim)``, one transpose
       per call) so the weighted sums are batched matrix products.
+    - Memory: the kernel is accumulated one mixture component at a time (vote-sized temporaries,
+      not ``Q`` times that) and, in training, rematerialised (``keras.remat``): the backward pass
+      recomputes it, so what a training step keeps per iteration is ``O(batch * out * in)``
+      (compatibilities), not the kernel's ``O(batch * out * in * Q * dim)`` temporaries.
     - Differences from the code: the normalisation is the exact softmax (the code divides by
       ``sum + 1e-6``); the code's ``t`` variables are shaped by the output *width* (a bug for conv
       layers, one value for the class layer) where we use one per output channel as the paper says.
@@ -162,6 +166,11 @@ class KernelRouter(Router):
     def similarity(self, poses, votes):
         """The kernel ``K(mu_j, v_j|i)``, in the parent-major layout the router iterates in.
 
+        Accumulated one mixture component at a time, so the largest temporaries are vote-sized
+        ``(batch, out_caps, in_caps, dim)`` rather than ``Q`` times that; every op is a LiteRT
+        built-in (no 5-D ``einsum``). Work per (child, parent): ``Q * dim`` exp and cos for the
+        spectral mixture, ``dim`` squares and ``Q`` exp for the Gaussian one.
+
         Args:
             poses: ``(batch, out_caps, dim)``.
             votes: ``(batch, out_caps, in_caps, dim)``.
@@ -174,13 +183,15 @@ class KernelRouter(Router):
         if self.kernel == "spectral_mixture":
             bandwidths = ops.abs(ops.cast(self.bandwidths, "float32"))
             frequencies = ops.cast(self.frequencies, "float32")
-            tau = ops.expand_dims(tau, 3)  # (b, o, i, 1, d) against (q, d)
-            terms = ops.exp(-2.0 * math.pi**2 * ops.square(tau) * bandwidths) * ops.cos(2.0 * math.pi * tau * frequencies)
-            return ops.einsum("boiqd,q->boi", terms, weights)
+            decay, phase = -2.0 * math.pi**2 * ops.square(tau), 2.0 * math.pi * tau
+            total = 0.0
+            for q in range(self.num_components):
+                term = ops.exp(decay * bandwidths[q]) * ops.cos(phase * frequencies[q])
+                total = total + weights[q] * ops.sum(term, axis=-1)
+            return total
         scales = ops.abs(ops.cast(self.length_scales, "float32")) + 1e-3
         distances = ops.sum(ops.square(tau), axis=-1, keepdims=True)  # (b, o, i, 1)
-        terms = ops.exp(-distances / (2.0 * ops.square(scales)))
-        return ops.einsum("boiq,q->boi", terms, weights)
+        return ops.sum(ops.exp(-distances / (2.0 * ops.square(scales))) * weights, axis=-1)
 
     def route(self, votes, activations, training):
         in_caps = votes.shape[1]
@@ -195,8 +206,11 @@ class KernelRouter(Router):
 
         coupling = ops.ones_like(votes[..., 0]) / in_caps
         poses = ops.einsum("boi,boid->bod", coupling, votes)
+        # Training recomputes each kernel evaluation in the backward pass instead of keeping its
+        # vote-sized temporaries, so memory does not grow with the iterations.
+        similarity = keras.remat(self.similarity) if training else self.similarity
         for step in range(self.iterations):
-            agreement = self.similarity(poses, votes)
+            agreement = similarity(poses, votes)
             coupling = ops.softmax(prior + agreement / total, axis=2)
             if step == self.iterations - 1:
                 coupling = self.finalize_coupling(coupling, training)

@@ -4,7 +4,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.routing import KernelRouter
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+from keras_capsules.testing import assert_finite, input_gradient, numeric_gradient, run_layer_test
 
 SHAPE = (3, 6, 4, 5)  # (batch, in_caps, out_caps, dim)
 
@@ -45,7 +45,7 @@ def np_kernel(p, kind, mu, v):
 
 
 def np_kernel_routing(votes, acts, p, iterations, kind="spectral_mixture", activation="sigmoid", prior=True):
-    """Seed 001 similarity routing (ALGORITHMS.md §7.2-7.3) with the plain power/exp/normalise form."""
+    """Seed 001 similarity routing (docs/reference/routers.md#kernel-routing) with the plain power/exp/normalise form."""
     b, n, o, _ = votes.shape
     lam1, lam2 = np.abs(p["lambda1"]), np.abs(p["lambda2"])
     lam = lam1 + lam2 + 1e-6
@@ -80,6 +80,29 @@ def test_matches_numpy_reference(iterations, kind):
     np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
+def test_training_gradient_matches_numpy_reference(kind):
+    """Training rematerialises the kernel: same outputs, and vote gradients equal to the reference's finite differences."""
+    votes, acts = data(4, shape=(2, 5, 3, 4))
+    router = KernelRouter(iterations=2, kernel=kind, num_components=3)
+    router(votes, acts)
+    randomise(router, seed=7)
+    p = params(router)
+    rng = np.random.default_rng(8)
+    w_poses, w_acts = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3))
+
+    def loss(v):
+        mu, a, _ = np_kernel_routing(v, acts.astype("float64"), p, 2, kind)
+        return float((mu * w_poses).sum() + (a * w_acts).sum())
+
+    def weighted(v):
+        poses, out = router(v, acts, training=True)
+        return poses * w_poses.astype("float32"), out * w_acts.astype("float32")
+
+    expected = numeric_gradient(loss, votes)
+    np.testing.assert_allclose(input_gradient(weighted, votes), expected, rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("activation, prior", [("linear", True), ("linear", False), ("sigmoid", False)])

@@ -1,10 +1,10 @@
-"""Connectionist (LSTM) routing of seed 001, "Learning to compute inner consensus" (ALGORITHMS.md §7.2, §7.5)."""
+"""Connectionist (LSTM) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#lstm-routing)."""
 
 import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
 from keras_capsules.routing.registry import register_router
 
 ACTIVATIONS = ("sigmoid", "linear")
@@ -14,10 +14,7 @@ STATE_ASSIGNMENTS = ("code", "paper")
 def _units(owner, argument, value):
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         errors.fail(owner, argument, "a list of positive integers (hidden layer widths)", value, TypeError)
-    value = tuple(value)
-    for width in value:
-        errors.check_positive_int(owner, argument, width)
-    return value
+    return tuple(errors.check_positive_int(owner, argument, width) for width in value)
 
 
 @register_router("lstm")
@@ -49,13 +46,18 @@ class LSTMRouter(Router):
       at initialisation. 4 * units * (2 dim + 2 + units + 1) parameters (3,264 for 16 units, 4x4 poses).
       It runs as einsums over all ``(batch, out_caps, in_caps)`` triples at once, in the parent-major
       layout (one transpose per call); the vote part of the input projection is computed once,
-      outside the iteration loop.
+      outside the iteration loop. In training each step is rematerialised (``keras.remat``): the
+      backward pass recomputes its gates and MLP activations, so a training step keeps per
+      iteration only the carried state ``(cell, hidden)``, ``2 * units`` values per triple.
     - Parameters: the cell's; the compatibility MLP and ``Dense(1)``; the activation MLP and
       ``Dense(1)``. Seed 001's network uses ``[]/[]``, ``[32, 32]/[64, 64]`` and
       ``[64, 64]/[124, 124]`` (compatibility/activation) for its three routing layers.
     - Child activations: an input feature; ones when absent.
     - Safeguards: float32 maths (the MLP sublayers are float32 whatever the global policy);
-      sigmoid/tanh gates and a softmax are bounded and finite for any finite input.
+      sigmoid/tanh gates and a softmax are bounded and finite for any finite input; the LSTM reads
+      each example's votes scaled down to ``max|u| <= 1e15`` when larger
+      (:func:`~keras_capsules.routing.base.limit_votes`: its projections would overflow), while the
+      output poses are the coupling-weighted sums of the unscaled votes.
 
     Args:
         iterations: LSTM steps (paper: 3).
@@ -151,6 +153,13 @@ class LSTMRouter(Router):
         cell = forget_gate * cell + input_gate * candidate
         return cell, output_gate * ops.tanh(cell)
 
+    def _iteration(self, fixed, pose_part, coupling, k_coupling, cell, hidden):
+        """One LSTM step on every triple and its compatibility logits ``(b, o, i)``: ``(cell, hidden, logits)``."""
+        projected = fixed + pose_part + ops.expand_dims(coupling, -1) * k_coupling
+        cell, hidden = self._lstm_step(projected, (cell, hidden))
+        features = cell if self.state_assignment == "code" else hidden
+        return cell, hidden, self._mlp(self.compatibility_mlp, self.compatibility_head, features)[..., 0]
+
     @staticmethod
     def _mlp(stack, head, x):
         for layer in stack:
@@ -161,7 +170,8 @@ class LSTMRouter(Router):
         in_caps, out_dim = votes.shape[1], votes.shape[3]
         if activations is None:
             activations = ops.ones_like(votes[:, :, 0, 0])
-        votes = parent_major(votes)  # (b, o, i, d): the iterations are batched matrix products
+        raw_votes = parent_major(votes)  # (b, o, i, d): the iterations are batched matrix products
+        votes = parent_major(limit_votes(votes))  # the LSTM's input features (unchanged below 1e15)
         kernel = ops.cast(self.lstm_kernel, "float32")
         k_pose, k_act = kernel[:out_dim], kernel[out_dim]
         k_vote, k_coupling = kernel[out_dim + 1 : 2 * out_dim + 1], kernel[2 * out_dim + 1]
@@ -176,16 +186,17 @@ class LSTMRouter(Router):
         poses = ops.einsum("boi,boid->bod", coupling, votes)
         zeros = ops.zeros_like(fixed[..., : self.units])
         state = (zeros, zeros)
+        # Training recomputes each step's gates and MLP activations in the backward pass: a step
+        # keeps only its carried state, not its ~4 + 4 + MLP-width vote-sized temporaries.
+        iteration = keras.remat(self._iteration) if training else self._iteration
         for step in range(self.iterations):
             pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose), 2)
-            projected = fixed + pose_part + ops.expand_dims(coupling, -1) * k_coupling
-            state = self._lstm_step(projected, state)
-            features = state[0] if self.state_assignment == "code" else state[1]
-            logits = self._mlp(self.compatibility_mlp, self.compatibility_head, features)[..., 0]
+            *state, logits = iteration(fixed, pose_part, coupling, k_coupling, *state)
             coupling = ops.softmax(logits, axis=2)
-            if step == self.iterations - 1:
+            last = step == self.iterations - 1
+            if last:
                 coupling = self.finalize_coupling(coupling, training)
-            poses = ops.einsum("boi,boid->bod", coupling, votes)
+            poses = ops.einsum("boi,boid->bod", coupling, raw_votes if last else votes)
 
         summary_state = state[1] if self.state_assignment == "code" else state[0]
         pooled = ops.einsum("boi,boiu->bou", coupling, summary_state)

@@ -4,7 +4,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.routing import LSTMRouter
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+from keras_capsules.testing import assert_finite, input_gradient, numeric_gradient, run_layer_test
 
 SHAPE = (3, 6, 4, 5)  # (batch, in_caps, out_caps, dim)
 
@@ -40,7 +40,7 @@ def weights_of(router):
 
 
 def np_lstm_routing(votes, acts, w, iterations, state_assignment="code", activation="sigmoid"):
-    """Connectionist routing of seed 001 (ALGORITHMS.md §7.5): x_i = [mu, a_i, v_i, c_i] into an LSTM cell."""
+    """Connectionist routing of seed 001 (docs/reference/routers.md#lstm-routing): x_i = [mu, a_i, v_i, c_i] into an LSTM cell."""
     b, n, o, d = votes.shape
     units = w["U"].shape[0]
     c = np.full((b, n, o), 1.0 / n)
@@ -90,6 +90,28 @@ def test_matches_numpy_reference(iterations, state_assignment):
     np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
+
+
+def test_training_gradient_matches_numpy_reference():
+    """Training rematerialises each LSTM step: vote gradients equal to the reference's finite differences."""
+    votes, acts = data(4, shape=(2, 5, 3, 4))
+    router = LSTMRouter(iterations=3, units=6, compatibility_units=[7], activation_units=[4])
+    router(votes, acts)
+    randomise_biases(router, 9)
+    w = weights_of(router)
+    rng = np.random.default_rng(8)
+    w_poses, w_acts = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3))
+
+    def loss(v):
+        mu, a, _ = np_lstm_routing(v, acts.astype("float64"), w, 3)
+        return float((mu * w_poses).sum() + (a * w_acts).sum())
+
+    def weighted(v):
+        poses, out = router(v, acts, training=True)
+        return poses * w_poses.astype("float32"), out * w_acts.astype("float32")
+
+    expected = numeric_gradient(loss, votes)
+    np.testing.assert_allclose(input_gradient(weighted, votes), expected, rtol=1e-3, atol=1e-4)
 
 
 def test_linear_activation_and_state_assignments_differ():

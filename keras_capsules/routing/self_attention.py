@@ -1,11 +1,12 @@
-"""Self-attention routing of Efficient-CapsNet (Mazzia et al. 2021; ALGORITHMS.md §4.1)."""
+"""Self-attention routing of Efficient-CapsNet (Mazzia et al. 2021; docs/reference/routers.md#self-attention-routing)."""
 
 import math
 
 from keras import ops
 
+from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash_efficient
-from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
 from keras_capsules.routing.registry import register_router
 
 
@@ -24,7 +25,9 @@ class SelfAttentionRouter(Router):
       forming the ``in_caps x in_caps`` matrix (equal up to float rounding).
     - Output activations: the length of ``v_j`` (documented proxy).
     - Safeguards: float32 maths; the stable softmax; ``squash_efficient`` uses ``exp(-|s|)`` and
-      ``epsilon``, finite at zero and for long vectors.
+      ``epsilon``, finite at zero and for long vectors; each example's votes are scaled down to
+      ``max|u| <= 1e15`` when larger (:func:`~keras_capsules.routing.base.limit_votes`), so the
+      logits ``u . sum u`` cannot overflow (they gave NaN for votes of 1e20).
     - Child activations are not used (the reference FCCaps has no activation input).
 
     Args:
@@ -45,14 +48,13 @@ class SelfAttentionRouter(Router):
 
     def route(self, votes, activations, training):
         out_dim = votes.shape[-1]
-        votes = parent_major(votes)
+        votes = parent_major(limit_votes(votes))
         totals = ops.sum(votes, axis=2)
         logits = ops.einsum("boid,bod->boi", votes, totals) / math.sqrt(out_dim)
         coupling = self.finalize_coupling(ops.softmax(logits, axis=1), training)
         weights = coupling + ops.transpose(ops.cast(self.bias, "float32"))
         poses = squash_efficient(ops.einsum("boi,boid->bod", weights, votes), epsilon=self.epsilon)
-        lengths = ops.sqrt(ops.sum(ops.square(poses), axis=-1) + self.epsilon)
-        return poses, lengths, child_major(coupling)
+        return poses, safe_norm(poses, epsilon=self.epsilon), child_major(coupling)
 
     def get_config(self):
         config = super().get_config()

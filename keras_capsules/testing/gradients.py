@@ -27,3 +27,18 @@ def input_gradient(fn, x):
     t = torch.tensor(np.asarray(x), requires_grad=True)
     total(t).backward()
     return t.grad.numpy()
+
+
+def numeric_gradient(fn, x, step=1e-5):
+    """Central-difference gradient of the scalar ``fn(x)`` (a NumPy function, float64) with respect to ``x``."""
+    x = np.array(x, dtype="float64")
+    gradient = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        saved = x[index]
+        x[index] = saved + step
+        upper = fn(x)
+        x[index] = saved - step
+        lower = fn(x)
+        x[index] = saved
+        gradient[index] = (upper - lower) / (2 * step)
+    return gradient

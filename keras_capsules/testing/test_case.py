@@ -107,10 +107,16 @@ def run_layer_test(
 
     inputs = _symbolic_inputs(input_data)
     model = keras.Model(inputs, layer_cls(**init_kwargs)(inputs, **call_kwargs))
+    full = _to_numpy(model(input_data, training=False))
+    examples = len(keras.tree.flatten(input_data)[0])
     for size in (2, 3):
-        batch = _slice_batch(input_data, size)
-        got = _to_numpy(model(batch, training=False))
-        assert all(o.shape[0] in (size, None) or o.shape[0] % size == 0 for o in got)
+        got = _to_numpy(model(_slice_batch(input_data, size), training=False))
+        # Each output holds k rows per example (k = 1, or the positions folded into the batch axis),
+        # so a smaller batch gives the first size * k rows of the full batch's output.
+        for o, f in zip(got, full):
+            rows = f.shape[0] // examples * size
+            assert f.shape[0] % examples == 0 and o.shape == (rows,) + f.shape[1:], (o.shape, f.shape)
+            np.testing.assert_allclose(o, f[:rows], rtol=1e-5, atol=1e-6)
     if run_saving:
         run_model_saving_test(model, input_data)
     if run_export and keras.backend.backend() == "tensorflow":

@@ -1,6 +1,7 @@
 """Training (TensorFlow backend): paper recipes end to end, distribution strategies, fault-tolerant checkpoints, export.
 
-- :func:`train`: the ``keras-capsules train`` entry point.
+- :func:`train`: the ``keras-capsules train`` entry point, multi-stage recipes included (GLOM's
+  contrastive pre-training, then its head; checkpoints and resume across the stages).
 - :func:`get_strategy`, :func:`distributed_fit`, :func:`distributed_evaluate`,
   :func:`fit_custom_loop`: ``MirroredStrategy`` with ``fit`` and the ``MultiWorkerMirroredStrategy``
   custom loop (``docs/distributed.md``).

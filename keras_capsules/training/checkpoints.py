@@ -58,8 +58,11 @@ def build_optimizer(model):
     return optimizer
 
 
-def save_checkpoint(backup_dir, model, epochs_completed, history=None, keep=2):
+def save_checkpoint(backup_dir, model, epochs_completed, history=None, keep=2, stage=None):
     """Writes ``epoch-NNNN`` for ``epochs_completed`` atomically and keeps the newest ``keep`` checkpoints.
+
+    ``epochs_completed`` counts the epochs of every stage of a multi-stage recipe; ``stage`` names the
+    stage (and so the model) that wrote it.
 
     Returns:
         The checkpoint folder.
@@ -75,6 +78,7 @@ def save_checkpoint(backup_dir, model, epochs_completed, history=None, keep=2):
             "optimizer_iterations": int(optimizer.iterations.numpy()),
             "model": model.name,
             "history": history or {},
+            "stage": stage,
             "weights_bytes": os.path.getsize(weights),
             "weights_sha256": _sha256(weights),
             "saved_at": time.time(),
@@ -153,14 +157,25 @@ class EpochCheckpoint(keras.callbacks.Callback):
         history: the history restored with the checkpoint, extended epoch by epoch.
         keep: checkpoints kept (the newest ``keep``).
         write: whether this process writes (only the chief does in multi-worker training).
+        epoch_offset: epochs of the earlier stages of a multi-stage recipe (checkpoint ``k`` of this
+            stage is ``epoch-(epoch_offset + k)``).
+        prefix: prefix of this stage's history keys.
+        stage: stage name recorded in the checkpoints.
+
+    Attributes:
+        epochs_completed: epochs (of all stages) completed when the last checkpoint was due, or ``None``.
     """
 
-    def __init__(self, backup_dir, history=None, keep=2, write=True):
+    def __init__(self, backup_dir, history=None, keep=2, write=True, epoch_offset=0, prefix="", stage=None):
         super().__init__()
         self.backup_dir = backup_dir
         self.history = {k: list(v) for k, v in (history or {}).items()}
         self.keep = keep
         self.write = write
+        self.epoch_offset = int(epoch_offset)
+        self.prefix = prefix
+        self.stage = stage
+        self.epochs_completed = None
 
     def on_train_begin(self, logs=None):
         if self.write:
@@ -169,6 +184,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         for key, value in (logs or {}).items():
-            self.history.setdefault(key, []).append(float(value))
+            self.history.setdefault(self.prefix + key, []).append(float(value))
+        self.epochs_completed = self.epoch_offset + epoch + 1
         if self.write:
-            save_checkpoint(self.backup_dir, self.model, epoch + 1, self.history, self.keep)
+            save_checkpoint(self.backup_dir, self.model, self.epochs_completed, self.history, self.keep, self.stage)

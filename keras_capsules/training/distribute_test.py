@@ -26,10 +26,10 @@ SMALL = {
     "CapsNet": {"input_shape": (20, 20, 1), "classes": 3},
     "EffCapsNet": {"reconstruction": True},
     "MatrixCapsNet": {"variant": "small", "input_shape": (16, 16, 1), "classes": 3, "routing_iterations": 1},
-    "InvertedAttentionCapsNet": {"backbone": "simple", "dataset": "cifar10", "routing_iterations": 1},
+    "InvertedAttentionCapsNet": {"variant": "cifar10-simple", "routing_iterations": 1},
     "FMCapsNet": {"variant": "affnist"},
     "ConsensusCapsNet": {"input_shape": (24, 24, 1), "classes": 3, "routing_iterations": 1},
-    "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 16, "projection_dim": 32, "window": 2, "iterations": 1},
+    "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 16, "projection_dim": 32, "window": 2, "routing_iterations": 1},
     "EffConvCapsNet": {"input_shape": (64, 64, 3), "classes": 3},
 }
 
@@ -46,18 +46,10 @@ def _constructors():
     return {key: (ctor, SMALL.get(key, {k: v for k, v in kwargs.items() if k != "_params"})) for key, (ctor, kwargs) in found.items()}
 
 
-def _functional(model):
-    return getattr(model, "encoder", model)  # CapsuleClassifier wraps a functional encoder
-
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """Each application built in MirroredStrategy scope, fitted for one step (2 examples per replica), exported.
-
-    ``fit`` runs with ``run_eagerly=True``: the same mirrored variables, replica split and gradient
-    all-reduce without tracing each paper graph once per replica (minutes on 2 CPUs). Graph-mode ``fit``
-    under the strategy is checked by :func:`test_custom_loop_matches_fit_with_the_reconstruction_loss`.
-    """
+    """Each application built in MirroredStrategy scope, fitted for one graph-mode step (2 examples per replica), exported."""
     strategy = get_strategy("mirrored")
     assert strategy.num_replicas_in_sync == 2
     folder = tmp_path_factory.mktemp("exports")
@@ -66,9 +58,9 @@ def trained(tmp_path_factory):
         keras.utils.set_random_seed(0)
         with strategy.scope():
             model = constructor(**kwargs)
-            model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=losses.MarginLoss(), run_eagerly=True)
-        shape = tuple(_functional(model).inputs[0].shape[1:])
-        classes = _functional(model).outputs[0].shape[-1]
+            model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=losses.MarginLoss())
+        shape = tuple(model.inputs[0].shape[1:])
+        classes = model.outputs[0].shape[-1]
         rng = np.random.default_rng(0)
         x = rng.uniform(size=(4,) + shape).astype("float32")
         y = (np.arange(4) % classes).astype("int32")
@@ -85,6 +77,7 @@ def test_every_application_fits_under_mirrored_strategy(trained):
     _, results = trained
     assert {"CapsNet", "EffCapsNet"} <= set(results)
     for key, (model, history, before, after) in results.items():
+        assert not model.run_eagerly, key  # a traced (graph-mode) train step
         assert np.isfinite(history.history["loss"][0]), key
         assert any(not np.array_equal(b, a) for b, a in zip(before, after)), f"{key}: no weight changed"
         assert all(isinstance(v.value, tf.distribute.DistributedValues) for v in model.trainable_variables), key

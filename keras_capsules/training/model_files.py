@@ -253,7 +253,7 @@ def _export_onnx(model, path):
     logger, handler = logging.getLogger("tf2onnx"), Collect(level=logging.ERROR)
     logger.addHandler(handler)
     try:
-        model.export(path, format="onnx", verbose=False)
+        _tf2onnx_convert(model, path)
     finally:
         logger.removeHandler(handler)
     try:
@@ -262,6 +262,32 @@ def _export_onnx(model, path):
         raise _unsupported(model, "onnx", found, str(error)) from None
     if found:
         raise _unsupported(model, "onnx", found, "")
+
+
+class _FrozenFunction:
+    """What ``tf2onnx.convert.from_function`` needs of a ``tf.function``: its concrete function."""
+
+    def __init__(self, concrete):
+        self.concrete = concrete
+
+    def get_concrete_function(self, *signature):
+        return self.concrete
+
+
+def _tf2onnx_convert(model, path):
+    """Keras' ONNX export (``model.export(format="onnx")``: ``training=False``, its input signature and
+    its numpy-2 fixes of tf2onnx), but with the graph frozen before tf2onnx sees it: tf2onnx turns
+    captured constants (e.g. a ``Normalization`` layer's mean and variance) into extra graph inputs."""
+    import tensorflow as tf
+    import tf2onnx
+    from keras.src.export.export_utils import get_input_signature, make_tf_tensor_spec
+    from keras.src.export.tf2onnx_lib import patch_tf2onnx
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    signature = keras.tree.map_structure(make_tf_tensor_spec, get_input_signature(model))
+    concrete = tf.function(lambda *inputs: model(*inputs, training=False)).get_concrete_function(*signature)
+    patch_tf2onnx()
+    tf2onnx.convert.from_function(_FrozenFunction(convert_variables_to_constants_v2(concrete)), signature, output_path=path)
 
 
 def _export_litert(model, path):

@@ -83,7 +83,7 @@ KERAS_FIT = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(strict=False, reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop")
+@pytest.mark.xfail(strict=True, reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop")
 def test_upstream_keras_fit_under_multi_worker():
     results = _run_workers([[sys.executable, "-c", KERAS_FIT]] * 2)
     for code, output in results:

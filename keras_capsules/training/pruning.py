@@ -1,6 +1,6 @@
 """Weight pruning for capsule networks: REM's LOBSTER + validation-guided magnitude threshold, iterative and single-shot magnitude pruning.
 
-Scope (REM, ALGORITHMS.md §8.1): the *pruning layers* are convolutions (``Conv*``,
+Scope (REM, docs/reference/rem.md#pruning): the *pruning layers* are convolutions (``Conv*``,
 ``DepthwiseConv*``, ``SeparableConv*``) and capsule vote transforms (``VectorVotes``,
 ``MatrixVotes``, i.e. the ``W_ij`` of ``FcCaps``/``ConvCaps``); Dense layers (decoders) and
 normalisation layers are left alone, as in REM. Their kernels are the *prunable weights* that
@@ -26,80 +26,23 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.layers.votes import MatrixVotes, VectorVotes
+from keras_capsules.metrics import (  # noqa: F401  (KERNEL_NAMES, prunable_weights and sparsity are public here too)
+    KERNEL_NAMES,
+    PRUNING_LAYERS,
+    prunable_weights,
+    pruning_layers,
+    sparsity,
+    unique_variables,
+)
 from keras_capsules.routing.base import Router
 from keras_capsules.serialization import register
-
-#: Layer types whose kernels are pruned (REM: Conv2d, Conv3d and the capsule layers' W).
-PRUNING_LAYERS = (
-    keras.layers.Conv1D,
-    keras.layers.Conv2D,
-    keras.layers.Conv3D,
-    keras.layers.Conv1DTranspose,
-    keras.layers.Conv2DTranspose,
-    keras.layers.Conv3DTranspose,
-    keras.layers.DepthwiseConv1D,
-    keras.layers.DepthwiseConv2D,
-    keras.layers.SeparableConv1D,
-    keras.layers.SeparableConv2D,
-    VectorVotes,
-    MatrixVotes,
-)
-#: Variable names of the prunable weights inside a pruning layer (REM: parameters named ``weight``).
-KERNEL_NAMES = ("kernel", "depthwise_kernel", "pointwise_kernel")
-
-
-def _layers(model, layer_types):
-    types = PRUNING_LAYERS if layer_types is None else tuple(layer_types)
-    return [layer for layer in model._flatten_layers(include_self=False, recursive=True) if isinstance(layer, types)]
-
-
-def _unique(variables):
-    seen, unique = set(), []
-    for variable in variables:
-        if id(variable) not in seen:
-            seen.add(id(variable))
-            unique.append(variable)
-    return unique
-
-
-def prunable_weights(model, layer_types=None):
-    """The kernels that magnitude pruning zeroes, in model order.
-
-    Args:
-        model: a Keras model.
-        layer_types: layer classes to prune (default :data:`PRUNING_LAYERS`).
-    """
-    found = _unique(
-        v for layer in _layers(model, layer_types) for v in layer.trainable_weights if v.name in KERNEL_NAMES
-    )
-    if not found:
-        errors.fail("pruning.prunable_weights", "model", f"a model with trainable kernels in {[t.__name__ for t in (layer_types or PRUNING_LAYERS)]}", model.name)
-    return found
 
 
 def shrinkable_weights(model, layer_types=None):
     """The variables LOBSTER shrinks: every trainable weight of the pruning layers and of the routers."""
-    variables = [v for layer in _layers(model, layer_types) for v in layer.trainable_weights]
-    variables += [v for layer in _layers(model, (Router,)) for v in layer.trainable_weights]
-    return _unique(variables)
-
-
-def sparsity(model, layer_types=None):
-    """Fraction of exactly-zero prunable weights, per weight and globally.
-
-    Returns:
-        ``{"weights": {path: {"zeros", "total", "sparsity"}}, "zeros", "total", "sparsity"}``
-        (REM's "sparsity": % of zero parameters in the pruning layers' weights, here as a fraction).
-    """
-    report, zeros, total = {}, 0, 0
-    for variable in prunable_weights(model, layer_types):
-        values = np.asarray(ops.convert_to_numpy(variable))
-        count = int(values.size - np.count_nonzero(values))
-        report[variable.path] = {"zeros": count, "total": int(values.size), "sparsity": count / values.size}
-        zeros += count
-        total += values.size
-    return {"weights": report, "zeros": int(zeros), "total": int(total), "sparsity": zeros / total}
+    return unique_variables(
+        v for types in (layer_types or PRUNING_LAYERS, (Router,)) for layer in pruning_layers(model, types) for v in layer.trainable_weights
+    )
 
 
 class _MaskConstraint(keras.constraints.Constraint):
@@ -219,7 +162,7 @@ def validation_loss(model, validation_data, batch_size=None):
 
 
 def search_magnitude_threshold(model, validation_data, variables, tolerance=0.0, max_steps=None, batch_size=None):
-    """REM's global magnitude-threshold search by bisection (ALGORITHMS.md §8.1), then applies it.
+    """REM's global magnitude-threshold search by bisection (docs/reference/rem.md#pruning), then applies it.
 
     Starts at the mean magnitude within ``[min, max]`` of all ``|w|``; a threshold ``T`` is accepted
     when the validation loss with ``|w| < T`` zeroed is at most ``(1 + tolerance)`` times the unpruned
@@ -351,7 +294,7 @@ def _require_tensorflow(owner, model, single_device=False):
 
 
 class LobsterPruning(keras.callbacks.Callback):
-    """REM's pruning as implemented (ALGORITHMS.md §8.1): LOBSTER every step, a validated global threshold every epoch.
+    """REM's pruning as implemented (docs/reference/rem.md#pruning): LOBSTER every step, a validated global threshold every epoch.
 
     - Every step: :class:`LobsterOptimizer` shrinkage with ``lambda_e = max(strength * decay**e,
       min_strength)`` during epoch ``e`` on the :func:`shrinkable_weights`.

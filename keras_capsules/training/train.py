@@ -2,6 +2,8 @@
 
 import dataclasses
 import hashlib
+import inspect
+import json
 import os
 import time
 
@@ -9,16 +11,37 @@ import keras
 import numpy as np
 
 from keras_capsules import applications, datasets, recipes
-from keras_capsules.training import atomic
-from keras_capsules.training.checkpoints import EpochCheckpoint, clear_checkpoints, restore_checkpoint
+from keras_capsules.datasets.augment import multi_view
+from keras_capsules.training import atomic, pruning
+from keras_capsules.training.checkpoints import (
+    CheckpointError,
+    EpochCheckpoint,
+    build_optimizer,
+    checkpoint_dirs,
+    clear_checkpoints,
+    restore_checkpoint,
+)
 from keras_capsules.training.distribute import distributed_evaluate, distributed_fit, get_strategy, is_multi_worker, worker_index
 from keras_capsules.training.model_files import export_saved_model, save_model
+
+
+def construct_model(recipe, classes, input_shape=None, **model_overrides):
+    """The uncompiled application named by ``recipe.model`` (see :func:`build_model` for the arguments)."""
+    constructor = getattr(applications, recipe.model, None)
+    if constructor is None or not callable(constructor) or isinstance(constructor, type):
+        raise ValueError(f"train: unknown model {recipe.model!r}; expected an application constructor name such as 'EffCapsNet'.")
+    kwargs = {**recipe.model_kwargs, **{k: v for k, v in model_overrides.items() if v is not None}}
+    kwargs.setdefault("classes", classes)
+    if input_shape is not None:
+        kwargs.setdefault("input_shape", tuple(input_shape))
+    return constructor(**kwargs)
 
 
 def build_model(recipe, classes, input_shape=None, steps_per_epoch=None, **model_overrides):
     """Builds and compiles the application named by ``recipe.model`` with the recipe's optimizer, loss and metrics.
 
-    Call it inside ``strategy.scope()`` for distributed training.
+    Call it inside ``strategy.scope()`` for distributed training. (Multi-stage recipes compile one
+    model per stage: see :func:`stage_model`.)
 
     Args:
         recipe: a :class:`~keras_capsules.recipes.Recipe`.
@@ -27,16 +50,116 @@ def build_model(recipe, classes, input_shape=None, steps_per_epoch=None, **model
         steps_per_epoch: optimizer steps per epoch, for the learning-rate schedule.
         **model_overrides: constructor arguments replacing the recipe's (``None`` values are ignored).
     """
-    constructor = getattr(applications, recipe.model, None)
-    if constructor is None or not callable(constructor) or isinstance(constructor, type):
-        raise ValueError(f"train: unknown model {recipe.model!r}; expected an application constructor name such as 'EffCapsNet'.")
-    kwargs = {**recipe.model_kwargs, **{k: v for k, v in model_overrides.items() if v is not None}}
-    kwargs.setdefault("classes", classes)
-    if input_shape is not None:
-        kwargs.setdefault("input_shape", tuple(input_shape))
-    model = constructor(**kwargs)
+    model = construct_model(recipe, classes, input_shape, **model_overrides)
     model.compile(optimizer=recipe.make_optimizer(steps_per_epoch), loss=recipe.make_loss(), metrics=recipe.make_metrics())
     return model
+
+
+def set_stage_trainable(model, stage, frozen):
+    """Freezes the layers with weights that ``stage.trainable`` does not name, and unfreezes those frozen by earlier stages.
+
+    Layers are only touched when a stage asks for it, so a single-stage recipe keeps the model's own flags.
+
+    Args:
+        model: the model all stages share.
+        stage: a :class:`~keras_capsules.recipes.base.Stage`.
+        frozen: set of the layer names frozen by earlier stages; updated in place.
+    """
+    names = {layer.name for layer in model.layers}
+    unknown = sorted(set(stage.trainable or ()) - names)
+    if unknown:
+        raise ValueError(f"train: stage {stage.name!r} field `trainable` expected layer names of model {model.name!r}, received {unknown}.")
+    for layer in model.layers:
+        train_it = stage.trainable is None or layer.name in stage.trainable
+        if train_it and layer.name in frozen:
+            layer.trainable = True
+            frozen.discard(layer.name)
+        elif not train_it and layer.weights and layer.trainable:
+            layer.trainable = False
+            frozen.add(layer.name)
+
+
+def stage_model(model, stage, recipe, steps_per_epoch):
+    """The compiled model one stage trains: ``model``, or ``model``'s inputs -> the output of layer ``stage.output``.
+
+    Call :func:`set_stage_trainable` first (the optimizer is built for the trainable weights), inside
+    ``strategy.scope()`` for distributed training.
+
+    Args:
+        model: the model all stages share.
+        stage: a :class:`~keras_capsules.recipes.base.Stage`.
+        recipe: the stage's single-stage recipe (``Recipe.stage_recipes``).
+        steps_per_epoch: optimizer steps per epoch, for the learning-rate schedule.
+    """
+    net = model
+    if stage.output is not None:
+        try:
+            output = model.get_layer(stage.output).output
+        except ValueError:
+            raise ValueError(
+                f"train: stage {stage.name!r} field `output` expected a layer name of model {model.name!r}, received {stage.output!r}."
+            ) from None
+        net = keras.Model(model.inputs, output, name=f"{model.name}_{stage.name}")
+    optimizer = recipe.make_optimizer(steps_per_epoch)
+    if recipe.pruning is not None:
+        # Wrapped from the start (not by the callback), so every checkpoint holds the same optimizer structure.
+        paths = [variable.path for variable in pruning.shrinkable_weights(net)]
+        optimizer = pruning.LobsterOptimizer(optimizer, recipe.pruning.get("strength", 1e-4), variable_paths=paths)
+    net.compile(optimizer=optimizer, loss=recipe.make_loss(), metrics=recipe.make_metrics())
+    build_optimizer(net)  # before the first traced step, which would otherwise build it and be traced twice
+    return net
+
+
+def _multi_view_data(recipe, stage, plain_data, steps, seed, drop_remainder):
+    """``stage.views`` augmented views per image of ``plain_data`` (batches loaded without augmentation), ``steps`` batches."""
+    import tensorflow as tf
+
+    if recipe.augmentation is None:
+        raise ValueError(f"train: stage {stage.name!r} makes {stage.views} views per image and expected an augmentation preset, received None.")
+    views = multi_view(plain_data.unbatch(), recipe.augmentation, stage.views, recipe.batch_size, seed, drop_remainder)
+    return views.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(tf.data.AUTOTUNE)
+
+
+def _check_stage(state, stage, folder):
+    if state.get("stage") not in (None, stage.name):
+        raise CheckpointError(
+            f"restore_checkpoint: {folder} was written in stage {state['stage']!r}, but with this recipe's stage epochs it falls "
+            f"in stage {stage.name!r}. Resume with the same epochs, use another output folder, or start over with resume=False (--no-resume)."
+        )
+
+
+def check_model_arguments(model, kwargs):
+    """Raises a ``ValueError`` naming the arguments in ``kwargs`` that application ``model``'s constructor does not take."""
+    constructor = getattr(applications, model, None)
+    if not callable(constructor) or isinstance(constructor, type):
+        return  # construct_model reports the unknown model
+    parameters = inspect.signature(constructor).parameters
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        raise ValueError(
+            f"train: {model} has no constructor argument {', '.join(map(repr, unknown))} (from model_kwargs, the CLI's "
+            f"--model-arg, or a keyword that is not a recipe field); its arguments: {', '.join(parameters)}."
+        )
+
+
+def finished_run(output, recipe, arguments, export):
+    """The stored metrics of a finished run in ``output`` of ``recipe`` with ``arguments``, marked ``already_complete``; else ``None``.
+
+    ``metrics.json`` is written last, once every planned epoch is trained, evaluated and saved, so its
+    presence with the same recipe and arguments, next to ``model.keras`` (and the SavedModel when
+    ``export``), means there is nothing left to do.
+    """
+    try:
+        with open(os.path.join(output, "metrics.json")) as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    recipe_json = json.loads(json.dumps(dataclasses.asdict(recipe), default=repr))  # tuples as lists, as metrics.json stores them
+    same = isinstance(stored, dict) and stored.get("arguments") == arguments and stored.get("recipe") == recipe_json
+    files = ["model.keras", *([os.path.join("export", "saved_model.pb")] if export else [])]
+    if same and all(os.path.isfile(os.path.join(output, name)) for name in files):
+        return {**stored, "already_complete": True}
+    return None
 
 
 def weights_fingerprint(model):
@@ -74,9 +197,11 @@ def train(
     Fault tolerance: after every epoch a checkpoint (weights and optimizer state) is written
     atomically to ``output/checkpoints``; rerunning the same call after a crash or ``SIGKILL``
     resumes after the last completed epoch with the same optimizer state and finishes the planned
-    epochs (``resume=False`` starts over). Under ``strategy="multi_worker"`` every worker runs the
-    same call (see ``docs/distributed.md``); only the chief writes checkpoints, ``model.keras`` and
-    the export.
+    epochs (``resume=False`` starts over). A multi-stage recipe (``Recipe.stages``, e.g. GLOM's
+    contrastive pre-training then its head) trains its stages in order on the one model, numbering
+    checkpoints across stages, so a run killed in stage 2 resumes in stage 2. Under
+    ``strategy="multi_worker"`` every worker runs the same call (see ``docs/distributed.md``); only
+    the chief writes checkpoints, ``model.keras`` and the export.
 
     Args:
         model: application constructor name (``"EffCapsNet"``, ``"CapsNet"``, ...).
@@ -100,6 +225,9 @@ def train(
 
     Returns:
         The metrics dictionary written to ``metrics.json`` (``metrics-worker-<i>.json`` on non-chief workers).
+        When ``output`` already holds the finished run of the same recipe, ``limit``, ``eval_limit`` and
+        ``seed`` (and ``resume`` is true), nothing is trained: its stored metrics are returned with
+        ``"already_complete": True``.
     """
     recipe_fields = {field.name for field in dataclasses.fields(recipes.Recipe)}
     recipe_overrides = {k: v for k, v in overrides.items() if k in recipe_fields}
@@ -107,27 +235,34 @@ def train(
     recipe = recipes.get(model, dataset, variant).replace(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate)
     recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
     recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
+    check_model_arguments(recipe.model, recipe.model_kwargs)
     strategy_name = strategy if isinstance(strategy, str) else type(strategy).__name__
     strategy = get_strategy(strategy)
     multi_worker = is_multi_worker(strategy)
     task_id, chief = worker_index(strategy)
     output = output or os.path.join("runs", f"{model}-{dataset}")
+    arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed}
+    finished = finished_run(output, recipe, arguments, export) if resume and not multi_worker else None
+    if finished is not None:
+        return finished
     backup_dir = os.path.join(output, "checkpoints")
     os.makedirs(output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    train_data = datasets.load(
-        dataset,
-        recipe.train_split,
-        batch_size=recipe.batch_size,
-        data_dir=data_dir,
-        download=download,
-        seed=seed,
-        limit=limit,
-        augment=recipe.augmentation,
-        drop_remainder=multi_worker,
+    load_options = dict(
+        batch_size=recipe.batch_size, data_dir=data_dir, download=download, seed=seed, limit=limit, drop_remainder=multi_worker,
         **recipe.dataset_options,
     )
+    pruning_validation = None
+    if recipe.pruning is not None:
+        # REM holds the last `validation_examples` training images out for the pruning threshold search.
+        images, labels = datasets.load_arrays(dataset, recipe.train_split, data_dir=data_dir, download=download, **recipe.dataset_options)
+        held_out = int(recipe.pruning.get("validation_examples", 5500))
+        if not 0 < held_out < len(images):
+            raise ValueError(f"train: recipe field `pruning` expected 0 < validation_examples < {len(images)}, received {held_out}.")
+        pruning_validation = (images[-held_out:].astype("float32") / 255.0, labels[-held_out:])
+        load_options["limit"] = min(limit or len(images), len(images) - held_out)
+    train_data = datasets.load(dataset, recipe.train_split, augment=recipe.augmentation, **load_options)
     # The evaluation data is resolved before training, so missing files fail in seconds, not after the run.
     eval_data = {}
     for eval_dataset, split in recipe.evaluations():
@@ -146,21 +281,61 @@ def train(
             **(recipe.dataset_options if eval_dataset == dataset else {}),
         )
     steps = recipe.steps_per_epoch or int(train_data.cardinality())
-    if recipe.steps_per_epoch:
-        train_data = train_data.repeat()
+    plan = recipe.stage_recipes()
+    offsets = np.cumsum([0] + [stage_recipe.epochs for _, stage_recipe in plan]).tolist()
+    stage_data = {}
+
+    def data_for(stage):
+        if stage.views not in stage_data:
+            if stage.views == 1:
+                stage_data[1] = train_data
+            else:
+                plain = datasets.load(dataset, recipe.train_split, augment=None, **load_options)
+                stage_data[stage.views] = _multi_view_data(recipe, stage, plain, steps, seed, multi_worker)
+        data = stage_data[stage.views]
+        return data.repeat() if recipe.steps_per_epoch else data
+
     with strategy.scope():
-        net = build_model(recipe, datasets.num_classes(dataset), train_data.element_spec[0].shape[1:], steps)
+        net = construct_model(recipe, datasets.num_classes(dataset), train_data.element_spec[0].shape[1:])
         if not resume and chief:
             clear_checkpoints(backup_dir)
-        state = restore_checkpoint(backup_dir, net) if resume else None
-    initial_epoch = state["epochs_completed"] if state else 0
-    iterations_at_start = int(net.optimizer.iterations.numpy())
-    checkpoint = EpochCheckpoint(backup_dir, history=state["history"] if state else None, write=chief)
-    all_callbacks = [checkpoint, *recipe.make_callbacks(net.loss), *(callbacks or [])]
-
+    found = checkpoint_dirs(backup_dir) if resume else []
+    done = found[-1][0] if found else 0  # epochs of all stages completed at the newest checkpoint
+    # The stage that wrote it: offsets[i] < done <= offsets[i + 1] (the last stage when done is beyond the plan).
+    resume_stage = next((i for i in range(len(plan)) if done <= offsets[i + 1]), len(plan) - 1) if done else 0
+    frozen, history, checkpoints = set(), None, []
+    iterations_at_start = 0
     start = time.time()
-    distributed_fit(net, train_data, recipe.epochs, strategy, recipe.steps_per_epoch, initial_epoch, all_callbacks, verbose)
+    for index, (stage, stage_recipe) in enumerate(plan):
+        set_stage_trainable(net, stage, frozen)
+        if index < resume_stage:
+            continue
+        with strategy.scope():
+            trained = stage_model(net, stage, stage_recipe, steps)
+            if index == resume_stage and done:
+                state = restore_checkpoint(backup_dir, trained)
+                _check_stage(state, stage, found[-1][1])
+                history = state["history"]
+        initial_epoch = min(max(done - offsets[index], 0), stage_recipe.epochs)
+        last = index == len(plan) - 1
+        if initial_epoch == stage_recipe.epochs and not last:
+            continue  # the checkpoint closed this stage: the next one starts fresh
+        if not checkpoints:
+            iterations_at_start = int(trained.optimizer.iterations.numpy())
+        checkpoint = EpochCheckpoint(
+            backup_dir, history=history, write=chief, epoch_offset=offsets[index], prefix="" if last else f"{stage.name}_", stage=stage.name
+        )
+        checkpoints.append(checkpoint)
+        stage_callbacks = [checkpoint, *stage_recipe.make_callbacks(trained.loss), *(callbacks or [])]
+        if recipe.pruning is not None:
+            options = {k: v for k, v in recipe.pruning.items() if k != "validation_examples"}
+            stage_callbacks.insert(0, pruning.LobsterPruning(pruning_validation, batch_size=recipe.batch_size, verbose=verbose, **options))
+        distributed_fit(trained, data_for(stage), stage_recipe.epochs, strategy, recipe.steps_per_epoch, initial_epoch, stage_callbacks, verbose)
+        history = checkpoint.history
     train_seconds = time.time() - start
+    # `net` is compiled by the last stage, which trains the model itself (Recipe checks it); it is saved
+    # with the constructor's trainable flags.
+    set_stage_trainable(net, recipes.Stage("trained"), frozen)
 
     evaluations = {key: distributed_evaluate(net, data, strategy, verbose=verbose) for key, data in eval_data.items()}
     first = next(iter(evaluations.values()))
@@ -171,18 +346,22 @@ def train(
         "test_accuracy": first.get("accuracy"),
         "test_loss": first.get("loss"),
         "evaluations": evaluations,
-        "epochs_completed": len(next(iter(checkpoint.history.values()), [])) or initial_epoch,
-        "resumed_from_epoch": initial_epoch,
+        "epochs_completed": max([done, *(c.epochs_completed for c in checkpoints if c.epochs_completed)]),
+        "resumed_from_epoch": done,
+        "stages": [{"name": stage.name, "epochs": stage_recipe.epochs} for stage, stage_recipe in plan] if recipe.stages else None,
+        "resumed_in_stage": plan[resume_stage][0].name if recipe.stages and done else None,
         "steps_per_epoch": steps,
         "optimizer_iterations_at_start": iterations_at_start,
         "optimizer_iterations": int(net.optimizer.iterations.numpy()),
         "train_seconds": round(train_seconds, 2),
-        "history": checkpoint.history,
+        "history": history or {},
         "recipe": dataclasses.asdict(recipe),
+        "arguments": arguments,
         "parameters": int(net.count_params()),
         "strategy": strategy_name,
         "replicas": int(strategy.num_replicas_in_sync),
         "weights_sha256": weights_fingerprint(net),
+        "sparsity": pruning.sparsity(net)["sparsity"] if recipe.pruning is not None else None,
     }
     if chief:
         save_model(net, os.path.join(output, "model.keras"))

@@ -80,8 +80,7 @@ class CapsuleHyperModel(_base()):
         if isinstance(explicit, str):
             return explicit
         probe = self.constructor(classes=self.classes, input_shape=self.input_shape, **self.application_kwargs)
-        model = getattr(probe, "encoder", probe)
-        routers = [layer.router.router_name for layer in model.layers if hasattr(layer, "router")]
+        routers = [layer.router.router_name for layer in probe.layers if hasattr(layer, "router")]
         return routers[-1] if routers else "dynamic"
 
     def build(self, hp):

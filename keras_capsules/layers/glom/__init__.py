@@ -1,4 +1,4 @@
-"""GLOM layers of the agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; ALGORITHMS.md §9).
+"""GLOM layers of the agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; docs/reference/glom.md).
 
 Tokenizer and patch embedding -> :class:`GlomColumns` (column MLPs, :class:`ConsensusAttention`,
 :class:`ContrastiveAgreement`, fusion of eq. 8) -> a window head (:class:`DissimilarityHead` ``H_d``,

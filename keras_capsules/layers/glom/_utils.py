@@ -1,39 +1,17 @@
-"""Shared helpers of the GLOM layers: safe L2 normalisation, grid shapes, locality masks, window partitions."""
-
-import math
+"""Shared helpers of the GLOM layers: locality masks, window partitions (L2 normalisation and grid shapes come from ``ops``)."""
 
 import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
+from keras_capsules.ops.normalize import l2_normalize  # noqa: F401  (the GLOM layers call _utils.l2_normalize)
+from keras_capsules.ops.patches import resolve_grid  # noqa: F401  (the GLOM layers call _utils.resolve_grid)
 
 #: Value written on the self-similarity diagonal when columns do not attend to themselves (the code's ``TOKEN_ATTEND_SELF_VALUE``).
 SELF_SIMILARITY = 5e-4
 #: Large finite negative used instead of ``-inf`` for masked logits (a fully masked row gives a uniform softmax, never NaN).
 MASK_VALUE = -1e9
-
-
-def l2_normalize(x, axis=-1, epsilon=1e-12):
-    """``x / max(||x||, sqrt(epsilon))`` in float32: PyTorch's ``F.normalize`` with a norm floor of 1e-6 (zero vectors stay zero)."""
-    x = ops.cast(x, "float32")
-    return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), epsilon))
-
-
-def resolve_grid(owner, argument, num_patches, grid_shape):
-    """Returns ``(h, w)`` with ``h * w == num_patches``; ``None`` means a square grid.
-
-    Raises:
-        ValueError: naming ``owner`` and ``argument`` when the grid does not match.
-    """
-    if grid_shape is None:
-        side = int(round(math.sqrt(num_patches)))
-        if side * side != num_patches:
-            errors.fail(owner, argument, f"a (height, width) grid: {num_patches} patches are not a square", grid_shape)
-        return side, side
-    grid = tuple(int(g) for g in grid_shape)
-    if len(grid) != 2 or grid[0] * grid[1] != num_patches:
-        errors.fail(owner, argument, f"a (height, width) grid with height * width = {num_patches} patches", grid_shape)
-    return grid
 
 
 def non_local_mask(grid, radius):
@@ -50,7 +28,8 @@ def eye_mask(num):
 
 
 def as_levels(owner, x):
-    """``(batch, N, d)`` -> ``(batch, N, 1, d)``; ``(batch, N, L, d)`` passes. Returns ``(x, squeezed)``."""
+    """``(batch, N, d)`` -> ``(batch, N, 1, d)``; ``(batch, N, L, d)`` passes (integers cast to ``owner``'s compute dtype). Returns ``(x, squeezed)``."""
+    x = as_float(owner, x)
     rank = len(x.shape)
     if rank == 3:
         return ops.expand_dims(x, 2), True

@@ -1,4 +1,4 @@
-"""GLOM column networks (ALGORITHMS.md §9.2): one MLP per level, shared by every column, LayerNorm over the patch axis."""
+"""GLOM column networks (docs/reference/glom.md#column-networks): one MLP per level, shared by every column, LayerNorm over the patch axis."""
 
 import math
 
@@ -6,6 +6,8 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
+from keras_capsules.ops.norms import rescaled
 from keras_capsules.serialization import register
 
 ACTIVATIONS = ("gelu", "sin", "relu", "linear")
@@ -30,7 +32,8 @@ class ColumnMLP(keras.layers.Layer):
     grouped 1x1 ``Conv1d`` after ``Rearrange('b n l d -> b (l d) n')``), the LayerNorm normalises
     **over the patch axis** (per level and channel) and its scale and offset have one entry per
     patch, shared by all channels; the paper describes "two FC layers" instead, the code has four.
-    Linear layers use PyTorch's default initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (kernel
+    The LayerNorm is computed on the centred values divided by their largest magnitude (the same
+    function, but no squared value can overflow for any finite input). Linear layers use PyTorch's default initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (kernel
     and bias), which matters for the sin activation.
 
     Input: ``(batch, N, groups, d)``. Output: ``(batch, N, groups, d)``.
@@ -73,11 +76,11 @@ class ColumnMLP(keras.layers.Layer):
             self.biases.append(self.add_weight(name=f"bias_{i}", shape=(self.groups, fan_out), initializer=init))
 
     def call(self, inputs):
-        x = inputs
+        x = as_float(self, inputs)
         for i in range(self.depth):
-            mean = ops.mean(x, axis=1, keepdims=True)
-            var = ops.mean(ops.square(x - mean), axis=1, keepdims=True)
-            x = (x - mean) * ops.rsqrt(var + self.epsilon)
+            centred, scale = rescaled(x - ops.mean(x, axis=1, keepdims=True), axis=1)
+            var = ops.mean(ops.square(centred), axis=1, keepdims=True)
+            x = centred * ops.rsqrt(var + self.epsilon / ops.square(scale))
             x = x * self.norm_scales[i][None, :, None, None] + self.norm_offsets[i][None, :, None, None]
             x = ops.einsum("bngi,gio->bngo", x, self.kernels[i]) + self.biases[i]
             if i < self.depth - 1:

@@ -1,10 +1,11 @@
-"""``GlomColumns``: K levels of embeddings per column, refined for T iterations (ALGORITHMS.md §9.2-9.5, eq. 8)."""
+"""``GlomColumns``: K levels of embeddings per column, refined for T iterations (docs/reference/glom.md#column-networks, eq. 8)."""
 
 import keras
 import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
 from keras_capsules.layers.glom.column_mlp import ColumnMLP
 from keras_capsules.layers.glom.consensus_attention import ConsensusAttention
 from keras_capsules.layers.glom.contrastive_agreement import ContrastiveAgreement
@@ -20,7 +21,7 @@ def default_agreement_thresholds(levels):
     """CAE thresholds per level: 0 at the bottom, -0.2 at the top, linearly interpolated between.
 
     The code has exactly two levels (0 and -0.2); the interpolation for K > 2 is our choice
-    (ALGORITHMS.md §11.4). A single level gets the bottom value 0.
+    (docs/reference/glom.md#open-questions). A single level gets the bottom value 0.
     """
     if levels == 1:
         return [BOTTOM_THRESHOLD]
@@ -190,7 +191,7 @@ class GlomColumns(keras.layers.Layer):
         return_iterations = self.return_iterations if return_iterations is None else bool(return_iterations)
         if return_agreement and self.agreement is None:
             errors.fail(self, "return_agreement", "False when use_agreement=False (there is no CAE output)", return_agreement)
-        tokens = inputs
+        tokens = as_float(self, inputs)
         batch, num = ops.shape(tokens)[0], tokens.shape[1]
         levels = ops.broadcast_to(ops.cast(self.initial_levels, tokens.dtype), (batch, num, self.levels, tokens.shape[2]))
         bottom = ops.expand_dims(tokens, 2)
@@ -251,9 +252,9 @@ class SelectLevel(keras.layers.Layer):
 
     def __init__(self, level=-1, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(level, bool) or not isinstance(level, int):
+        if not errors.is_integer(level):
             errors.fail(self, "level", "an integer level index", level, TypeError)
-        self.level = level
+        self.level = int(level)
 
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 4, "(batch, N, levels, d)")

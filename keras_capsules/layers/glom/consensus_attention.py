@@ -1,4 +1,4 @@
-"""Simplified self-attention ``A_SA`` between the columns of one GLOM level (ALGORITHMS.md §9.3, eq. 1)."""
+"""Simplified self-attention ``A_SA`` between the columns of one GLOM level (docs/reference/glom.md#attention-between-columns, eq. 1)."""
 
 import math
 
@@ -56,7 +56,7 @@ class ConsensusAttention(keras.layers.Layer):
         if self._non_local is not None:
             sim = ops.where(ops.convert_to_tensor(self._non_local), _utils.MASK_VALUE, sim)
         out = ops.einsum("blij,bjld->bild", ops.softmax(sim, axis=-1), values)
-        out = ops.cast(out, inputs.dtype)
+        out = ops.cast(out, f.dtype)
         return ops.squeeze(out, 2) if squeezed else out
 
     def compute_output_shape(self, input_shape):

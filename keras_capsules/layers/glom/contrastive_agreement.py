@@ -1,4 +1,4 @@
-"""Contrastive agreement enhancer ``A_CAE`` (Zeng et al., eqs. 2-7; ALGORITHMS.md §9.4)."""
+"""Contrastive agreement enhancer ``A_CAE`` (Zeng et al., eqs. 2-7; docs/reference/glom.md#contrastive-agreement-enhancer)."""
 
 import keras
 import numpy as np
@@ -108,7 +108,7 @@ class ContrastiveAgreement(keras.layers.Layer):
         push = ops.einsum("blij,bjld->bild", negative, values)
         if self.normalize_negatives:
             push = push / num
-        out = ops.cast(pull - push, inputs.dtype)
+        out = ops.cast(pull - push, f.dtype)
         return ops.squeeze(out, 2) if squeezed else out
 
     def compute_output_shape(self, input_shape):

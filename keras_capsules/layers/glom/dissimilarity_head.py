@@ -1,4 +1,4 @@
-"""Dissimilarity-focused downsampling head ``H_d`` (Zeng et al., eqs. 9-10; ALGORITHMS.md §9.6)."""
+"""Dissimilarity-focused downsampling head ``H_d`` (Zeng et al., eqs. 9-10; docs/reference/glom.md#dissimilarity-head)."""
 
 from keras import ops
 
@@ -30,7 +30,7 @@ class DissimilarityHead(WindowHead):
         unit = _utils.l2_normalize(values)
         sim = ops.einsum("bpid,bpjd->bpij", unit, unit)
         weights = ops.sum(ops.exp(1.0 - sim), axis=-1)
-        weights = weights / ops.max(weights, axis=-1, keepdims=True)
+        weights = weights / ops.max(weights, axis=-1, keepdims=True, initial=0.0)  # weights > 0; ``initial`` allows batch 0
         return ops.cast(ops.einsum("bpi,bpid->bpd", weights, values), windows.dtype)
 
     def window_weights(self, inputs):
@@ -41,4 +41,4 @@ class DissimilarityHead(WindowHead):
         tokens = ops.reshape(inputs, (-1, h * w, inputs.shape[-1]))
         unit = _utils.l2_normalize(_utils.partition_windows(tokens, (h, w), self.window))
         weights = ops.sum(ops.exp(1.0 - ops.einsum("bpid,bpjd->bpij", unit, unit)), axis=-1)
-        return weights / ops.max(weights, axis=-1, keepdims=True)
+        return weights / ops.max(weights, axis=-1, keepdims=True, initial=0.0)

@@ -1,10 +1,12 @@
-"""GLOM training heads (ALGORITHMS.md §9.7): the contrastive projection head H1 and the classifier head H2."""
+"""GLOM training heads (docs/reference/glom.md#heads-and-training): the contrastive projection head H1 and the classifier head H2."""
 
 import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
 from keras_capsules.layers.glom import _utils
+from keras_capsules.ops.norms import limit_magnitude
 from keras_capsules.serialization import register
 
 
@@ -67,7 +69,9 @@ class ContrastiveHead(keras.layers.Layer):
         self.projection.build((None, hidden))
 
     def call(self, inputs, training=None):
-        x = self.token_dropout(self.token_norm(inputs), training=training)
+        inputs = as_float(self, inputs)
+        # LayerNorm is scale-invariant; Keras' overflows (returns 0) for tokens beyond ~1e19.
+        x = self.token_dropout(self.token_norm(limit_magnitude(inputs)), training=training)
         x = self.flat_dropout(self.flat_norm(self.flatten(x)), training=training)
         x = ops.gelu(self.hidden_norm(self.hidden(x)), approximate=False)
         x = self.projection(self.hidden_dropout(self.activation_norm(x), training=training))

@@ -1,9 +1,10 @@
-"""GLOM input stage (ALGORITHMS.md §9.1): the convolutional tokenizer and the patch embedding."""
+"""GLOM input stage (docs/reference/glom.md#tokenizer): the convolutional tokenizer and the patch embedding."""
 
 import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
 from keras_capsules.serialization import register
 
 
@@ -55,7 +56,10 @@ class ConvTokenizer(keras.layers.Layer):
             shape = layer.compute_output_shape(shape)
 
     def call(self, inputs, training=None):
-        x = inputs
+        if inputs.shape[0] == 0:
+            # TensorFlow's conv2d returns an empty batch with its input's shape, not the output's.
+            return ops.zeros((0,) + self.compute_output_shape(inputs.shape)[1:], dtype=self.compute_dtype)
+        x = as_float(self, inputs)
         for layer in self.stack:
             x = layer(x, training=training) if isinstance(layer, keras.layers.BatchNormalization) else layer(x)
         return x

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.layers.capsule_tensor import as_float
 from keras_capsules.layers.glom import _utils
 from keras_capsules.serialization import register
 
@@ -56,6 +57,7 @@ class WindowHead(keras.layers.Layer):
         raise NotImplementedError
 
     def call(self, inputs):
+        inputs = as_float(self, inputs)
         grid_input = len(inputs.shape) == 4
         h, w = self._grid_hw
         tokens = ops.reshape(inputs, (-1, h * w, inputs.shape[-1])) if grid_input else inputs
