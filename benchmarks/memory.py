@@ -28,10 +28,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def vote_tensors_mib(model, batch):
     """Analytic size (MiB, float32) of the vote tensor of every routed layer of ``model`` at ``batch``."""
+    from keras_capsules.introspection import all_layers
     from keras_capsules.layers import ConvCaps, FcCaps
 
     sizes = {}
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in all_layers(model):
         if isinstance(layer, (ConvCaps, FcCaps)) and layer.built:
             if layer.vote_transform.shared:
                 continue

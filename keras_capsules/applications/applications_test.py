@@ -105,3 +105,14 @@ def test_reconstruction_model_exports_straight_after_construction_and_after_load
     reloaded = tf.saved_model.load(str(tmp_path / "loaded"))
     served = reloaded.serve(x).numpy()
     np.testing.assert_allclose(served, keras.ops.convert_to_numpy(model(x)), atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(input_shape=(28, 28, 0)), r"EffCapsNet: argument `input_shape` expected a positive number of channels, received \(28, 28, 0\)"),
+    (dict(include_top=False, input_shape=(None, None, 1)), r"EffCapsNet: argument `input_shape` expected a fully defined shape \(known height and width"),
+])
+def test_unusable_input_shapes_are_refused_up_front(kwargs, message):
+    from keras_capsules.applications import EffCapsNet
+
+    with pytest.raises(ValueError, match=message):
+        EffCapsNet(**kwargs)

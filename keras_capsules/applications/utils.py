@@ -63,10 +63,16 @@ def validate_application_args(
     if len(input_shape) != 3:
         raise ValueError(f"{model_name}: argument `input_shape` expected a 3-tuple (height, width, channels), received {input_shape!r}.")
     height, width, channels = input_shape
-    if include_top and None in input_shape:
+    if None in (height, width):
         raise ValueError(
-            f"{model_name}: argument `input_shape` expected a fully defined shape when include_top=True, received {input_shape!r}."
+            f"{model_name}: argument `input_shape` expected a fully defined shape (known height and width: the capsule layers "
+            f"turn the feature grid into a fixed number of capsules, so variable image sizes are not supported, with or "
+            f"without the top), received {input_shape!r}."
         )
+    if include_top and channels is None:
+        raise ValueError(f"{model_name}: argument `input_shape` expected a fully defined shape when include_top=True, received {input_shape!r}.")
+    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or channels < 1):
+        raise ValueError(f"{model_name}: argument `input_shape` expected a positive number of channels, received {input_shape!r}.")
     for size in (height, width):
         if size is not None and size < min_size:
             raise ValueError(f"{model_name}: argument `input_shape` expected height and width >= {min_size}, received {input_shape!r}.")

@@ -6,7 +6,6 @@ backbone. Layers are the leaves of the model tree: a nested ``keras.Model`` is w
 layer (a decoder built of sublayers included) owns all of its weights, in ``layer.weights`` order.
 """
 
-import hashlib
 import io
 import os
 import tempfile
@@ -14,6 +13,8 @@ import zipfile
 
 import keras
 import numpy as np
+
+from keras_capsules.hashing import file_sha256
 
 
 class PresetFileError(ValueError):
@@ -76,13 +77,8 @@ def save_weights(model, path, dtype="float32"):
     return sha256(path)
 
 
-def sha256(path):
-    """Hex SHA-256 of the file ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+#: Hex SHA-256 of a preset file (what the registry records and `locate` checks).
+sha256 = file_sha256
 
 
 def read_weights(path):

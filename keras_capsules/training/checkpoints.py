@@ -11,7 +11,6 @@ any ``epoch-NNNN`` folder is whole; the newest is the resume point. A run killed
 truncated or corrupt checkpoint is reported with :class:`CheckpointError`, never half-loaded.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -20,6 +19,7 @@ import time
 
 import keras
 
+from keras_capsules.hashing import file_sha256
 from keras_capsules.training import atomic
 
 WEIGHTS_FILE = "checkpoint.weights.h5"
@@ -30,14 +30,6 @@ _EPOCH_DIR = re.compile(r"^epoch-(\d{4,})$")
 
 class CheckpointError(ValueError):
     """A checkpoint is truncated, corrupt, or does not fit the model."""
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def checkpoint_dirs(backup_dir):
@@ -80,7 +72,7 @@ def save_checkpoint(backup_dir, model, epochs_completed, history=None, keep=2, s
             "history": history or {},
             "stage": stage,
             "weights_bytes": os.path.getsize(weights),
-            "weights_sha256": _sha256(weights),
+            "weights_sha256": file_sha256(weights),
             "saved_at": time.time(),
         }
         with open(os.path.join(folder, STATE_FILE), "w") as handle:
@@ -106,7 +98,7 @@ def read_state(folder):
     if not os.path.isfile(weights):
         raise CheckpointError(f"restore_checkpoint: {weights} is missing. {advice}")
     size = os.path.getsize(weights)
-    if size != expected_bytes or _sha256(weights) != expected_sha:
+    if size != expected_bytes or file_sha256(weights) != expected_sha:
         raise CheckpointError(
             f"restore_checkpoint: {weights} is truncated or corrupt (expected {expected_bytes} bytes with sha256 "
             f"{expected_sha[:12]}..., found {size} bytes with another checksum). {advice}"
