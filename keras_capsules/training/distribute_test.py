@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, losses
 from keras_capsules.training import distributed_fit, export_saved_model, fit_custom_loop, get_strategy
 
@@ -83,21 +84,8 @@ def test_every_application_fits_under_mirrored_strategy(trained):
         assert all(isinstance(v.value, tf.distribute.DistributedValues) for v in model.trainable_variables), key
 
 
-CHILD = textwrap.dedent(
+CHILD = BLOCK_LIBRARY + textwrap.dedent(
     """
-    import importlib.abc, json, sys
-
-    class Blocker(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "keras_capsules" or name.startswith("keras_capsules."):
-                raise ImportError(f"{name} is blocked in this process")
-
-    sys.meta_path.insert(0, Blocker())
-    try:
-        import keras_capsules  # noqa: F401
-        blocked = False
-    except ImportError:
-        blocked = True
     import numpy as np
     import tensorflow as tf
 

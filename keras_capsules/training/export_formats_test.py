@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 
+from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, cli
 from keras_capsules.training import export_keras_file, export_model, save_model
 
@@ -41,21 +42,8 @@ TOLERANCE = 1e-4
 #: layers before the columns match to 4e-7. The SavedModel matches to 1e-5 (registry test).
 KNOWN_MISMATCH = {"AgreementGLOM"}
 
-CHILD = textwrap.dedent(
+CHILD = BLOCK_LIBRARY + textwrap.dedent(
     """
-    import importlib.abc, json, sys
-
-    class Blocker(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "keras_capsules" or name.startswith("keras_capsules."):
-                raise ImportError(f"{name} is blocked in this process")
-
-    sys.meta_path.insert(0, Blocker())
-    try:
-        import keras_capsules  # noqa: F401
-        blocked = False
-    except ImportError:
-        blocked = True
     import numpy as np
     import onnxruntime
     from ai_edge_litert.interpreter import Interpreter
