@@ -97,17 +97,21 @@ class FMAgreementRouter(Router):
       votes, so REM quantisation (``quantize_levels``) changes the returned coupling only.
     - Cost, per vote entry (``N = batch * in_caps * out_caps * dim`` entries): the agreement
       itself is one O(kn) pass, ``sum_i u`` and ``sum_i u^2`` (3 flops) after the normalisation
-      ``u = x rsqrt(sum x^2 + eps)`` (3 flops); the overflow guard of that normalisation
-      (``max|x|`` rescaling, 3 flops) and the batch norm (clip 2, affine 2 at inference, moments 3
-      more in training) come on top: about 13N at inference, against 4N for one dynamic-routing
-      iteration (``sum_i c u``, 2N, and ``u . v``, 2N) and 2N for its last one. The coupling proxy
-      (3N more) is only computed when it is asked for (in a traced graph, unused outputs are pruned).
+      ``u = x rsqrt(sum x^2 + eps)`` (3 flops) and the batch norm's affine map (2): about 8N at
+      inference, against 4N for one dynamic-routing iteration (``sum_i c u``, 2N, and ``u . v``,
+      2N) and 2N for its last one. In training the clip before the batch statistics (2) and the
+      moments (3) come on top. The overflow guard costs nothing unless it is needed (see
+      Safeguards). The coupling proxy (3N more) is only computed when it is asked for (in a
+      traced graph, unused outputs are pruned).
     - Initial state: none (single pass; ``iterations`` must be 1). Child activations are ignored.
     - Parameters: only the batch norm's (2 trainable + 2 statistics per normalised feature).
-    - Safeguards: float32 maths; every vote is rescaled by ``max(max|u|, 1)`` (gradient-free, the
-      direction is scale-invariant) before ``u / sqrt(|u|^2 + epsilon)``, so zero votes give zero
-      and huge votes cannot overflow; ``s_j`` is normalised the same way; votes beyond 1e15 in
-      magnitude are rescaled before the batch-norm statistics (never for ordinary inputs).
+    - Safeguards: float32 maths; zero votes give zero with a finite gradient (``epsilon`` under the
+      square root). When any squared vote norm is not finite (votes beyond ~1e19 in magnitude, or a
+      batch-norm output that overflowed), one scalar ``cond`` sends the batch down the guarded path:
+      votes clipped to 1e15 before the batch norm, then each vote rescaled by ``max(max|u|, 1)``
+      (gradient-free; the direction is scale-invariant) before ``u / sqrt(|u|^2 + epsilon)``, so
+      huge votes keep their direction. In training the clip always precedes the batch statistics.
+      ``s_j`` is always normalised the guarded way (it is small).
     - Differences from the reference code: ``epsilon`` under the square root instead of FMRouting's
       ``|u| + 1e-10`` (finite gradient at zero).
 
@@ -189,11 +193,11 @@ class FMAgreementRouter(Router):
             self._bn_features = features
             self.vote_norm.build((None,) + self._bn_reduced_dims + (features,))
 
-    def _normalize_votes(self, votes, training):
+    def _normalize_votes(self, votes, training, clip):
         if self.vote_norm is None:
             return votes
-        # Identity for ordinary votes; keeps the batch statistics finite for absurdly large ones.
-        x = ops.clip(votes, -_BN_SAFE_MAGNITUDE, _BN_SAFE_MAGNITUDE)
+        # Identity for ordinary votes; keeps the batch statistics (and the affine map) finite for absurdly large ones.
+        x = ops.clip(votes, -_BN_SAFE_MAGNITUDE, _BN_SAFE_MAGNITUDE) if clip else votes
         if self._bn_kept_dims == (self._bn_features,) and self._bn_permutation == [0, 1, 2, 3]:  # axis -1: as is
             return self.vote_norm(x, training=training)
         batch = ops.shape(x)[0]
@@ -202,8 +206,27 @@ class FMAgreementRouter(Router):
         x = ops.reshape(x, (batch,) + self._bn_reduced_dims + self._bn_kept_dims)
         return ops.transpose(x, self._bn_inverse)
 
+    def _unit_votes(self, votes, training):
+        """Batch-normalised, L2-normalised votes ``(batch, in_caps, out_caps, dim)``.
+
+        The common case takes the cheap path ``y rsqrt(|y|^2 + epsilon)``; only when some squared
+        norm is not finite (votes beyond ~1e19, or a batch-norm output that overflowed) is the whole
+        batch recomputed on the guarded path (votes clipped before the batch norm, then
+        :func:`unit_vectors`). A scalar ``cond`` picks one branch, so ordinary inputs never pay
+        for the guard. In training the clip always comes first: the batch statistics are
+        computed (and the moving averages updated) once, from finite values.
+        """
+        clip_first = bool(training) and self.vote_norm is not None
+        y = self._normalize_votes(votes, training, clip=clip_first)
+        squared = ops.sum(ops.square(y), axis=-1, keepdims=True)
+
+        def guarded():
+            return unit_vectors(y if clip_first else self._normalize_votes(votes, training, clip=True), self.epsilon)
+
+        return ops.cond(ops.all(ops.isfinite(squared)), lambda: y * ops.rsqrt(squared + self.epsilon), guarded)
+
     def route(self, votes, activations, training):
-        units = unit_vectors(self._normalize_votes(votes, training), self.epsilon)
+        units = self._unit_votes(votes, training)
         s = fm_pairwise_sum(units, self.scale)
 
         n = units.shape[1]

@@ -197,3 +197,16 @@ def test_bad_inputs():
         FMAgreementRouter()(np.zeros((2, 3, 4), "float32"))
     with pytest.raises(ValueError, match="batch_norm_axis"):
         FMAgreementRouter(batch_norm_axis=0)(random_votes(0))
+
+
+def test_votes_whose_squares_overflow_route_like_ordinary_ones():
+    # Without the batch norm the agreement only sees unit votes, so scaling every vote by 1e25
+    # (squared norms overflow float32 and take the guarded branch) must give the poses and
+    # activations of the unscaled votes. (With the batch norm, votes are clipped to 1e15 first:
+    # finite, but not scale-free; test_finite_forward_and_gradient covers that case.)
+    votes = random_votes(11, shape=(2, 6, 3, 4))
+    router = FMAgreementRouter(batch_norm=False)
+    poses, acts = router(votes, training=False)
+    big_poses, big_acts = router(votes * np.float32(1e25), training=False)
+    np.testing.assert_allclose(to_np(big_poses), to_np(poses), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_np(big_acts), to_np(acts), rtol=1e-5, atol=1e-6)
