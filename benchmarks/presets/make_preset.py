@@ -47,13 +47,16 @@ def last_command(log_path):
 def logged_train_seconds(log_path):
     """Seconds of training summed over every epoch in a `keras-capsules train` log (all resumed sessions).
 
-    Each epoch's last progress-bar update reads ``N/N ━━━ <seconds>s``; evaluation bars are not preceded by ``Epoch``.
+    Each epoch's last progress-bar update reads ``N/N ━━━ <seconds>s`` (the elapsed time); the update
+    just before it may read ``N/N ━━━ 0s`` (the remaining time), hence the largest. Bars with another
+    step count than the epoch's first bar (the evaluation after the last epoch) are left out.
     """
     text = re.sub(r"\x1b\[[0-9;]*m", "", open(log_path, errors="replace").read())
     total = 0
     for segment in re.split(r"\nEpoch \d+/\d+\n", text)[1:]:
-        finished = [int(seconds) for done, steps, seconds in re.findall(r"(\d+)/(\d+) \S+ (\d+)s", segment) if done == steps]
-        total += finished[0] if finished else 0
+        bars = re.findall(r"(\d+)/(\d+) \S+ (\d+)s", segment)
+        finished = [int(seconds) for done, steps, seconds in bars if done == steps == bars[0][1]]
+        total += max(finished) if finished else 0
     return total
 
 
