@@ -42,3 +42,28 @@ def numeric_gradient(fn, x, step=1e-5):
         x[index] = saved
         gradient[index] = (upper - lower) / (2 * step)
     return gradient
+
+
+def assert_training_vote_gradient(router, reference, votes, activations, seed=8, rtol=1e-3, atol=1e-4):
+    """Checks a router's vote gradient in training against finite differences of a NumPy reference.
+
+    The loss is a fixed random weighting of the outputs, ``sum(w_p * poses) + sum(w_a * activations)``.
+
+    Args:
+        router: a built router, called as ``router(votes, activations, training=True)``.
+        reference: ``reference(votes_float64) -> (poses, activations)`` in NumPy.
+        votes: ``(batch, in_caps, out_caps, dim)`` float32; activations: ``(batch, in_caps)``.
+    """
+    batch, _, out_caps, dim = np.shape(votes)
+    rng = np.random.default_rng(seed)
+    w_poses, w_acts = rng.normal(size=(batch, out_caps, dim)), rng.normal(size=(batch, out_caps))
+
+    def loss(v):
+        mu, a = reference(v)
+        return float((mu * w_poses).sum() + (a * w_acts).sum())
+
+    def weighted(v):
+        poses, out = router(v, activations, training=True)
+        return poses * w_poses.astype("float32"), out * w_acts.astype("float32")
+
+    np.testing.assert_allclose(input_gradient(weighted, votes), numeric_gradient(loss, votes), rtol=rtol, atol=atol)
