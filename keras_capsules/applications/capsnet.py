@@ -12,6 +12,11 @@ decode_predictions = utils.decode_predictions
 
 #: The paper's router: dynamic routing, 3 iterations, no per-parent bias (the 6.8M parameter count).
 PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
+#: Initial ``W_ij`` of the class layer: N(0, 0.1), as REM's PyTorch reproduction (99.57 %); the official
+#: code draws a truncated normal whose std is not visible and is 0.1 in its verbatim copies. Keras's
+#: glorot_uniform (std 0.0027 for the 1152 x 10 x 8 x 16 kernel) starts the class capsules at lengths
+#: of ~1e-7, where squash's gradient vanishes and the margin loss does not move for hundreds of steps.
+VOTE_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.1}}
 #: Routers the class layer accepts (every registered one; the contract test builds each).
 ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
@@ -38,7 +43,7 @@ def CapsNet(
 
     Conv 9x9x256 ReLU -> PrimaryCaps (32 types x 8D, 9x9, stride 2, squash; 6x6x32 = 1152 capsules on
     28x28 input) -> class capsules (``classes`` x 16D, one 8x16 ``W_ij`` per child-parent pair,
-    dynamic routing) -> capsule lengths. With ``reconstruction=True`` the model has the paper's decoder
+    dynamic routing; ``W_ij`` ~ N(0, 0.1), see :data:`VOTE_INITIALIZER`) -> capsule lengths. With ``reconstruction=True`` the model has the paper's decoder
     (160 -> 512 -> 1024 -> 784) and loss weight 0.0005 on the summed squared error.
 
     Parameters (28x28x1, 10 classes): 6,804,224 without decoder, 8,215,568 with it; with the official
@@ -90,6 +95,7 @@ def CapsNet(
         class_capsule_dim,
         router=router,
         routing_iterations=routing_iterations,
+        kernel_initializer=keras.initializers.get(VOTE_INITIALIZER),
         name="class_caps",
     )
     decoder = CapsuleDecoder(input_shape, name="decoder") if reconstruction and include_top else None
