@@ -1,0 +1,65 @@
+"""The preset tools in benchmarks/presets read training logs and measure pruned presets correctly."""
+
+import importlib.util
+import os
+
+import keras
+import numpy as np
+
+from keras_capsules import applications
+
+TOOLS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "presets")
+
+
+def tool(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(TOOLS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bar(done, steps, seconds, ending="\x08" * 10 + "\n"):
+    """One Keras progress-bar update as a log holds it (ANSI colours, backspaces)."""
+    return f"\x1b[1m{done}/{steps}\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m \x1b[1m{seconds}s\x1b[0m 83ms/step - loss: 0.2{ending}"
+
+
+def test_logged_train_seconds_sums_each_epochs_elapsed_time_over_restarts():
+    log = (
+        "2026-11-24T01:00:00Z capsnet-mnist: keras-capsules train CapsNet --dataset mnist --epochs 3 --data-dir D --output O\n"
+        "Epoch 1/3\n" + bar(1, 4, 30) + bar(4, 4, 0) + bar(4, 4, 41) + "\n"  # the 0 s update is the remaining time
+        "Epoch 2/3\n" + bar(1, 4, 30) + bar(2, 4, 20)  # killed mid-epoch: not counted
+        + "2026-11-24T02:00:00Z capsnet-mnist: keras-capsules train CapsNet --dataset mnist --epochs 3 --data-dir D --output O\n"
+        "Epoch 2/3\n" + bar(4, 4, 0) + bar(4, 4, 39) + "\n"
+        "Epoch 3/3\n" + bar(4, 4, 0) + bar(4, 4, 40) + bar(2, 2, 7)  # the evaluation's 2-step bar is left out
+    )
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"preset_tools_{os.getpid()}.log")
+    with open(path, "w") as handle:
+        handle.write(log)
+    try:
+        make_preset = tool("make_preset")
+        assert make_preset.logged_train_seconds(path) == 41 + 39 + 40
+        assert make_preset.last_command(path) == "keras-capsules train CapsNet --dataset mnist --epochs 3"
+    finally:
+        os.remove(path)
+
+
+def test_rem_metrics_reports_the_zero_fraction_of_conv_and_vote_kernels():
+    keras.utils.set_random_seed(0)
+    model = applications.EffCapsNet(input_shape=(28, 28, 1), classes=10)
+    prunable = [w for w in model.trainable_weights if w.path.endswith("/kernel")]
+    total = sum(int(np.prod(w.shape)) for w in prunable)
+    # 5x5x1x32 + 3x3x32x64 + 3x3x64x64 + 3x3x64x128 + 9x9x128 (depthwise) + 16x10x8x16: REM's "161k".
+    assert total == 800 + 18_432 + 36_864 + 73_728 + 10_368 + 20_480 == 160_672
+    zeros = 0
+    for w in prunable:  # zero the first half (rounded down) of every kernel's entries
+        values = keras.ops.convert_to_numpy(w).reshape(-1).copy()
+        values[: values.size // 2] = 0.0
+        zeros += int(np.sum(values == 0.0))
+        w.assign(values.reshape(w.shape))
+    metrics = tool("rem_metrics").rem_metrics(model, "mnist_sample", levels=11)
+    remaining = total - zeros
+    assert metrics["sparsity"].startswith(f"{100 * zeros / total:.1f} % of the {total:,} prunable weights")
+    assert f"{remaining:,} remain" in metrics["sparsity"]
+    trees = metrics["parse_trees_per_class"]
+    per_class = [int(part.split(": ")[1].split(" ")[0]) for part in trees.split(" · ")]
+    assert 1 <= sum(per_class) <= 2000 and trees.endswith(f"({sum(per_class):,} in all)")
