@@ -21,7 +21,10 @@ class RoutedCapsules(keras.layers.Layer):
         shared_weights: share the transform across children (one ``W_j`` per parent).
         matrix_side: ``"right"`` (``P W``) or ``"left"`` (``W P``) for matrix votes.
         normalize_weights: Frobenius-normalise matrix transforms (seed 001, eq. 1).
-        kernel_initializer, kernel_regularizer: for the transform.
+        kernel_initializer, kernel_regularizer: for the transform. With many children (e.g. 1,152),
+            Sabour's squash and dynamic routing, the default glorot_uniform starts the parents near
+            zero length, where squash's gradient vanishes and training stalls: pass
+            ``keras.initializers.RandomNormal(stddev=0.1)``, as :func:`~keras_capsules.applications.CapsNet` does.
     """
 
     def __init__(
