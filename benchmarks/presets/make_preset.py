@@ -26,10 +26,11 @@ from keras_capsules.presets import registry
 from keras_capsules.training import load_model
 
 
-def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
-    """Top-1 accuracy by NumPy argmax over the model's class scores."""
+def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256, evaluation=None):
+    """Top-1 accuracy by NumPy argmax over the model's class scores (images through ``evaluation``'s transform)."""
     correct = total = 0
-    for images, labels in datasets.load(dataset, split, batch_size=batch_size, data_dir=data_dir, shuffle=False, limit=limit):
+    batches = datasets.load(dataset, split, batch_size=batch_size, data_dir=data_dir, shuffle=False, limit=limit, augment=evaluation, training=False)
+    for images, labels in batches:
         scores = model.predict_on_batch(images)
         correct += int(np.sum(np.argmax(scores, axis=-1) == labels.numpy()))
         total += len(labels)
@@ -83,6 +84,7 @@ def main(argv=None):
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
     parser.add_argument("--notes", default="")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
+    parser.add_argument("--evaluation", help="augmentation preset whose evaluation transform the inputs need (GLOM: glom_fashion_mnist)")
     parser.add_argument(
         "--export-only", action="store_true",
         help="only write the .npz from RUN_DIR/model.keras (run it with the library version that trained the run when "
@@ -106,6 +108,9 @@ def main(argv=None):
 
     kwargs = json.loads(args.kwargs)
     input_shape = datasets.info(args.dataset).image_shape
+    if args.evaluation:  # e.g. 28x28 padded to 32x32: the shape the transform produces
+        input_shape = next(iter(datasets.load(args.dataset, "test", batch_size=1, data_dir=args.data_dir, limit=1,
+                                              augment=args.evaluation, training=False)))[0].shape[1:]
     kwargs.setdefault("classes", datasets.num_classes(args.dataset))
     kwargs.setdefault("input_shape", list(input_shape))
     subset = {"dataset": args.subset_dataset or args.dataset, "split": "test", "limit": args.subset_limit}
@@ -116,11 +121,12 @@ def main(argv=None):
         epochs=int(run_metrics["epochs_completed"]), train_seconds=float(logged_train_seconds(os.path.join(args.run_dir, "train.log")) or run_metrics["train_seconds"]),
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, notes=args.notes, metrics=json.loads(args.metrics),
+        evaluation=args.evaluation,
     )
     presets.register_preset(presets.Preset(**draft))
     model = getattr(applications, args.model)(weights=args.name)  # the public path, with the file that ships
-    test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir)
-    subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit)
+    test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir, evaluation=args.evaluation)
+    subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit, evaluation=args.evaluation)
     record = dict(draft, test_accuracy=round(test_accuracy, 6), test_examples=test_examples, subset_accuracy=round(subset_accuracy, 6),
                   parameters=int(model.count_params()), recipe=list(draft["recipe"]))
     records = json.load(open(registry.REGISTRY_FILE)) if os.path.isfile(registry.REGISTRY_FILE) else []

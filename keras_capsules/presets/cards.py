@@ -24,6 +24,8 @@ def model_card(model, name):
         f"| fixed subset | {100 * preset.subset_accuracy:.2f} % on the first {subset['limit']:,} images of `{subset['dataset']}` / `{subset['split']}` (checked by the tests) |",
         f"| constructor arguments | `{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}` |",
         f"| parameters | {preset.parameters:,} |",
+        *([f"| input | the {preset.dataset} images through the evaluation transform of augmentation `{preset.evaluation}`: "
+           f"`datasets.load(..., augment=\"{preset.evaluation}\", training=False)` |"] if preset.evaluation else []),
         f"| training | recipe `{' / '.join(preset.recipe)}`, {preset.epochs} epochs, {hours:.1f} h on {preset.hardware} |",
         f"| command | `{preset.command}` |",
         f"| file | `{preset.file}` ({_size(preset)}, {preset.storage_dtype}), SHA-256 `{preset.sha256[:16]}…` |",

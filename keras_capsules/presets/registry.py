@@ -47,6 +47,9 @@ class Preset:
         notes: deviations from the paper schedule, targets and the paper's figures.
         metrics: further measurements (per-class parse trees, sparsity, ...).
         url: optional download address (used only by :func:`download`).
+        evaluation: ``None`` (the model takes the dataset's images as they are) or the augmentation
+            preset whose deterministic evaluation transform its inputs need, e.g. ``"glom_fashion_mnist"``
+            (zero-pad 28x28 to 32x32): ``datasets.load(..., augment=evaluation, training=False)``.
         removable: constructor arguments that may be switched off against the preset (the decoder:
             ``reconstruction=False`` loads every other layer).
     """
@@ -73,6 +76,7 @@ class Preset:
     notes: str = ""
     metrics: dict = dataclasses.field(default_factory=dict)
     url: Optional[str] = None
+    evaluation: Optional[str] = None
     removable: tuple = ("reconstruction",)
 
     @property
