@@ -68,6 +68,21 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def reset_live_peak():
+    """Starts TensorFlow's count of the largest amount of memory its tensors held at once (CPU:0)."""
+    import tensorflow as tf
+
+    tf.config.experimental.reset_memory_stats("CPU:0")
+
+
+def live_peak_mib():
+    """Largest amount held by live tensors since :func:`reset_live_peak`, MiB (TensorFlow's allocator
+    statistics: unlike the RSS, memory the allocator keeps cached after a tensor is freed is not counted)."""
+    import tensorflow as tf
+
+    return tf.config.experimental.get_memory_info("CPU:0")["peak"] / 2**20
+
+
 def write_results(name, payload):
     """Writes ``benchmarks/results/<name>.json``."""
     folder = os.path.join(os.path.dirname(__file__), "results")

@@ -2,7 +2,8 @@
 
 Each configuration runs in its own process and reports that process's peak resident set size
 (``resource.getrusage(...).ru_maxrss``) after building (``built_mib``) and after the step
-(``peak_mib``), next to the size of the largest vote tensor of the model (``votes_mib``; the
+(``peak_mib``), the largest amount its tensors held at once during the step (``live_peak_mib``,
+TensorFlow's allocator statistics: the RSS also counts memory the allocator keeps after a free), next to the size of the largest vote tensor of the model (``votes_mib``; the
 analytic ``batch * positions * in_caps * out_caps * out_dim * 4`` bytes of each routed layer).
 Memory does not depend on the load of the machine, so these numbers can be taken while it is busy.
 
@@ -64,7 +65,7 @@ def measure_app(name, batch, iterations, phase):
     import numpy as np
     import tensorflow as tf
 
-    from common import peak_rss_mib
+    from common import live_peak_mib, peak_rss_mib, reset_live_peak
     from keras_capsules import applications
 
     entry = applications.get_configuration(name)
@@ -76,6 +77,7 @@ def measure_app(name, batch, iterations, phase):
     classes = model.output_shape[-1]
     y = tf.constant(np.eye(classes, dtype="float32")[rng.integers(0, classes, batch)])
     built = peak_rss_mib()
+    reset_live_peak()
     if phase == "train":
         _train_step(model, x, y, keras.losses.MeanSquaredError())().numpy()  # the loss does not change the memory
     else:
@@ -87,6 +89,7 @@ def measure_app(name, batch, iterations, phase):
         "phase": phase,
         "built_mib": round(built),
         "peak_mib": round(peak_rss_mib()),
+        "live_peak_mib": round(live_peak_mib()),
         "votes_mib": {k: round(v) for k, v in vote_tensors_mib(model, batch).items()},
     }
 
@@ -95,7 +98,7 @@ def measure_router(router, iterations, phase):
     import numpy as np
     import tensorflow as tf
 
-    from common import peak_rss_mib
+    from common import live_peak_mib, peak_rss_mib, reset_live_peak
     from keras_capsules import layers
 
     batch, (in_caps, in_dim), (out_caps, out_dim) = 64, (1152, 8), (10, 16)
@@ -105,6 +108,7 @@ def measure_router(router, iterations, phase):
     layer = layers.FcCaps(out_caps, out_dim, router=router, routing_iterations=iterations)
     layer((poses[:1], acts[:1]))
     built = peak_rss_mib()
+    reset_live_peak()
     if phase == "train":
 
         @tf.function
@@ -123,6 +127,7 @@ def measure_router(router, iterations, phase):
         "phase": phase,
         "built_mib": round(built),
         "peak_mib": round(peak_rss_mib()),
+        "live_peak_mib": round(live_peak_mib()),
         "votes_mib": round(batch * in_caps * out_caps * out_dim * 4 / 2**20),
     }
 
@@ -162,17 +167,17 @@ def main():
         row = json.loads(lines[-1][4:]) if lines else {"name": args.name, "iterations": count, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
         print(json.dumps(row), flush=True)
         rows.append(row)
-    print("\n| configuration | phase | iterations | remat | built (MiB) | peak (MiB) | vote tensors (MiB) |")
-    print("|---|---|---:|---|---:|---:|---|")
+    print("\n| configuration | phase | iterations | remat | built (MiB) | peak RSS (MiB) | live tensors, peak (MiB) | vote tensors (MiB) |")
+    print("|---|---|---:|---|---:|---:|---:|---|")
     for row in rows:
         if "error" in row:
-            print(f"| {args.name} | {args.phase} | {row['iterations']} | | error: {row['error']} | | |")
+            print(f"| {args.name} | {args.phase} | {row['iterations']} | | error: {row['error']} | | | |")
             continue
         label = row.get("model") or f"FcCaps 1152x8 -> 10x16 b64, {row['router']}"
         batch = f" b{row['batch']}" if "batch" in row else ""
         print(
             f"| {label}{batch} | {row['phase']} | {row['iterations']} | {row['remat']} | {row['built_mib']} | {row['peak_mib']} | "
-            f"{row['votes_mib']} |"
+            f"{row['live_peak_mib']} | {row['votes_mib']} |"
         )
 
 
