@@ -27,7 +27,10 @@ def test_train_command_writes_metrics_model_and_export(tmp_path, capsys):
     assert model.count_params() == metrics["parameters"]
 
 
-def test_train_command_reports_missing_data(tmp_path, capsys):
+def test_train_command_reports_missing_data(tmp_path, capsys, monkeypatch):
+    # $KERAS_CAPSULES_DATA is searched after --data-dir, and TFDS after both: neither may hold MNIST here.
+    monkeypatch.delenv("KERAS_CAPSULES_DATA", raising=False)
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
     code = cli.main(["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")])
     assert code == 2
     err = capsys.readouterr().err
