@@ -33,8 +33,11 @@ def test_preset_reaches_its_recorded_subset_accuracy(key):
     data_dir = _data_dir(subset["dataset"])
     model = getattr(applications, model_name)(weights=name)
     correct = total = 0
-    for images, labels in datasets.load(subset["dataset"], subset["split"], batch_size=250, data_dir=data_dir, shuffle=False, limit=subset["limit"],
-                                           augment=preset.evaluation, training=False):
+    batches = datasets.load(
+        subset["dataset"], subset["split"], batch_size=250, data_dir=data_dir, shuffle=False, limit=subset["limit"],
+        augment=preset.evaluation, training=False,
+    )
+    for images, labels in batches:
         correct += int(np.sum(np.argmax(model.predict_on_batch(images), axis=-1) == labels.numpy()))
         total += len(labels)
     assert total == subset["limit"]
