@@ -63,3 +63,51 @@ def test_rem_metrics_reports_the_zero_fraction_of_conv_and_vote_kernels():
     trees = metrics["parse_trees_per_class"]
     per_class = [int(part.split(": ")[1].split(" ")[0]) for part in trees.split(" · ")]
     assert 1 <= sum(per_class) <= 2000 and trees.endswith(f"({sum(per_class):,} in all)")
+
+
+STUB_TRAIN = """#!/usr/bin/env bash
+# Stands in for `keras-capsules train`: records its arguments, then leaves what a finished run leaves.
+echo "$*" >> "$CALLS"
+epochs=$(grep -o -- '--epochs [0-9]*' <<< "$*" | awk '{print $2}')
+out=$(grep -o -- '--output [^ ]*' <<< "$*" | awk '{print $2}')
+mkdir -p "$out/checkpoints/epoch-$(printf %04d "$epochs")"
+echo "{\\"epochs_completed\\": $epochs}" > "$out/metrics.json"
+"""
+
+
+def run_train_presets(tmp_path, runs):
+    """``train_presets.sh DATA RUNS capsnet-mnist`` with a stub ``keras-capsules``; the argument lists it was called with."""
+    import subprocess
+
+    stub_dir = tmp_path / "bin"
+    stub_dir.mkdir(exist_ok=True)
+    stub = stub_dir / "keras-capsules"
+    stub.write_text(STUB_TRAIN)
+    stub.chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    calls.write_text("")
+    env = dict(os.environ, PATH=f"{stub_dir}:{os.environ['PATH']}", CALLS=str(calls))
+    script = os.path.join(TOOLS, "train_presets.sh")
+    subprocess.run(["bash", script, "DATA", str(runs), "capsnet-mnist"], env=env, check=True, capture_output=True, text=True)
+    return [line.split() for line in calls.read_text().splitlines()]
+
+
+def test_train_presets_runs_the_phases_of_a_command_in_order_and_resumes_in_the_right_one(tmp_path):
+    runs = tmp_path / "runs"
+    out = str(runs / "capsnet-mnist")
+    calls = run_train_presets(tmp_path, runs)  # fresh: the official schedule for 12 epochs, then the decayed 12
+    assert [call[call.index("--epochs") + 1] for call in calls] == ["12", "24"]
+    assert calls[1][calls[1].index("--lr-decay") + 1] == "0.9"
+    assert all(call[-4:] == ["--data-dir", "DATA", "--output", out] for call in calls)
+    # make_preset records both phases as the preset's command.
+    assert tool("make_preset").last_command(os.path.join(out, "train.log")) == (
+        "keras-capsules train CapsNet --dataset mnist --epochs 12; "
+        "keras-capsules train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 469"
+    )
+    assert run_train_presets(tmp_path, runs) == []  # finished: 24 epochs in metrics.json
+
+    # Killed in the second phase: phase 1's metrics.json (12 epochs) and a checkpoint of epoch 15.
+    (runs / "capsnet-mnist" / "metrics.json").write_text('{"epochs_completed": 12}')
+    os.rename(os.path.join(out, "checkpoints", "epoch-0024"), os.path.join(out, "checkpoints", "epoch-0015"))
+    calls = run_train_presets(tmp_path, runs)
+    assert [call[call.index("--epochs") + 1] for call in calls] == ["24"]
