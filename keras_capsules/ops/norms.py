@@ -43,18 +43,41 @@ def rescaled(x, axis=-1):
 MAGNITUDE_LIMIT = 1e15
 
 
+def exceeds(x, limit):
+    """Whether some entry of ``x`` lies outside ``[-limit, limit]``: a scalar from two reductions.
+
+    The guards below test this once per call and take their guarded path only when it is true, so
+    ordinary tensors cost two reads and nothing in the backward pass (an elementwise ``clip``
+    costs two passes forward and four backward over a vote-sized tensor).
+    """
+    return ops.logical_or(ops.max(x, initial=-limit) > limit, ops.min(x, initial=limit) < -limit)
+
+
+def clip_magnitude(x, limit):
+    """``clip(x, -limit, limit)``, computed only when some ``|x| > limit`` (one scalar ``cond``).
+
+    The same values and gradients as the clip; within the bounds ``x`` passes through untouched.
+    """
+    return ops.cond(exceeds(x, limit), lambda: ops.clip(x, -limit, limit), lambda: x)
+
+
 def limit_magnitude(x, axis=-1, limit=MAGNITUDE_LIMIT):
     """Scales ``x`` by one gradient-free factor per slice over ``axis`` so that ``max|x| <= limit``.
 
     For functions that are (nearly) scale-invariant in those axes, such as LayerNorm or attention
     that saturates, this keeps squares and products finite for any finite input and is correct in
     the limit. Slices within ``limit`` are returned unchanged (bit for bit), and float16 tensors
-    always (their range ends at 65504).
+    always (their range ends at 65504). The scaling runs only when some entry exceeds ``limit``
+    (:func:`exceeds`), so ordinary inputs pay two reductions and no elementwise pass.
     """
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         return x
-    peak = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=limit))
-    return x * (limit / peak)
+
+    def scaled():
+        peak = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=limit))
+        return x * (limit / peak)
+
+    return ops.cond(exceeds(x, limit), scaled, lambda: x)
 
 
 @in_float32

@@ -81,3 +81,43 @@ def test_squash_of_huge_vectors_has_length_about_one(dtype, magnitude):
         np.testing.assert_allclose(out, [[0.6, 0.8]], rtol=1e-2 if dtype != "float32" else 1e-6)
     expected_norm = 0.5 * magnitude
     np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(safe_norm(s), "float32")), [expected_norm], rtol=1e-2)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e20])
+def test_clip_magnitude_equals_numpy_clip_with_its_gradient(scale):
+    from keras_capsules.ops.norms import clip_magnitude
+
+    x = np.array([[-3.0, 0.5, 2.0], [1e-3, -0.2, 4.0]], "float32") * scale
+    limit = 2.5 * scale if scale == 1.0 else 1e15
+    np.testing.assert_array_equal(ops.convert_to_numpy(clip_magnitude(ops.convert_to_tensor(x), limit)), np.clip(x, -limit, limit))
+    # d clip / dx: 1 inside the bounds, 0 where an entry was clipped (numpy: |x| > limit).
+    expected = (np.abs(x) <= limit).astype("float32")
+    np.testing.assert_array_equal(input_gradient(lambda v: clip_magnitude(v, limit), x), expected)
+
+
+def test_limit_magnitude_scales_only_the_slices_beyond_the_limit():
+    from keras_capsules.ops.norms import limit_magnitude
+
+    x = np.array([[1.0, -2.0], [4e15, -1e15], [0.0, 3.0]], "float32")
+    out = ops.convert_to_numpy(limit_magnitude(ops.convert_to_tensor(x), axis=-1, limit=1e15))
+    np.testing.assert_array_equal(out[[0, 2]], x[[0, 2]])  # untouched, bit for bit
+    np.testing.assert_allclose(out[1], [1e15, -0.25e15], rtol=1e-6)  # row 1 divided by its peak / limit = 4
+    ordinary = np.array([[1.0, -2.0]], "float32")  # no slice beyond the limit: identity, gradient one
+    np.testing.assert_array_equal(input_gradient(lambda v: limit_magnitude(v, limit=1e15), ordinary), np.ones_like(ordinary))
+
+
+def test_magnitude_guards_under_remat():
+    import keras
+
+    from keras_capsules.ops.norms import clip_magnitude, limit_magnitude
+
+    x = np.array([[-3.0, 0.5], [1e16, 2.0]], "float32")
+
+    def guarded(v):
+        return clip_magnitude(v, 2.5) + limit_magnitude(v, limit=1e15)
+
+    expected_value = np.clip(x, -2.5, 2.5) + np.array([[-3.0, 0.5], [1e15, 0.2]], "float32")
+    np.testing.assert_allclose(ops.convert_to_numpy(keras.remat(guarded)(ops.convert_to_tensor(x))), expected_value, rtol=1e-6)
+    # clip: 1 inside, 0 at -3 and 1e16; limit_magnitude: 1 in the untouched row, 1/10 in the scaled one (factor gradient-free).
+    expected_gradient = np.array([[0.0 + 1.0, 1.0 + 1.0], [0.0 + 0.1, 1.0 + 0.1]], "float32")
+    np.testing.assert_allclose(input_gradient(keras.remat(guarded), x), expected_gradient, rtol=1e-6)

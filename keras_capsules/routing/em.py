@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, dtype_max, ones_activations, parent_major
 from keras_capsules.routing.registry import register_router
 
@@ -291,7 +292,7 @@ class EMRouter(Router):
             votes = clip_gradient(votes, self._gradient_limit)
             activations = None if activations is None else clip_gradient(activations, self._gradient_limit)
         if self.max_vote is not None:
-            votes = ops.clip(votes, -self.max_vote, self.max_vote)
+            votes = clip_magnitude(votes, self.max_vote)
         if activations is None:
             activations = ones_activations(votes)
         votes = parent_major(votes)

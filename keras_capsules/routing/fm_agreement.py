@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.norms import rescaled
+from keras_capsules.ops.norms import clip_magnitude, rescaled
 from keras_capsules.routing.base import Router
 from keras_capsules.routing.registry import register_router
 
@@ -197,7 +197,7 @@ class FMAgreementRouter(Router):
         if self.vote_norm is None:
             return votes
         # Identity for ordinary votes; keeps the batch statistics (and the affine map) finite for absurdly large ones.
-        x = ops.clip(votes, -_BN_SAFE_MAGNITUDE, _BN_SAFE_MAGNITUDE) if clip else votes
+        x = clip_magnitude(votes, _BN_SAFE_MAGNITUDE) if clip else votes
         if self._bn_kept_dims == (self._bn_features,) and self._bn_permutation == [0, 1, 2, 3]:  # axis -1: as is
             return self.vote_norm(x, training=training)
         batch = ops.shape(x)[0]

@@ -6,7 +6,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.norms import rescaled
+from keras_capsules.ops.norms import clip_magnitude, rescaled
 from keras_capsules.routing.base import Router, child_major, parent_major, saturating_cast
 from keras_capsules.routing.registry import register_router
 
@@ -131,7 +131,7 @@ class InvertedDotProductRouter(Router):
 
     def _route(self, votes, training, poses, steps, finalize):
         if self.max_vote is not None:
-            votes = ops.clip(votes, -self.max_vote, self.max_vote)
+            votes = clip_magnitude(votes, self.max_vote)
         scale = 1.0 / math.sqrt(votes.shape[-1]) if self.scale_agreement else 1.0
         votes = parent_major(votes)  # (batch, out, in, d): batched matmuls below
         for step in range(steps):

@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.routing.base import Router, child_major, parent_major
 from keras_capsules.routing.registry import register_router
 
@@ -178,7 +179,7 @@ class KernelRouter(Router):
         Returns:
             ``(batch, out_caps, in_caps)``.
         """
-        tau = ops.clip(ops.expand_dims(poses, 2) - votes, -_MAX_DISTANCE, _MAX_DISTANCE)
+        tau = clip_magnitude(ops.expand_dims(poses, 2) - votes, _MAX_DISTANCE)
         weights = ops.softmax(ops.cast(self.mixture_logits, "float32"))
         if self.kernel == "spectral_mixture":
             bandwidths = ops.abs(ops.cast(self.bandwidths, "float32"))
