@@ -84,15 +84,14 @@ def test_squash_of_huge_vectors_has_length_about_one(dtype, magnitude):
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e20])
-def test_clip_magnitude_equals_numpy_clip_with_its_gradient(scale):
+def test_clip_magnitude_clips_values_and_passes_gradients_straight_through(scale):
     from keras_capsules.ops.norms import clip_magnitude
 
     x = np.array([[-3.0, 0.5, 2.0], [1e-3, -0.2, 4.0]], "float32") * scale
     limit = 2.5 * scale if scale == 1.0 else 1e15
     np.testing.assert_array_equal(ops.convert_to_numpy(clip_magnitude(ops.convert_to_tensor(x), limit)), np.clip(x, -limit, limit))
-    # d clip / dx: 1 inside the bounds, 0 where an entry was clipped (numpy: |x| > limit).
-    expected = (np.abs(x) <= limit).astype("float32")
-    np.testing.assert_array_equal(input_gradient(lambda v: clip_magnitude(v, limit), x), expected)
+    # The backward pass is the identity, clipped entries included (a plain clip's would be 0 there).
+    np.testing.assert_array_equal(input_gradient(lambda v: clip_magnitude(v, limit), x), np.ones_like(x))
 
 
 def test_limit_magnitude_scales_only_the_slices_beyond_the_limit():
@@ -118,6 +117,6 @@ def test_magnitude_guards_under_remat():
 
     expected_value = np.clip(x, -2.5, 2.5) + np.array([[-3.0, 0.5], [1e15, 0.2]], "float32")
     np.testing.assert_allclose(ops.convert_to_numpy(keras.remat(guarded)(ops.convert_to_tensor(x))), expected_value, rtol=1e-6)
-    # clip: 1 inside, 0 at -3 and 1e16; limit_magnitude: 1 in the untouched row, 1/10 in the scaled one (factor gradient-free).
-    expected_gradient = np.array([[0.0 + 1.0, 1.0 + 1.0], [0.0 + 0.1, 1.0 + 0.1]], "float32")
+    # clip: straight through (1); limit_magnitude: 1 in the untouched row, 1/10 in the scaled one (factor gradient-free).
+    expected_gradient = np.array([[1.0 + 1.0, 1.0 + 1.0], [1.0 + 0.1, 1.0 + 0.1]], "float32")
     np.testing.assert_allclose(input_gradient(keras.remat(guarded), x), expected_gradient, rtol=1e-6)
