@@ -118,7 +118,8 @@ class EMRouter(Router):
       ``+-max_vote`` (1e4) before routing, because ``(V - mu)^2 / var`` with ``var >= 1e-9``
       overflows float32 for votes beyond ~1e13 and its gradient for much smaller ones. Votes that
       large never occur in a trained network (IBM initialises ``W`` with std 1 on unit-scale poses);
-      ``max_vote=None`` disables the clip. In float16/bfloat16 the gradients flowing back into the
+      ``max_vote=None`` disables the clip, whose gradient passes straight through
+      (:func:`~keras_capsules.ops.norms.clip_magnitude`). In float16/bfloat16 the gradients flowing back into the
       votes and activations are clipped to the dtype's finite range: the exact derivative of a
       parent's mean with respect to a child activation is ``R (V - mu) / (sum R' + eps)``, about
       ``|V| / eps`` when every activation is ~0, far beyond float16's 65504.

@@ -44,7 +44,9 @@ class InvertedDotProductRouter(Router):
       votes give ``p = beta``) and an overflow-safe LayerNorm (the centred values are rescaled by
       their largest magnitude before squaring, which leaves the function unchanged); votes are
       clipped to ``+-max_vote`` (1e15) so that ``sum_i r_ij v_ij`` and the agreements stay finite for
-      any finite input (no effect on real votes; ``None`` disables it).
+      any finite input (no effect on real votes; ``None`` disables it). The clip's gradient passes
+      straight through (:func:`~keras_capsules.ops.norms.clip_magnitude`): a masked gradient cost
+      four passes over the vote tensor, about a third of a training step, for votes no network makes.
 
     Call arguments beyond the :class:`Router` contract (all optional; used by ``ConcurrentRouting``):
         initial_poses: ``(batch, out_caps, d)`` parent poses to start from; every pass is then a
