@@ -14,7 +14,6 @@ Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simp
 """
 
 import argparse
-import ast
 import collections
 import glob
 import json
@@ -79,12 +78,10 @@ def main():
     from applications import _loss_for
     from common import machine_description
     from keras_capsules import applications
+    from keras_capsules.cli import _key_values  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
 
     entry = applications.get_configuration(args.configuration)
-    kwargs = dict(entry.kwargs)
-    for item in args.model_arg:
-        key, value = item.split("=", 1)
-        kwargs[key] = ast.literal_eval(value)
+    kwargs = {**entry.kwargs, **_key_values(args.model_arg, "--model-arg")}
     model = entry.constructor(**kwargs)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=_loss_for(model))
     shape = tuple(model.inputs[0].shape[1:])
