@@ -19,13 +19,13 @@ shift 2
 # then 12 with a per-epoch decay of 0.9, which the official one does not reach in 24 epochs); AgreementGLOM about 40 min per contrastive pre-training epoch at batch 256 (two views),
 # so 2 epochs per stage fit its 2-hour budget (batch 800, the recipe's, needs more than 15 GB).
 declare -A COMMANDS=(
-  [effcapsnet-mnist]="keras-capsules train EffCapsNet --dataset mnist --epochs 40 --lr-decay 0.93"
-  [effcapsnet-fashion_mnist]="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 40 --lr-decay 0.93 --augmentation fashion_mnist_shift2_flip"
-  [fmcapsnet-fashion_mnist]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92"
+  [effcapsnet-mnist]="keras-capsules train EffCapsNet --dataset mnist --epochs 40 --lr-decay 0.93; keras-capsules train EffCapsNet --dataset mnist --epochs 50 --lr-decay 0.96"
+  [effcapsnet-fashion_mnist]="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 40 --lr-decay 0.93 --augmentation fashion_mnist_shift2_flip; keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 55 --lr-decay 0.96 --augmentation fashion_mnist_shift2_flip"
+  [fmcapsnet-fashion_mnist]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92; keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 60 --lr-decay 0.96"
   [capsnet-mnist]="keras-capsules train CapsNet --dataset mnist --epochs 12; keras-capsules train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 469"
   [effcapsnet-mnist_rem]="keras-capsules train EffCapsNet --dataset mnist --recipe rem --epochs 30 --lr-decay 0.97"
   [agreementglom-fashion_mnist]="keras-capsules train AgreementGLOM --dataset fashion_mnist --epochs 2 --batch-size 256"
-  [fmcapsnet-fashion_mnist-dr3]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3"
+  [fmcapsnet-fashion_mnist-dr3]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3; keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 60 --lr-decay 0.96 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3"
 )
 ORDER=(effcapsnet-mnist effcapsnet-fashion_mnist fmcapsnet-fashion_mnist fmcapsnet-fashion_mnist-dr3 capsnet-mnist effcapsnet-mnist_rem agreementglom-fashion_mnist)
 [ "$#" -gt 0 ] && selected=("$@") || selected=("${ORDER[@]}")

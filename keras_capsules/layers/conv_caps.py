@@ -148,8 +148,7 @@ class ConvCaps(RoutedCapsules):
             if "initial_poses" in tensors:
                 kwargs["initial_poses"] = tensors["initial_poses"]
             acts = self._gather(tensors["activations"], rows) if "activations" in tensors else None
-            votes = self.vote_transform(self._gather(tensors["poses"], rows))
-            return tuple(self.router(votes, acts, training=training, return_coupling=return_coupling, **kwargs))
+            return self.vote_and_route(self._gather(tensors["poses"], rows), acts, training, return_coupling, **kwargs)
 
         if self.rematerializes(training):
             run = keras.remat(run)

@@ -156,6 +156,16 @@ class FcCaps(RoutedCapsules):
         return votes, activations
 
     def call(self, inputs, training=None, return_coupling=False):
+        if self.shared_weights != "positions" and self._offsets is None:
+            # Votes straight from the children, in the router's own layout where both sides allow it.
+            poses, activations = unpack_capsules(self, inputs)
+            self.check_input_shape(poses)
+            batch = ops.shape(poses)[0]
+            in_caps = int(np.prod(poses.shape[1:-1]))
+            children = ops.reshape(poses, (batch, in_caps, poses.shape[-1]))
+            if activations is not None:
+                activations = ops.reshape(activations, (batch, in_caps))
+            return self.vote_and_route(children, activations, training, return_coupling)
         votes, activations = self.compute_votes(inputs)
         return self.router(votes, activations, training=training, return_coupling=return_coupling)
 

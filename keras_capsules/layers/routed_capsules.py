@@ -3,7 +3,7 @@
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.layers.votes import make_votes
+from keras_capsules.layers.votes import VectorVotes, make_votes
 
 
 class RoutedCapsules(keras.layers.Layer):
@@ -91,6 +91,20 @@ class RoutedCapsules(keras.layers.Layer):
         if not self.router.built:
             self.router.build(votes_shape)
         self.out_dim = votes_shape[-1]
+
+    def vote_and_route(self, children, activations, training, return_coupling, **router_kwargs):
+        """Votes of ``children`` ``(batch, in_caps, in_dim)`` routed to the parents: the router's outputs.
+
+        When the router iterates in the parent-major layout and the transform can write it
+        (``VectorVotes``), the votes are made in that layout: one transpose of the vote tensor
+        instead of two, forward and backward.
+        """
+        if self.router.accepts_parent_major and isinstance(self.vote_transform, VectorVotes):
+            votes = self.vote_transform(children, parent_major=True)
+            router_kwargs["votes_layout"] = "parent_major"
+        else:
+            votes = self.vote_transform(children)
+        return tuple(self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs))
 
     def get_config(self):
         config = super().get_config()

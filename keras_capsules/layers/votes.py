@@ -66,7 +66,9 @@ class _VoteTransform(keras.layers.Layer):
 class VectorVotes(_VoteTransform):
     """Vector votes ``u_j|i = u_i W_ij`` with ``W_ij`` of shape ``(in_dim, capsule_dim)``.
 
-    Input ``(batch, in_caps, in_dim)`` -> votes ``(batch, in_caps, num_capsules, capsule_dim)``.
+    Input ``(batch, in_caps, in_dim)`` -> votes ``(batch, in_caps, num_capsules, capsule_dim)``, or
+    with ``parent_major=True`` in the layout routers iterate in, ``(batch, num_capsules, in_caps,
+    capsule_dim)``: one transpose of the matmul's output instead of two (this layout's and the router's).
 
     Args:
         num_capsules: number of parents ``out_caps``.
@@ -97,17 +99,18 @@ class VectorVotes(_VoteTransform):
         self.check_children(input_shape)
         self.add_kernel(in_caps, (in_dim, self.capsule_dim))
 
-    def call(self, poses):
+    def call(self, poses, parent_major=False):
         poses = as_float(self, poses)
         self.check_children(poses.shape)
         kernel = ops.cast(self.kernel, poses.dtype)
         if self.shared:
-            return ops.einsum("bid,ode->bioe", poses, kernel)
+            return ops.einsum("bid,ode->boie" if parent_major else "bid,ode->bioe", poses, kernel)
         # One (batch, in_dim) @ (in_dim, out_caps*out_dim) product per child, children as the matmul batch.
         in_caps, in_dim = poses.shape[1], poses.shape[2]
         kernel = ops.reshape(ops.transpose(kernel, (0, 2, 1, 3)), (in_caps, in_dim, self.num_capsules * self.capsule_dim))
         votes = ops.matmul(ops.transpose(poses, (1, 0, 2)), kernel)
-        return ops.transpose(ops.reshape(votes, (in_caps, -1, self.num_capsules, self.capsule_dim)), (1, 0, 2, 3))
+        votes = ops.reshape(votes, (in_caps, -1, self.num_capsules, self.capsule_dim))  # (in, batch, out, d)
+        return ops.transpose(votes, (1, 2, 0, 3) if parent_major else (1, 0, 2, 3))
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.num_capsules, self.capsule_dim)

@@ -28,6 +28,19 @@ def test_shared_vector_votes_use_one_matrix_per_parent():
 
 
 @pytest.mark.parametrize("shared", [False, True])
+def test_parent_major_vector_votes(shared):
+    """``parent_major=True``: votes ``(batch, out, in, d)`` with ``votes[b, j, i] = u_i W_ij``."""
+    u = np.random.default_rng(4).normal(size=(2, 5, 3)).astype("float32")
+    layer = VectorVotes(4, 6, shared=shared)
+    votes = keras.ops.convert_to_numpy(layer(u, parent_major=True))
+    w = keras.ops.convert_to_numpy(layer.kernel)
+    assert votes.shape == (2, 4, 5, 6)
+    for i in range(5):
+        for j in range(4):
+            np.testing.assert_allclose(votes[:, j, i], u[:, i] @ (w[j] if shared else w[i, j]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("normalize", [False, True])
 def test_matrix_votes(side, normalize, shared):

@@ -43,12 +43,19 @@ class Router(keras.layers.Layer):
 
     Subclasses implement ``route(votes, activations, training)`` on float32 tensors and return
     ``(poses, activations, coupling)``; they call ``self.finalize_coupling(c, training)`` on the
-    coupling of the last iteration before it weights the votes.
+    coupling of the last iteration before it weights the votes. Routers that iterate in the
+    parent-major layout implement ``route_parent_major`` instead (same arguments, votes
+    ``(batch, out_caps, in_caps, out_dim)``) and set ``accepts_parent_major``: their ``call`` then
+    also takes ``votes_layout="parent_major"``, which lets a capsule layer whose vote transform can
+    write that layout (:class:`~keras_capsules.layers.VectorVotes`) skip a transpose of the votes
+    forward and backward.
     """
 
     router_name = None
     #: Whether this router supports more than one iteration.
     iterative = True
+    #: Whether ``call`` accepts ``votes_layout="parent_major"`` (the router implements ``route_parent_major``).
+    accepts_parent_major = False
 
     def __init__(self, iterations=3, quantize_levels=None, **kwargs):
         # Routing weights are read in float32 (no mixed-precision autocast to float16).
@@ -73,12 +80,20 @@ class Router(keras.layers.Layer):
     def check_votes_shape(self, votes_shape):
         errors.check_rank(self, "votes", votes_shape, 4, "(batch, in_caps, out_caps, out_dim)")
 
-    def call(self, votes, activations=None, training=None, return_coupling=False):
+    def call(self, votes, activations=None, training=None, return_coupling=False, votes_layout="child_major"):
         dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")
         acts32 = None if activations is None else ops.cast(activations, "float32")
-        outputs = self.route(votes32, acts32, training)
+        if self.check_votes_layout(votes_layout) == "parent_major":
+            outputs = self.route_parent_major(votes32, acts32, training)
+        else:
+            outputs = self.route(votes32, acts32, training)
         return tuple(saturating_cast(x, dtype) for x in outputs[: 3 if return_coupling else 2])
+
+    def check_votes_layout(self, votes_layout):
+        """Validates the ``votes_layout`` call argument: ``"child_major"``, or ``"parent_major"`` where accepted."""
+        layouts = ("child_major", "parent_major") if self.accepts_parent_major else ("child_major",)
+        return errors.check_one_of(self, "votes_layout", votes_layout, layouts)
 
     def output_dtype(self, votes):
         """The dtype of the outputs: the votes' float dtype, or the compute dtype for integer votes."""
@@ -86,7 +101,13 @@ class Router(keras.layers.Layer):
         return dtype if keras.backend.is_float_dtype(dtype) else self.compute_dtype
 
     def route(self, votes, activations, training):
+        if self.accepts_parent_major:
+            return self.route_parent_major(parent_major(votes), activations, training)
         raise NotImplementedError(f"{type(self).__name__} must implement route().")
+
+    def route_parent_major(self, votes, activations, training):
+        """``route`` on parent-major votes ``(batch, out_caps, in_caps, out_dim)`` (routers with ``accepts_parent_major``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement route_parent_major().")
 
     def finalize_coupling(self, coupling, training):
         """Applies REM quantisation to the last iteration's coupling at inference, if configured."""

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash
-from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -37,6 +37,8 @@ class DynamicRouter(Router):
         bias_initializer: initializer of ``bias``.
     """
 
+    accepts_parent_major = True
+
     def __init__(
         self,
         iterations=3,
@@ -67,8 +69,8 @@ class DynamicRouter(Router):
         orphan = ops.zeros_like(logits[:, :1])
         return ops.softmax(ops.concatenate([orphan, logits], axis=1), axis=1)[:, 1:]
 
-    def route(self, votes, activations, training):
-        votes = parent_major(limit_votes(votes))
+    def route_parent_major(self, votes, activations, training):
+        votes = limit_votes(votes)  # one factor per example: the same in either layout
         logits = ops.zeros_like(votes[..., 0])
         bias = ops.cast(self.bias, "float32") if self.use_bias else 0.0
         for step in range(self.iterations):

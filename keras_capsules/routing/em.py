@@ -282,11 +282,11 @@ class EMRouter(Router):
         rows = rows * ops.convert_to_tensor(scale[None, :, None, :].astype("float32"))
         return ops.reshape(rows, (-1,) + tuple(uniform.shape[1:]))
 
-    def call(self, votes, activations=None, training=None, return_coupling=False):
+    def call(self, votes, activations=None, training=None, return_coupling=False, votes_layout="child_major"):
         # Remember the caller's precision: route() sees float32 copies (base class).
         dtype = keras.backend.standardize_dtype(votes.dtype)
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
-        return super().call(votes, activations, training=training, return_coupling=return_coupling)
+        return super().call(votes, activations, training=training, return_coupling=return_coupling, votes_layout=votes_layout)
 
     def route(self, votes, activations, training):
         if self._gradient_limit is not None:

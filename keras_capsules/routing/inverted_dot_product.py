@@ -65,6 +65,8 @@ class InvertedDotProductRouter(Router):
         seed: seed of the dropout noise.
     """
 
+    accepts_parent_major = True
+
     #: ``call`` accepts ``initial_poses`` (used by :class:`~keras_capsules.layers.ConcurrentRouting`).
     supports_initial_poses = True
 
@@ -101,21 +103,25 @@ class InvertedDotProductRouter(Router):
         self.gamma = self.add_weight(name="gamma", shape=(out_dim,), initializer=self.gamma_initializer)
         self.beta = self.add_weight(name="beta", shape=(out_dim,), initializer=self.beta_initializer)
 
-    def call(self, votes, activations=None, training=None, return_coupling=False, initial_poses=None, steps=None, finalize=True):
+    def call(
+        self, votes, activations=None, training=None, return_coupling=False, votes_layout="child_major", initial_poses=None, steps=None, finalize=True
+    ):
         dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")
+        if self.check_votes_layout(votes_layout) == "child_major":
+            votes32 = parent_major(votes32)  # (batch, out, in, d): batched matmuls below
         poses32 = None
         if initial_poses is not None:
             errors.check_rank(self, "initial_poses", tuple(initial_poses.shape), 3, "(batch, out_caps, out_dim)")
-            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 1, votes.shape[2], "out_caps")
-            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 2, votes.shape[3], "out_dim")
+            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 1, votes32.shape[1], "out_caps")
+            errors.check_dim(self, "initial_poses", tuple(initial_poses.shape), 2, votes32.shape[3], "out_dim")
             poses32 = ops.cast(initial_poses, "float32")
         if steps is not None:
             errors.check_positive_int(self, "steps", steps)
         outputs = self._route(votes32, training, poses32, steps or self.iterations, finalize)
         return tuple(saturating_cast(x, dtype) for x in outputs[: 3 if return_coupling else 2])
 
-    def route(self, votes, activations, training):
+    def route_parent_major(self, votes, activations, training):
         return self._route(votes, training, None, self.iterations, True)
 
     def _layer_norm(self, x):
@@ -132,10 +138,10 @@ class InvertedDotProductRouter(Router):
         return normed * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")
 
     def _route(self, votes, training, poses, steps, finalize):
+        """The passes on parent-major votes ``(batch, out_caps, in_caps, out_dim)``."""
         if self.max_vote is not None:
             votes = clip_magnitude(votes, self.max_vote)
         scale = 1.0 / math.sqrt(votes.shape[-1]) if self.scale_agreement else 1.0
-        votes = parent_major(votes)  # (batch, out, in, d): batched matmuls below
         for step in range(steps):
             if poses is None:
                 logits = ops.zeros_like(votes[..., 0])

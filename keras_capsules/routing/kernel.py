@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
-from keras_capsules.routing.base import Router, child_major, parent_major
+from keras_capsules.routing.base import Router, child_major
 from keras_capsules.routing.registry import register_router
 
 KERNELS = ("spectral_mixture", "gaussian_mixture")
@@ -99,6 +99,8 @@ class KernelRouter(Router):
         ``l1``, ``l2``, ``t1`` and ``t3``, ``t2``, ``m`` and ``nu``, ``w``, ``ell``
         (``None`` gives the defaults above).
     """
+
+    accepts_parent_major = True
 
     def __init__(
         self,
@@ -194,12 +196,11 @@ class KernelRouter(Router):
         distances = ops.sum(ops.square(tau), axis=-1, keepdims=True)  # (b, o, i, 1)
         return ops.sum(ops.exp(-distances / (2.0 * ops.square(scales))) * weights, axis=-1)
 
-    def route(self, votes, activations, training):
-        in_caps = votes.shape[1]
+    def route_parent_major(self, votes, activations, training):
+        in_caps = votes.shape[2]  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
-            activations = ops.ones_like(votes[:, :, 0, 0])
+            activations = ops.ones_like(votes[:, 0, :, 0])
         activations = ops.expand_dims(ops.maximum(activations, 0.0), 1)  # (b, 1, i)
-        votes = parent_major(votes)  # (b, o, i, d): the iterations are batched matrix products
         lambda1 = ops.abs(ops.cast(self.lambda1, "float32"))
         lambda2 = ops.abs(ops.cast(self.lambda2, "float32"))
         total = ops.expand_dims(lambda1 + lambda2 + 1e-6, -1)  # (o, 1)

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes
 from keras_capsules.routing.registry import register_router
 
 ACTIVATIONS = ("sigmoid", "linear")
@@ -70,6 +70,8 @@ class LSTMRouter(Router):
         kernel_initializer, recurrent_initializer, dense_initializer: of the LSTM input kernel, the
             LSTM recurrent kernel and the MLP layers.
     """
+
+    accepts_parent_major = True
 
     def __init__(
         self,
@@ -166,12 +168,12 @@ class LSTMRouter(Router):
             x = layer(x)
         return head(x)
 
-    def route(self, votes, activations, training):
-        in_caps, out_dim = votes.shape[1], votes.shape[3]
+    def route_parent_major(self, votes, activations, training):
+        in_caps, out_dim = votes.shape[2], votes.shape[3]  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
-            activations = ops.ones_like(votes[:, :, 0, 0])
-        raw_votes = parent_major(votes)  # (b, o, i, d): the iterations are batched matrix products
-        votes = parent_major(limit_votes(votes))  # the LSTM's input features (unchanged below 1e15)
+            activations = ops.ones_like(votes[:, 0, :, 0])
+        raw_votes = votes
+        votes = limit_votes(votes)  # the LSTM's input features (unchanged below 1e15; either layout)
         kernel = ops.cast(self.lstm_kernel, "float32")
         k_pose, k_act = kernel[:out_dim], kernel[out_dim]
         k_vote, k_coupling = kernel[out_dim + 1 : 2 * out_dim + 1], kernel[2 * out_dim + 1]

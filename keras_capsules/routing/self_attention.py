@@ -6,7 +6,7 @@ from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash_efficient
-from keras_capsules.routing.base import Router, child_major, limit_votes, parent_major
+from keras_capsules.routing.base import Router, child_major, limit_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -35,6 +35,8 @@ class SelfAttentionRouter(Router):
         bias_initializer: initializer of ``bias``.
     """
 
+    accepts_parent_major = True
+
     iterative = False
 
     def __init__(self, iterations=1, epsilon=1e-7, bias_initializer="zeros", **kwargs):
@@ -46,9 +48,9 @@ class SelfAttentionRouter(Router):
         _, in_caps, out_caps, _ = votes_shape
         self.bias = self.add_weight(name="bias", shape=(in_caps, out_caps), initializer=self.bias_initializer)
 
-    def route(self, votes, activations, training):
+    def route_parent_major(self, votes, activations, training):
         out_dim = votes.shape[-1]
-        votes = parent_major(limit_votes(votes))
+        votes = limit_votes(votes)  # one factor per example: the same in either layout
         totals = ops.sum(votes, axis=2)
         logits = ops.einsum("boid,bod->boi", votes, totals) / math.sqrt(out_dim)
         coupling = self.finalize_coupling(ops.softmax(logits, axis=1), training)

@@ -1,0 +1,67 @@
+"""Routers that iterate in the parent-major layout take votes in it (``votes_layout="parent_major"``)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules import routing
+from keras_capsules.layers import ConvCaps, FcCaps
+from keras_capsules.routing.dynamic_test import np_dynamic_routing
+
+PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm"]
+
+
+def _votes(seed=0, shape=(2, 6, 3, 4)):
+    return np.random.default_rng(seed).normal(size=shape).astype("float32")
+
+
+def test_routers_that_accept_the_parent_major_layout():
+    accepting = sorted(name for name in routing.available() if routing.get(name).accepts_parent_major)
+    assert accepting == sorted(PARENT_MAJOR)
+
+
+def test_parent_major_dynamic_routing_matches_procedure_1():
+    votes = _votes(1)
+    router = routing.get("dynamic", iterations=3, use_bias=False)
+    poses, _, coupling = router(np.transpose(votes, (0, 2, 1, 3)), votes_layout="parent_major", return_coupling=True)
+    expected, expected_c = np_dynamic_routing(votes.astype("float64"), 3)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(poses), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(coupling), expected_c, rtol=1e-4, atol=1e-5)  # coupling in the contract layout
+
+
+@pytest.mark.parametrize("name", PARENT_MAJOR)
+def test_both_layouts_route_alike(name):
+    """Each router's child-major path is checked against its NumPy reference in its own test file."""
+    votes = _votes(2)
+    acts = np.random.default_rng(3).uniform(size=votes.shape[:2]).astype("float32")
+    router = routing.get(name, iterations=1 if name == "self_attention" else 2)
+    child = router(votes, acts, return_coupling=True)
+    parent = router(np.transpose(votes, (0, 2, 1, 3)), acts, votes_layout="parent_major", return_coupling=True)
+    for a, b in zip(child, parent):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(b), keras.ops.convert_to_numpy(a), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(set(routing.available()) - set(PARENT_MAJOR)))
+def test_other_routers_refuse_parent_major_votes(name):
+    router = routing.get(name, iterations=1)
+    with pytest.raises(ValueError, match="votes_layout.*child_major.*parent_major"):
+        router(_votes(), votes_layout="parent_major")
+
+
+@pytest.mark.parametrize("layer", ["fc", "conv"])
+def test_capsule_layers_route_with_parent_major_votes(layer):
+    """FcCaps/ConvCaps with dynamic routing against NumPy: votes ``u_i W_ij`` of every receptive field, Procedure 1."""
+    rng = np.random.default_rng(5)
+    if layer == "fc":
+        poses = rng.normal(size=(2, 7, 3)).astype("float32")
+        caps = FcCaps(4, 5, router={"name": "dynamic", "use_bias": False}, routing_iterations=3)
+        fields = poses[:, None]  # (batch, positions=1, in, in_dim)
+    else:
+        poses = rng.normal(size=(2, 4, 4, 2, 3)).astype("float32")
+        caps = ConvCaps(4, 5, kernel_size=3, strides=1, router={"name": "dynamic", "use_bias": False}, routing_iterations=3)
+        fields = np.stack([poses[:, r : r + 3, c : c + 3].reshape(2, 18, 3) for r in range(2) for c in range(2)], axis=1)
+    out = keras.ops.convert_to_numpy(caps(poses)[0])
+    w = keras.ops.convert_to_numpy(caps.vote_transform.kernel)  # (in, out, in_dim, d)
+    votes = np.einsum("bpid,iode->bpioe", fields.astype("float64"), w)
+    expected, _ = np_dynamic_routing(votes.reshape((-1,) + votes.shape[2:]), 3)
+    np.testing.assert_allclose(out.reshape(expected.shape), expected, rtol=1e-4, atol=1e-5)
