@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude, rescaled
-from keras_capsules.routing.base import Router
+from keras_capsules.routing.base import Router, child_major
 from keras_capsules.routing.registry import register_router
 
 SCALES = ("paper", "code")
@@ -36,24 +36,24 @@ def unit_vectors(x, epsilon):
     return unit * ops.rsqrt(ops.sum(ops.square(unit), axis=-1, keepdims=True) + epsilon / ops.square(m))
 
 
-def fm_pairwise_sum(units, scale="paper"):
-    """The FM agreement ``s_j`` in O(n k): ``c [ (sum_i u_i) * (sum_i u_i) - sum_i u_i * u_i ]``.
+def fm_pairwise_sum(total, squares, n, scale="paper"):
+    """The FM agreement ``s_j`` in O(n k) from two sums over the children: ``c [ total^2 - squares ]``.
 
-    Equals ``2c * sum_{i<i'} u_i * u_i'`` (elementwise products), with ``c = 1/(2n)`` for
-    ``scale="paper"`` (Algorithm 1: ``(1/n) sum_{i<i'}``) and ``c = 1/n`` for ``scale="code"``
-    (FMRouting rescales the votes by ``1/sqrt(n)`` and drops the 1/2).
+    With ``total = sum_i u_i`` and ``squares = sum_i u_i * u_i`` (elementwise), this equals
+    ``2c * sum_{i<i'} u_i * u_i'``, with ``c = 1/(2n)`` for ``scale="paper"`` (Algorithm 1:
+    ``(1/n) sum_{i<i'}``) and ``c = 1/n`` for ``scale="code"`` (FMRouting rescales the votes by
+    ``1/sqrt(n)`` and drops the 1/2).
 
     Args:
-        units: votes ``(batch, in_caps, out_caps, dim)`` (normalised by the caller).
+        total, squares: ``(batch, out_caps, dim)``, sums over the ``n`` children of the normalised
+            votes and of their squares.
+        n: number of children.
         scale: ``"paper"`` or ``"code"``.
 
     Returns:
         ``(batch, out_caps, dim)``.
     """
-    n = units.shape[1]
     factor = 1.0 / (2.0 * n) if scale == "paper" else 1.0 / n
-    total = ops.sum(units, axis=1)
-    squares = ops.sum(ops.square(units), axis=1)
     return factor * (ops.square(total) - squares)
 
 
@@ -95,14 +95,16 @@ class FMAgreementRouter(Router):
       and attention couplings (not over the parents like Sabour's). A child whose vote opposes all
       the others gets 0; perfect agreement gives ``1/n`` each. The coupling does not weight the
       votes, so REM quantisation (``quantize_levels``) changes the returned coupling only.
-    - Cost, per vote entry (``N = batch * in_caps * out_caps * dim`` entries): the agreement
-      itself is one O(kn) pass, ``sum_i u`` and ``sum_i u^2`` (3 flops) after the normalisation
-      ``u = x rsqrt(sum x^2 + eps)`` (3 flops) and the batch norm's affine map (2): about 8N at
-      inference, against 4N for one dynamic-routing iteration (``sum_i c u``, 2N, and ``u . v``,
-      2N) and 2N for its last one. In training the clip before the batch statistics (2) and the
-      moments (3) come on top. The overflow guard costs nothing unless it is needed (see
-      Safeguards). The coupling proxy (3N more) is only computed when it is asked for (in a
-      traced graph, unused outputs are pruned).
+    - Cost, per vote entry (``N = batch * in_caps * out_caps * dim`` entries): the votes are taken
+      in the parent-major layout ``(batch, out_caps, in_caps, dim)`` (``votes_layout``; ``FcCaps``
+      and ``ConvCaps`` make them so), the batch norm's affine map (2 flops), ``y^2`` and
+      ``|y|^2`` (2), then ``sum_i u`` and ``sum_i u^2`` as two batched matrix-vector products with
+      the weights ``r = 1/sqrt(|y|^2 + eps)`` and ``r^2`` (4): the normalised votes ``u = y r`` are
+      never written out. One dynamic-routing iteration is 4N (``sum_i c u`` and ``u . v``), its
+      last 2N. In training the clip before the batch statistics (2) and the moments (3) come on
+      top. The overflow guard costs nothing unless it is needed (see Safeguards). The coupling
+      proxy (2N more) is only computed when it is asked for (in a traced graph, unused outputs are
+      pruned).
     - Initial state: none (single pass; ``iterations`` must be 1). Child activations are ignored.
     - Parameters: only the batch norm's (2 trainable + 2 statistics per normalised feature).
     - Safeguards: float32 maths; zero votes give zero with a finite gradient (``epsilon`` under the
@@ -130,6 +132,7 @@ class FMAgreementRouter(Router):
     """
 
     iterative = False
+    accepts_parent_major = True
 
     def __init__(
         self,
@@ -179,9 +182,14 @@ class FMAgreementRouter(Router):
             axes = self.batch_norm_axis if isinstance(self.batch_norm_axis, list) else [self.batch_norm_axis]
             if not axes or any(not -3 <= axis <= 3 or axis == 0 for axis in axes):
                 errors.fail(self, "batch_norm_axis", "non-batch axes of the votes (1, 2, 3 or -1, -2, -3)", self.batch_norm_axis)
-            kept = sorted({axis % 4 for axis in axes})
+            kept = sorted({axis % 4 for axis in axes})  # axes of the contract layout (batch, in, out, dim)
             reduced = [axis for axis in (1, 2, 3) if axis not in kept]
-            self._bn_permutation = [0] + reduced + kept
+            # The router works on parent-major votes (batch, out, in, dim): the same axes, in and out
+            # swapped; the kept axes keep the contract order, so the features (and the batch norm's
+            # weights) are laid out as in the contract layout.
+            swap = {1: 2, 2: 1, 3: 3}
+            self._bn_last_axis_only = kept == [3]
+            self._bn_permutation = [0] + [swap[axis] for axis in reduced + kept]
             self._bn_inverse = [self._bn_permutation.index(axis) for axis in range(4)]
             self._bn_reduced_dims = tuple(votes_shape[axis] for axis in reduced)
             self._bn_kept_dims = tuple(votes_shape[axis] for axis in kept)
@@ -198,7 +206,7 @@ class FMAgreementRouter(Router):
             return votes
         # Identity for ordinary votes; keeps the batch statistics (and the affine map) finite for absurdly large ones.
         x = clip_magnitude(votes, _BN_SAFE_MAGNITUDE) if clip else votes
-        if self._bn_kept_dims == (self._bn_features,) and self._bn_permutation == [0, 1, 2, 3]:  # axis -1: as is
+        if self._bn_last_axis_only:  # statistics over every axis but the last: any layout as is
             return self.vote_norm(x, training=training)
         batch = ops.shape(x)[0]
         x = ops.reshape(ops.transpose(x, self._bn_permutation), (batch,) + self._bn_reduced_dims + (self._bn_features,))
@@ -206,34 +214,44 @@ class FMAgreementRouter(Router):
         x = ops.reshape(x, (batch,) + self._bn_reduced_dims + self._bn_kept_dims)
         return ops.transpose(x, self._bn_inverse)
 
-    def _unit_votes(self, votes, training):
-        """Batch-normalised, L2-normalised votes ``(batch, in_caps, out_caps, dim)``.
+    def _unit_terms(self, votes, training):
+        """The normalised votes as ``u = y * r``, without forming ``u``, on parent-major votes.
 
-        The common case takes the cheap path ``y rsqrt(|y|^2 + epsilon)``; only when some squared
-        norm is not finite (votes beyond ~1e19, or a batch-norm output that overflowed) is the whole
-        batch recomputed on the guarded path (votes clipped before the batch norm, then
-        :func:`unit_vectors`). A scalar ``cond`` picks one branch, so ordinary inputs never pay
-        for the guard. In training the clip always comes first: the batch statistics are
-        computed (and the moving averages updated) once, from finite values.
+        Returns ``y`` (the batch-normalised votes) and ``q = y^2``, ``(batch, out_caps, in_caps,
+        dim)``, and ``r = 1 / sqrt(|y|^2 + epsilon)`` and ``|y|^2``, ``(batch, out_caps, in_caps)``.
+        The common case takes this cheap path; only when some squared norm is not finite (votes
+        beyond ~1e19, or a batch-norm output that overflowed) is the whole batch recomputed on the
+        guarded path (votes clipped before the batch norm, then :func:`unit_vectors`, with
+        ``r = 1``). A scalar ``cond`` picks one branch, so ordinary inputs never pay for the guard.
+        In training the clip always comes first: the batch statistics are computed (and the moving
+        averages updated) once, from finite values.
         """
         clip_first = bool(training) and self.vote_norm is not None
         y = self._normalize_votes(votes, training, clip=clip_first)
-        squared = ops.sum(ops.square(y), axis=-1, keepdims=True)
+        q = ops.square(y)
+        squared = ops.sum(q, axis=-1)
+
+        def cheap():
+            return y, q, ops.rsqrt(squared + self.epsilon), squared
 
         def guarded():
-            return unit_vectors(y if clip_first else self._normalize_votes(votes, training, clip=True), self.epsilon)
+            units = unit_vectors(y if clip_first else self._normalize_votes(votes, training, clip=True), self.epsilon)
+            unit_squares = ops.square(units)
+            return units, unit_squares, ops.ones_like(squared), ops.sum(unit_squares, axis=-1)
 
-        return ops.cond(ops.all(ops.isfinite(squared)), lambda: y * ops.rsqrt(squared + self.epsilon), guarded)
+        return ops.cond(ops.all(ops.isfinite(squared)), cheap, guarded)
 
-    def route(self, votes, activations, training):
-        units = self._unit_votes(votes, training)
-        s = fm_pairwise_sum(units, self.scale)
+    def route_parent_major(self, votes, activations, training):
+        y, q, r, squared = self._unit_terms(votes, training)
+        # The sums over the children of u = y r and of u^2 = q r^2, as batched matrix-vector products.
+        total = ops.einsum("boi,boid->bod", r, y)
+        n = votes.shape[2]
+        s = fm_pairwise_sum(total, ops.einsum("boi,boid->bod", ops.square(r), q), n, self.scale)
 
-        n = units.shape[1]
-        total = ops.sum(units, axis=1, keepdims=True)
-        agreement = ops.sum(units * (total - units), axis=-1) / max(n - 1, 1)
+        # u_i . (total - u_i) = r_i (y_i . total) - r_i^2 |y_i|^2
+        agreement = (r * ops.einsum("boid,bod->boi", y, total) - ops.square(r) * squared) / max(n - 1, 1)
         share = ops.relu(1.0 + agreement) + 1e-6
-        coupling = self.finalize_coupling(share / ops.sum(share, axis=1, keepdims=True), training)
+        coupling = child_major(self.finalize_coupling(share / ops.sum(share, axis=2, keepdims=True), training))
 
         if self.activation == "squash":
             q = ops.sum(ops.square(s), axis=-1, keepdims=True)

@@ -58,7 +58,8 @@ def random_votes(seed, shape=(3, 6, 4, 5), scale=1.0):
 def test_linear_form_equals_explicit_pairwise_sum(n, scale):
     units = np_unit(np.random.default_rng(n).normal(size=(2, n, 3, 6)))
     _, expected = np_fm_explicit(units, scale)
-    got = to_np(fm_pairwise_sum(keras.ops.convert_to_tensor(units.astype("float32")), scale))
+    total, squares = units.sum(axis=1), (units**2).sum(axis=1)
+    got = to_np(fm_pairwise_sum(keras.ops.convert_to_tensor(total.astype("float32")), keras.ops.convert_to_tensor(squares.astype("float32")), n, scale))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -98,6 +99,23 @@ def test_batch_norm_axis_option(axis, reduce):
     normalised = (v - v.mean(axis=reduce, keepdims=True)) / np.sqrt(v.var(axis=reduce, keepdims=True) + 1e-3)
     np.testing.assert_allclose(to_np(poses), np_fm_router(normalised)[0], rtol=1e-3, atol=1e-4)
     assert router.vote_norm.gamma.shape[0] == int(np.prod([votes.shape[a] for a in range(1, 4) if a not in reduce]))
+
+
+@pytest.mark.parametrize("axis", [[1, 2, 3], [1, 3], 2])
+def test_batch_norm_weights_are_laid_out_in_the_contract_order(axis):
+    """Per-feature gamma/beta index the kept axes of (batch, in_caps, out_caps, dim) in that order."""
+    votes = random_votes(6)
+    router = FMAgreementRouter(batch_norm_axis=axis)
+    router(votes)  # build
+    kept = sorted({a % 4 for a in (axis if isinstance(axis, list) else [axis])})
+    shape = [votes.shape[a] if a in kept else 1 for a in range(4)]
+    rng = np.random.default_rng(7)
+    gamma, beta = rng.uniform(0.5, 2.0, size=np.prod(shape)), rng.normal(size=np.prod(shape))
+    router.vote_norm.gamma.assign(gamma.astype("float32"))
+    router.vote_norm.beta.assign(beta.astype("float32"))
+    poses, _ = router(votes, training=False)  # moving statistics (0, 1): y = v / sqrt(1 + eps) * gamma + beta
+    y = votes.astype("float64") / np.sqrt(1 + 1e-3) * gamma.reshape(shape) + beta.reshape(shape)
+    np.testing.assert_allclose(to_np(poses), np_fm_router(y)[0], rtol=1e-3, atol=1e-4)
 
 
 def test_squash_activation_matches_reference():

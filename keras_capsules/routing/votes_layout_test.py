@@ -8,7 +8,7 @@ from keras_capsules import routing
 from keras_capsules.layers import ConvCaps, FcCaps
 from keras_capsules.routing.dynamic_test import np_dynamic_routing
 
-PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm"]
+PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm", "fm_agreement"]
 
 
 def _votes(seed=0, shape=(2, 6, 3, 4)):
@@ -34,7 +34,7 @@ def test_both_layouts_route_alike(name):
     """Each router's child-major path is checked against its NumPy reference in its own test file."""
     votes = _votes(2)
     acts = np.random.default_rng(3).uniform(size=votes.shape[:2]).astype("float32")
-    router = routing.get(name, iterations=1 if name == "self_attention" else 2)
+    router = routing.get(name, iterations=2 if routing.get(name).iterative else 1)
     child = router(votes, acts, return_coupling=True)
     parent = router(np.transpose(votes, (0, 2, 1, 3)), acts, votes_layout="parent_major", return_coupling=True)
     for a, b in zip(child, parent):
