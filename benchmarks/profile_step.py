@@ -10,7 +10,7 @@ the step). Use it to find what to optimise, on an otherwise idle
 machine; the shares are what matters, the milliseconds move with the machine's load.
 
 Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simple [--batch 32]
-[--model-arg routing_iterations=1] [--top 15] [--ops 20]``
+[--model-arg routing_iterations=1] [--top 15] [--ops 20 [--op-type _MklTranspose]]``
 """
 
 import argparse
@@ -68,6 +68,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--top", type=int, default=15, help="rows per table")
     parser.add_argument("--ops", type=int, default=0, help="also list the N most expensive single ops by name")
+    parser.add_argument("--op-type", default=None, help="list only single ops of this type (e.g. _MklTranspose)")
     parser.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument (repeatable)")
     args = parser.parse_args()
 
@@ -105,7 +106,8 @@ def main():
         print(f"| total ({len(table)} {title}s) | {total:.1f} | 100 % |")
     if args.ops:
         print(f"\n| op | type | self time per step (ms) |\n|---|---|---:|")
-        for op_type, name, self_us, _ in sorted(rows, key=lambda row: -row[2])[: args.ops]:
+        chosen = [row for row in rows if args.op_type in (None, row[0])]
+        for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]:
             print(f"| `{name}` | {op_type} | {self_us / 1e3 / args.steps:.1f} |")
 
 

@@ -104,8 +104,7 @@ class ConcurrentRouting(keras.layers.Layer):
             out_poses = ops.reshape(out_poses, (batch, out_h, out_w, layer.num_capsules, layer.out_dim))
             out_acts = ops.reshape(out_acts, (batch, out_h, out_w, layer.num_capsules))
         else:
-            votes, child_acts = layer.compute_votes((poses, activations))
-            out_poses, out_acts, coupling = layer.router(votes, child_acts, **routing)
+            out_poses, out_acts, coupling = layer.route_inputs((poses, activations), **routing)
         return (out_poses, out_acts), coupling
 
     def _final_pass(self, inputs, training):

@@ -129,7 +129,7 @@ class FcCaps(RoutedCapsules):
     def compute_votes(self, inputs):
         """Votes and child activations: ``(batch, in_caps, num_capsules, out_dim)``, ``(batch, in_caps)`` or ``None``.
 
-        Used by :meth:`call` and by :class:`~keras_capsules.layers.ConcurrentRouting`.
+        Used by :meth:`route_inputs` (with coordinate addition or position-shared transforms).
         """
         poses, activations = unpack_capsules(self, inputs)
         self.check_input_shape(poses)
@@ -155,9 +155,19 @@ class FcCaps(RoutedCapsules):
             votes = ops.reshape(votes, (batch, in_caps, self.num_capsules, self.out_dim))
         return votes, activations
 
-    def call(self, inputs, training=None, return_coupling=False):
+    def route_inputs(self, inputs, training=None, return_coupling=False, **router_kwargs):
+        """Votes of the input capsules routed to the parents: the router's outputs.
+
+        Without coordinate addition or position-shared transforms the votes come straight from the
+        children, in the router's own layout where both sides allow it
+        (:meth:`~keras_capsules.layers.routed_capsules.RoutedCapsules.vote_and_route`).
+
+        Args:
+            inputs: as :meth:`call`.
+            router_kwargs: extra router call arguments (``ConcurrentRouting``'s ``initial_poses``,
+                ``steps``, ``finalize``).
+        """
         if self.shared_weights != "positions" and self._offsets is None:
-            # Votes straight from the children, in the router's own layout where both sides allow it.
             poses, activations = unpack_capsules(self, inputs)
             self.check_input_shape(poses)
             batch = ops.shape(poses)[0]
@@ -165,9 +175,12 @@ class FcCaps(RoutedCapsules):
             children = ops.reshape(poses, (batch, in_caps, poses.shape[-1]))
             if activations is not None:
                 activations = ops.reshape(activations, (batch, in_caps))
-            return self.vote_and_route(children, activations, training, return_coupling)
+            return self.vote_and_route(children, activations, training, return_coupling, **router_kwargs)
         votes, activations = self.compute_votes(inputs)
-        return self.router(votes, activations, training=training, return_coupling=return_coupling)
+        return tuple(self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs))
+
+    def call(self, inputs, training=None, return_coupling=False):
+        return self.route_inputs(inputs, training, return_coupling)
 
     def get_config(self):
         config = super().get_config()

@@ -3,7 +3,7 @@
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.layers.votes import VectorVotes, make_votes
+from keras_capsules.layers.votes import make_votes
 
 
 class RoutedCapsules(keras.layers.Layer):
@@ -95,11 +95,19 @@ class RoutedCapsules(keras.layers.Layer):
     def vote_and_route(self, children, activations, training, return_coupling, **router_kwargs):
         """Votes of ``children`` ``(batch, in_caps, in_dim)`` routed to the parents: the router's outputs.
 
-        When the router iterates in the parent-major layout and the transform can write it
-        (``VectorVotes``), the votes are made in that layout: one transpose of the vote tensor
-        instead of two, forward and backward.
+        When the router iterates in the parent-major layout (``accepts_parent_major``), the vote
+        transform writes the votes in that layout: one transpose of the vote tensor instead of two,
+        forward and backward. A call that makes a single uniform pass of a router that can route
+        from the votes' sums (``accepts_vote_sums``: inverted dot-product attention with one
+        iteration, or the first sweep of ``ConcurrentRouting``) gets those sums as one matrix
+        product instead of the votes.
         """
-        if self.router.accepts_parent_major and isinstance(self.vote_transform, VectorVotes):
+        steps = router_kwargs.get("steps") or self.router.iterations
+        if getattr(self.router, "accepts_vote_sums", False) and steps == 1 and router_kwargs.get("initial_poses") is None:
+            return self.router.route_vote_sums(
+                self.vote_transform.child_sums(children), children.shape[1], training, return_coupling, router_kwargs.get("finalize", True)
+            )
+        if self.router.accepts_parent_major:
             votes = self.vote_transform(children, parent_major=True)
             router_kwargs["votes_layout"] = "parent_major"
         else:

@@ -112,6 +112,19 @@ class VectorVotes(_VoteTransform):
         votes = ops.reshape(votes, (in_caps, -1, self.num_capsules, self.capsule_dim))  # (in, batch, out, d)
         return ops.transpose(votes, (1, 2, 0, 3) if parent_major else (1, 0, 2, 3))
 
+    def child_sums(self, poses):
+        """The votes summed over the children, ``sum_i u_i W_ij``: ``(batch, num_capsules, capsule_dim)``.
+
+        One matrix product of the children ``(batch, in_caps, in_dim)`` with the transform; the vote
+        tensor is never formed.
+        """
+        poses = as_float(self, poses)
+        self.check_children(poses.shape)
+        kernel = ops.cast(self.kernel, poses.dtype)
+        if self.shared:
+            return ops.einsum("bd,ode->boe", ops.sum(poses, axis=1), kernel)
+        return ops.einsum("bid,iode->boe", poses, kernel)
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.num_capsules, self.capsule_dim)
 
@@ -130,7 +143,8 @@ class MatrixVotes(_VoteTransform):
     With ``normalize=True`` each ``W_ij`` is divided by its Frobenius norm ``sqrt(sum W^2 + epsilon)``
     (seed 001, eq. 1).
 
-    Input ``(batch, in_caps, p*p)`` -> votes ``(batch, in_caps, num_capsules, p*p)``.
+    Input ``(batch, in_caps, p*p)`` -> votes ``(batch, in_caps, num_capsules, p*p)``, or with
+    ``parent_major=True`` ``(batch, num_capsules, in_caps, p*p)`` (as :class:`VectorVotes`).
 
     Args:
         num_capsules: number of parents.
@@ -176,7 +190,7 @@ class MatrixVotes(_VoteTransform):
             kernel = kernel / ops.sqrt(ops.sum(ops.square(kernel), axis=(-2, -1), keepdims=True) + self.epsilon)
         return kernel
 
-    def call(self, poses):
+    def call(self, poses, parent_major=False):
         poses = as_float(self, poses)
         self.check_children(poses.shape)
         p = self.pose_side
@@ -184,22 +198,47 @@ class MatrixVotes(_VoteTransform):
         matrices = ops.reshape(poses, (batch, in_caps, p, p))
         kernel = self.transform_matrices(poses.dtype)
         out_caps = self.num_capsules
+        layout = "boixz" if parent_major else "bioxz"
         if self.shared and self.side == "right":
-            votes = ops.einsum("bixy,oyz->bioxz", matrices, kernel)
+            votes = ops.einsum(f"bixy,oyz->{layout}", matrices, kernel)
         elif self.shared:
-            votes = ops.einsum("oxy,biyz->bioxz", kernel, matrices)
+            votes = ops.einsum(f"oxy,biyz->{layout}", kernel, matrices)
         elif self.side == "right":
             # Per child: (batch*p, p) @ (p, out_caps*p), children as the matmul batch.
             rows = ops.reshape(ops.transpose(matrices, (1, 0, 2, 3)), (in_caps, -1, p))
             kernel = ops.reshape(ops.transpose(kernel, (0, 2, 1, 3)), (in_caps, p, out_caps * p))
-            votes = ops.reshape(ops.matmul(rows, kernel), (in_caps, -1, p, out_caps, p))
-            votes = ops.transpose(votes, (1, 0, 3, 2, 4))
+            votes = ops.reshape(ops.matmul(rows, kernel), (in_caps, -1, p, out_caps, p))  # (i, b, x, o, z)
+            votes = ops.transpose(votes, (1, 3, 0, 2, 4) if parent_major else (1, 0, 3, 2, 4))
         else:
             # Per child: (out_caps*p, p) @ (p, batch*p), children as the matmul batch.
             columns = ops.reshape(ops.transpose(matrices, (1, 2, 0, 3)), (in_caps, p, -1))
             votes = ops.matmul(ops.reshape(kernel, (in_caps, out_caps * p, p)), columns)
-            votes = ops.transpose(ops.reshape(votes, (in_caps, out_caps, p, -1, p)), (3, 0, 1, 2, 4))
+            votes = ops.reshape(votes, (in_caps, out_caps, p, -1, p))  # (i, o, x, b, z)
+            votes = ops.transpose(votes, (3, 1, 0, 2, 4) if parent_major else (3, 0, 1, 2, 4))
+        if parent_major:
+            return ops.reshape(votes, (batch, out_caps, in_caps, p * p))
         return ops.reshape(votes, (batch, in_caps, out_caps, p * p))
+
+    def child_sums(self, poses):
+        """The votes summed over the children (``sum_i P_i W_ij`` or ``sum_i W_ij P_i``), ``(batch, num_capsules, p*p)``.
+
+        One matrix product of the children ``(batch, in_caps, p*p)`` with the transform; the vote
+        tensor is never formed.
+        """
+        poses = as_float(self, poses)
+        self.check_children(poses.shape)
+        p = self.pose_side
+        batch, in_caps = ops.shape(poses)[0], poses.shape[1]
+        matrices = ops.reshape(poses, (batch, in_caps, p, p))
+        kernel = self.transform_matrices(poses.dtype)
+        if self.shared:
+            totals = ops.sum(matrices, axis=1)
+            sums = ops.einsum("bxy,oyz->boxz", totals, kernel) if self.side == "right" else ops.einsum("oxy,byz->boxz", kernel, totals)
+        elif self.side == "right":
+            sums = ops.einsum("bixy,ioyz->boxz", matrices, kernel)
+        else:
+            sums = ops.einsum("ioxy,biyz->boxz", kernel, matrices)
+        return ops.reshape(sums, (batch, self.num_capsules, p * p))
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.num_capsules, input_shape[2])

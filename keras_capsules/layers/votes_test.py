@@ -40,14 +40,18 @@ def test_parent_major_vector_votes(shared):
             np.testing.assert_allclose(votes[:, j, i], u[:, i] @ (w[j] if shared else w[i, j]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("parent_major", [False, True])
 @pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_matrix_votes(side, normalize, shared):
+def test_matrix_votes(side, normalize, shared, parent_major):
     rng = np.random.default_rng(2)
     poses = rng.normal(size=(3, 4, 16)).astype("float32")
     layer = MatrixVotes(5, side=side, normalize=normalize, shared=shared)
-    votes = keras.ops.convert_to_numpy(layer(poses))
+    votes = keras.ops.convert_to_numpy(layer(poses, parent_major=parent_major))
+    if parent_major:  # (batch, out, in, p*p): compared below in the (batch, in, out, p*p) layout
+        assert votes.shape == (3, 5, 4, 16)
+        votes = votes.transpose(0, 2, 1, 3)
     w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")
     if normalize:
         w = w / np.sqrt((w**2).sum(axis=(-2, -1), keepdims=True) + 1e-5)
@@ -82,3 +86,31 @@ def test_layer_contracts_and_errors():
         MatrixVotes(2, side="up")
     with pytest.raises(TypeError, match="num_capsules"):
         VectorVotes(2.5, 4)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_vector_child_sums(shared):
+    """``child_sums``: sum_i u_i W_ij, from NumPy products."""
+    u = np.random.default_rng(10).normal(size=(2, 5, 3)).astype("float32")
+    layer = VectorVotes(4, 6, shared=shared)
+    layer.build(u.shape)
+    w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")
+    expected = sum(np.stack([u[:, i] @ (w[j] if shared else w[i, j]) for j in range(4)], axis=1) for i in range(5))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.child_sums(u)), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_matrix_child_sums(side, shared):
+    """``child_sums``: sum_i P_i W_ij (right) or sum_i W_ij P_i (left), from NumPy products."""
+    poses = np.random.default_rng(11).normal(size=(3, 4, 16)).astype("float32")
+    layer = MatrixVotes(5, side=side, shared=shared, normalize=True)
+    layer.build(poses.shape)
+    w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")
+    w = w / np.sqrt((w**2).sum(axis=(-2, -1), keepdims=True) + 1e-5)
+    expected = np.zeros((3, 5, 4, 4))
+    for i in range(4):
+        for j in range(5):
+            p, w_ij = poses[:, i].reshape(3, 4, 4), w[j] if shared else w[i, j]
+            expected[:, j] += p @ w_ij if side == "right" else w_ij @ p
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.child_sums(poses)), expected.reshape(3, 5, 16), rtol=1e-4, atol=1e-5)

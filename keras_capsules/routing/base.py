@@ -47,7 +47,7 @@ class Router(keras.layers.Layer):
     parent-major layout implement ``route_parent_major`` instead (same arguments, votes
     ``(batch, out_caps, in_caps, out_dim)``) and set ``accepts_parent_major``: their ``call`` then
     also takes ``votes_layout="parent_major"``, which lets a capsule layer whose vote transform can
-    write that layout (:class:`~keras_capsules.layers.VectorVotes`) skip a transpose of the votes
+    write that layout (``VectorVotes``, ``MatrixVotes``) skip a transpose of the votes
     forward and backward.
     """
 
@@ -149,6 +149,14 @@ def parent_major(votes):
     CPU than contracting over the middle axis of the contract layout). One transpose per call.
     """
     return ops.transpose(votes, (0, 2, 1, 3))
+
+
+def coupling_full(votes, value):
+    """``(batch, out_caps, in_caps)`` filled with ``value`` for parent-major ``votes``, made from their shape only.
+
+    (``zeros_like(votes[..., 0])`` would slice the votes: a strided read of the whole tensor.)
+    """
+    return ops.full((ops.shape(votes)[0],) + tuple(votes.shape[1:3]), value, dtype=votes.dtype)
 
 
 def child_major(coupling):

@@ -5,7 +5,8 @@ from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash
-from keras_capsules.routing.base import Router, child_major, limit_votes
+from keras_capsules.ops.softmax import softmax_along
+from keras_capsules.routing.base import Router, child_major, coupling_full, limit_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -65,13 +66,13 @@ class DynamicRouter(Router):
     def _coupling(self, logits):
         """Softmax over parents of logits ``(batch, out_caps, in_caps)``."""
         if not self.leaky:
-            return ops.softmax(logits, axis=1)
+            return softmax_along(logits, axis=1)
         orphan = ops.zeros_like(logits[:, :1])
-        return ops.softmax(ops.concatenate([orphan, logits], axis=1), axis=1)[:, 1:]
+        return softmax_along(ops.concatenate([orphan, logits], axis=1), axis=1)[:, 1:]
 
     def route_parent_major(self, votes, activations, training):
         votes = limit_votes(votes)  # one factor per example: the same in either layout
-        logits = ops.zeros_like(votes[..., 0])
+        logits = coupling_full(votes, 0.0)
         bias = ops.cast(self.bias, "float32") if self.use_bias else 0.0
         for step in range(self.iterations):
             last = step == self.iterations - 1

@@ -8,7 +8,8 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
-from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, dtype_max, ones_activations, parent_major
+from keras_capsules.ops.softmax import softmax_along
+from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, coupling_full, dtype_max, ones_activations, parent_major
 from keras_capsules.routing.registry import register_router
 
 #: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
@@ -249,7 +250,7 @@ class EMRouter(Router):
     def _e_step(self, logits):
         """Softmax over parents of ``(batch, out, in)`` logits (over positions too with ``child_grid``)."""
         if self._tables is None:
-            return ops.softmax(logits, axis=1)
+            return softmax_along(logits, axis=1)
         return ops.exp(logits - self._spatial_log_normalizer(logits))
 
     def _spatial_log_normalizer(self, logits):
@@ -272,7 +273,7 @@ class EMRouter(Router):
     def _initial_coupling(self, votes):
         """``R`` before the first M-step, ``(batch, out, in)`` for parent-major ``votes``."""
         out_caps = votes.shape[1]
-        uniform = ops.ones_like(votes[..., 0]) / out_caps
+        uniform = coupling_full(votes, 1.0 / out_caps)
         if self._tables is None:
             return uniform
         _, _, parents = self._tables

@@ -7,7 +7,8 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude, rescaled
-from keras_capsules.routing.base import Router, child_major, parent_major, saturating_cast
+from keras_capsules.ops.softmax import softmax_along
+from keras_capsules.routing.base import Router, child_major, coupling_full, parent_major, saturating_cast
 from keras_capsules.routing.registry import register_router
 
 
@@ -69,6 +70,8 @@ class InvertedDotProductRouter(Router):
 
     #: ``call`` accepts ``initial_poses`` (used by :class:`~keras_capsules.layers.ConcurrentRouting`).
     supports_initial_poses = True
+    #: A single uniform pass can be made from the votes' sums over the children (:meth:`route_vote_sums`).
+    accepts_vote_sums = True
 
     def __init__(
         self,
@@ -124,6 +127,42 @@ class InvertedDotProductRouter(Router):
     def route_parent_major(self, votes, activations, training):
         return self._route(votes, training, None, self.iterations, True)
 
+    def route_vote_sums(self, vote_sums, in_caps, training=None, return_coupling=False, finalize=True):
+        """One uniform pass (parents at zero) from the votes summed over the children.
+
+        The first pass routes ``1/out_caps`` of every vote to every parent, so it needs only
+        ``sum_i v_ij``: a capsule layer forms those sums as one matrix product of its children with
+        the transform, without the vote tensor (``vote_transform.child_sums``, used by
+        :meth:`~keras_capsules.layers.routed_capsules.RoutedCapsules.vote_and_route` when a call
+        makes this single pass). The outputs equal ``call``'s with ``steps=1`` and no
+        ``initial_poses``; the clip to ``max_vote`` bounds the sums (``in_caps * max_vote``) rather
+        than each vote, which differs only for votes beyond ``max_vote``.
+
+        Args:
+            vote_sums: ``(batch, out_caps, out_dim)``, ``sum_i v_ij``.
+            in_caps: the number of children summed.
+            training, return_coupling, finalize: as in ``call``.
+
+        Returns:
+            As ``call``: poses ``(batch, out_caps, out_dim)``, shares ``(batch, out_caps)`` and,
+            with ``return_coupling``, the coupling ``(batch, in_caps, out_caps)``.
+        """
+        dtype = self.output_dtype(vote_sums)
+        sums = ops.cast(vote_sums, "float32")
+        if self.max_vote is not None:
+            sums = clip_magnitude(sums, self.max_vote * in_caps)
+        batch, out_caps = ops.shape(sums)[0], sums.shape[1]
+        share = ops.full((1, 1, 1), 1.0 / out_caps, dtype="float32")  # the uniform coupling
+        if finalize:
+            share = self.finalize_coupling(share, training)
+        pooled = sums * share
+        if self.seed_generator is not None and training:
+            pooled = keras.random.dropout(pooled, self.dropout, seed=self.seed_generator)
+        outputs = (self._layer_norm(pooled), ops.broadcast_to(share[0], (batch, out_caps)))
+        if return_coupling:
+            outputs += (ops.broadcast_to(share, (batch, in_caps, out_caps)),)
+        return tuple(saturating_cast(x, dtype) for x in outputs)
+
     def _layer_norm(self, x):
         """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, overflow-safe.
 
@@ -143,11 +182,10 @@ class InvertedDotProductRouter(Router):
             votes = clip_magnitude(votes, self.max_vote)
         scale = 1.0 / math.sqrt(votes.shape[-1]) if self.scale_agreement else 1.0
         for step in range(steps):
-            if poses is None:
-                logits = ops.zeros_like(votes[..., 0])
+            if poses is None:  # zero logits: uniform over the parents
+                coupling = coupling_full(votes, 1.0 / votes.shape[1])
             else:
-                logits = ops.einsum("boid,bod->boi", votes, poses) * scale
-            coupling = ops.softmax(logits, axis=1)
+                coupling = softmax_along(ops.einsum("boid,bod->boi", votes, poses) * scale, axis=1)
             if finalize and step == steps - 1:
                 coupling = self.finalize_coupling(coupling, training)
             pooled = ops.einsum("boi,boid->bod", coupling, votes)

@@ -164,3 +164,28 @@ def test_registry_and_errors():
 def test_empty_batch_gives_empty_outputs():
     poses, shares, coupling = InvertedDotProductRouter()(np.zeros((0, 6, 3, 4), "float32"), return_coupling=True)
     assert (tuple(poses.shape), tuple(shares.shape), tuple(coupling.shape)) == ((0, 3, 4), (0, 3), (0, 6, 3))
+
+
+@pytest.mark.parametrize("quantize_levels", [None, 4])
+def test_route_vote_sums_is_the_uniform_first_pass(quantize_levels):
+    """From sum_i v_ij alone: LN(c * sum_i v_ij) with c = 1/out_caps (quantised at inference), shares c."""
+    votes = random_votes(8)
+    router, gamma, beta = make_router(16, seed=3, iterations=1, quantize_levels=quantize_levels)
+    poses, shares, coupling = router.route_vote_sums(votes.sum(axis=1), 5, training=False, return_coupling=True)
+    c = 1.0 / 3  # three parents; 1/3 is also a level of q_4 (0, 1/3, 2/3, 1)
+    expected, expected_shares, expected_c = np_route(votes.astype("float64"), gamma, beta, 1)
+    np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(shares), expected_shares, rtol=1e-6)
+    np.testing.assert_allclose(to_np(coupling), np.full((3, 5, 3), c), rtol=1e-6)
+
+
+def test_route_vote_sums_quantises_the_uniform_coupling():
+    """q_3 has levels {0, 1/2, 1}: the uniform 1/4 of four parents becomes 1/2 at inference."""
+    votes = random_votes(9, shape=(2, 5, 4, 16))
+    router = InvertedDotProductRouter(iterations=1, quantize_levels=3)
+    router.build(votes.shape)
+    _, shares, coupling = router.route_vote_sums(votes.sum(axis=1), 5, training=False, return_coupling=True)
+    np.testing.assert_allclose(to_np(coupling), 0.5)
+    np.testing.assert_allclose(to_np(shares), 0.5)
+    _, shares = router.route_vote_sums(votes.sum(axis=1), 5, training=True)
+    np.testing.assert_allclose(to_np(shares), 0.25)

@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
-from keras_capsules.routing.base import Router, child_major
+from keras_capsules.routing.base import Router, child_major, coupling_full
 from keras_capsules.routing.registry import register_router
 
 KERNELS = ("spectral_mixture", "gaussian_mixture")
@@ -199,14 +199,14 @@ class KernelRouter(Router):
     def route_parent_major(self, votes, activations, training):
         in_caps = votes.shape[2]  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
-            activations = ops.ones_like(votes[:, 0, :, 0])
+            activations = ops.ones((ops.shape(votes)[0], in_caps), dtype=votes.dtype)
         activations = ops.expand_dims(ops.maximum(activations, 0.0), 1)  # (b, 1, i)
         lambda1 = ops.abs(ops.cast(self.lambda1, "float32"))
         lambda2 = ops.abs(ops.cast(self.lambda2, "float32"))
         total = ops.expand_dims(lambda1 + lambda2 + 1e-6, -1)  # (o, 1)
         prior = ops.log(activations + self.prior_offset) * (ops.expand_dims(lambda2, -1) / total)  # (b, o, i)
 
-        coupling = ops.ones_like(votes[..., 0]) / in_caps
+        coupling = coupling_full(votes, 1.0 / in_caps)
         poses = ops.einsum("boi,boid->bod", coupling, votes)
         # Training recomputes each kernel evaluation in the backward pass instead of keeping its
         # vote-sized temporaries, so memory does not grow with the iterations.

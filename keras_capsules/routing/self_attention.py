@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash_efficient
+from keras_capsules.ops.softmax import softmax_along
 from keras_capsules.routing.base import Router, child_major, limit_votes
 from keras_capsules.routing.registry import register_router
 
@@ -53,7 +54,7 @@ class SelfAttentionRouter(Router):
         votes = limit_votes(votes)  # one factor per example: the same in either layout
         totals = ops.sum(votes, axis=2)
         logits = ops.einsum("boid,bod->boi", votes, totals) / math.sqrt(out_dim)
-        coupling = self.finalize_coupling(ops.softmax(logits, axis=1), training)
+        coupling = self.finalize_coupling(softmax_along(logits, axis=1), training)
         weights = coupling + ops.transpose(ops.cast(self.bias, "float32"))
         poses = squash_efficient(ops.einsum("boi,boid->bod", weights, votes), epsilon=self.epsilon)
         return poses, safe_norm(poses, epsilon=self.epsilon), child_major(coupling)

@@ -65,3 +65,24 @@ def test_capsule_layers_route_with_parent_major_votes(layer):
     votes = np.einsum("bpid,iode->bpioe", fields.astype("float64"), w)
     expected, _ = np_dynamic_routing(votes.reshape((-1,) + votes.shape[2:]), 3)
     np.testing.assert_allclose(out.reshape(expected.shape), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("transform", ["vector", "matrix"])
+def test_conv_caps_single_uniform_pass_from_vote_sums(transform):
+    """ConvCaps + inverted dot-product attention, 1 iteration (routed from the votes' sums): NumPy votes of every field, one uniform pass, LayerNorm."""
+    from keras_capsules.routing.inverted_dot_product_test import np_route
+
+    rng = np.random.default_rng(12)
+    poses = rng.normal(size=(2, 4, 4, 2, 16)).astype("float32")
+    caps = ConvCaps(3, 16, kernel_size=3, router="inverted_dot_product", routing_iterations=1, transform=transform)
+    out, shares = caps(poses)
+    w = keras.ops.convert_to_numpy(caps.vote_transform.kernel).astype("float64")  # (in, out, ...)
+    fields = np.stack([poses[:, r : r + 3, c : c + 3].reshape(2, 18, 16) for r in range(2) for c in range(2)], axis=1).astype("float64")
+    if transform == "vector":
+        votes = np.einsum("bpid,iode->bpioe", fields, w)
+    else:
+        votes = np.einsum("bpixy,ioyz->bpioxz", fields.reshape(2, 4, 18, 4, 4), w).reshape(2, 4, 18, 3, 16)
+    gamma, beta = np.ones(16), np.zeros(16)
+    expected, expected_shares, _ = np_route(votes.reshape((-1,) + votes.shape[2:]), gamma, beta, 1)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out).reshape(expected.shape), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(shares).reshape(expected_shares.shape), expected_shares, rtol=1e-6)

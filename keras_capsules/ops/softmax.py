@@ -1,0 +1,26 @@
+"""Softmax along any axis without moving it last."""
+
+from keras import ops
+
+
+def softmax_along(x, axis):
+    """``exp(x - max) / sum exp(x - max)`` over ``axis``, reduced where the axis is.
+
+    TensorFlow's softmax moves a non-last axis to the end and back: two transposes of ``x``
+    forward and two in the gradient, which for the routers' ``(batch, out_caps, in_caps)`` logits
+    (softmax over the parents, axis 1) cost as much as the routing sums. Same values; the
+    max-subtraction is gradient-free, which is exact since softmax is shift-invariant. The last
+    axis goes to the backend's softmax.
+
+    Args:
+        x: float tensor of any rank.
+        axis: the axis the result sums to 1 over.
+
+    Returns:
+        A tensor of the shape of ``x``.
+    """
+    if axis % len(x.shape) == len(x.shape) - 1:
+        return ops.softmax(x, axis=-1)
+    peak = ops.max(x, axis=axis, keepdims=True, initial=float("-inf"))  # (initial: an empty x is allowed)
+    exps = ops.exp(x - ops.stop_gradient(peak))
+    return exps / ops.sum(exps, axis=axis, keepdims=True)
