@@ -105,7 +105,12 @@ class RoutedCapsules(keras.layers.Layer):
         steps = router_kwargs.get("steps") or self.router.iterations
         if getattr(self.router, "accepts_vote_sums", False) and steps == 1 and router_kwargs.get("initial_poses") is None:
             return self.router.route_vote_sums(
-                self.vote_transform.child_sums(children), children.shape[1], training, return_coupling, router_kwargs.get("finalize", True)
+                self.vote_transform.child_sums(children),  # float32 sums
+                children.shape[1],
+                training,
+                return_coupling,
+                router_kwargs.get("finalize", True),
+                dtype=self.router.output_dtype(children),
             )
         if self.router.accepts_parent_major:
             votes = self.vote_transform(children, parent_major=True)

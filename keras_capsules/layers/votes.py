@@ -116,11 +116,12 @@ class VectorVotes(_VoteTransform):
         """The votes summed over the children, ``sum_i u_i W_ij``: ``(batch, num_capsules, capsule_dim)``.
 
         One matrix product of the children ``(batch, in_caps, in_dim)`` with the transform; the vote
-        tensor is never formed.
+        tensor is never formed. Computed in float32 whatever the compute dtype, as the routers sum
+        votes: a sum of many float16 votes overflows where the votes themselves do not.
         """
-        poses = as_float(self, poses)
         self.check_children(poses.shape)
-        kernel = ops.cast(self.kernel, poses.dtype)
+        poses = ops.cast(poses, "float32")
+        kernel = ops.cast(self.kernel, "float32")
         if self.shared:
             return ops.einsum("bd,ode->boe", ops.sum(poses, axis=1), kernel)
         return ops.einsum("bid,iode->boe", poses, kernel)
@@ -223,14 +224,15 @@ class MatrixVotes(_VoteTransform):
         """The votes summed over the children (``sum_i P_i W_ij`` or ``sum_i W_ij P_i``), ``(batch, num_capsules, p*p)``.
 
         One matrix product of the children ``(batch, in_caps, p*p)`` with the transform; the vote
-        tensor is never formed.
+        tensor is never formed. Computed in float32 whatever the compute dtype (see
+        :meth:`VectorVotes.child_sums`).
         """
-        poses = as_float(self, poses)
         self.check_children(poses.shape)
+        poses = ops.cast(poses, "float32")
         p = self.pose_side
         batch, in_caps = ops.shape(poses)[0], poses.shape[1]
         matrices = ops.reshape(poses, (batch, in_caps, p, p))
-        kernel = self.transform_matrices(poses.dtype)
+        kernel = self.transform_matrices("float32")
         if self.shared:
             totals = ops.sum(matrices, axis=1)
             sums = ops.einsum("bxy,oyz->boxz", totals, kernel) if self.side == "right" else ops.einsum("oxy,byz->boxz", kernel, totals)

@@ -127,7 +127,7 @@ class InvertedDotProductRouter(Router):
     def route_parent_major(self, votes, activations, training):
         return self._route(votes, training, None, self.iterations, True)
 
-    def route_vote_sums(self, vote_sums, in_caps, training=None, return_coupling=False, finalize=True):
+    def route_vote_sums(self, vote_sums, in_caps, training=None, return_coupling=False, finalize=True, dtype=None):
         """One uniform pass (parents at zero) from the votes summed over the children.
 
         The first pass routes ``1/out_caps`` of every vote to every parent, so it needs only
@@ -139,15 +139,18 @@ class InvertedDotProductRouter(Router):
         than each vote, which differs only for votes beyond ``max_vote``.
 
         Args:
-            vote_sums: ``(batch, out_caps, out_dim)``, ``sum_i v_ij``.
+            vote_sums: ``(batch, out_caps, out_dim)``, ``sum_i v_ij`` (float32 from a capsule layer,
+                whatever its compute dtype: the sums overflow float16 long before the votes).
             in_caps: the number of children summed.
             training, return_coupling, finalize: as in ``call``.
+            dtype: the outputs' dtype, that of the votes the full pass would have routed (default:
+                ``vote_sums``' dtype).
 
         Returns:
             As ``call``: poses ``(batch, out_caps, out_dim)``, shares ``(batch, out_caps)`` and,
             with ``return_coupling``, the coupling ``(batch, in_caps, out_caps)``.
         """
-        dtype = self.output_dtype(vote_sums)
+        dtype = dtype or self.output_dtype(vote_sums)
         sums = ops.cast(vote_sums, "float32")
         if self.max_vote is not None:
             sums = clip_magnitude(sums, self.max_vote * in_caps)

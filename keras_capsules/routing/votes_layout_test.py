@@ -86,3 +86,30 @@ def test_conv_caps_single_uniform_pass_from_vote_sums(transform):
     expected, expected_shares, _ = np_route(votes.reshape((-1,) + votes.shape[2:]), gamma, beta, 1)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(out).reshape(expected.shape), expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(shares).reshape(expected_shares.shape), expected_shares, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "mixed_float16", "bfloat16"])
+def test_vote_sums_do_not_overflow_low_precision(dtype):
+    """FcCaps + inverted dot-product attention, 1 iteration, float16/bfloat16: 1152 children whose
+    votes (about 640) fit float16 but whose sums over the children (about 7e5) do not. The sums are
+    made in float32, as the routers sum votes: the result matches the float64 NumPy uniform pass
+    (it was all zeros when the sums were made in float16)."""
+    from keras_capsules.routing.inverted_dot_product_test import np_route
+
+    caps = FcCaps(10, 16, router="inverted_dot_product", routing_iterations=1, dtype=dtype)
+    caps.build((None, 1152, 8))
+    w = np.abs(np.random.default_rng(4).normal(size=caps.vote_transform.kernel.shape))  # all-positive: no cancellation
+    caps.vote_transform.kernel.assign(w.astype("float32"))
+    poses = np.full((2, 1152, 8), 100.0)
+    poses[1] *= np.random.default_rng(5).uniform(0.5, 1.0, size=(1152, 8))
+    input_dtype = "bfloat16" if dtype == "bfloat16" else "float16"
+    out, shares = caps(keras.ops.cast(poses, input_dtype))
+    assert keras.backend.standardize_dtype(out.dtype) == input_dtype
+    low = keras.ops.convert_to_numpy(keras.ops.cast(keras.ops.cast(poses, input_dtype), "float32")).astype("float64")
+    kernel = keras.ops.convert_to_numpy(keras.ops.cast(caps.vote_transform.kernel, "float32")).astype("float64")  # as stored
+    votes = np.einsum("bid,iode->bioe", low, kernel)
+    assert np.abs(votes).max() < 65504 < np.abs(votes.sum(axis=1)).max()
+    expected, expected_shares, _ = np_route(votes, np.ones(16), np.zeros(16), 1)
+    tolerance = 0.05 if dtype == "bfloat16" else 0.02  # the outputs' own rounding (LayerNorm values of order 1)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32")), expected, atol=tolerance)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.cast(shares, "float32")), expected_shares, rtol=1e-2)
