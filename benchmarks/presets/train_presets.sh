@@ -24,14 +24,14 @@ shift 2
 # file's 5 epochs started a fresh Adam from the 40-epoch weights (registry command: --model-arg
 # weights=mnist, when that name held the 40-epoch file), because its 40-epoch checkpoint predated the
 # model format; here the second phase resumes the checkpoint, optimizer state included.
-# Efficient-CapsNet REM: 60 epochs (REM: 100), resumed from the first 30, after which 42 % of the prunable
-# weights were zero and the sparsity was still rising ~0.6 points per epoch (about 98 s per epoch).
+# Efficient-CapsNet REM: REM's 100 epochs (about 85 s each), trained in three resumed stretches of this
+# command with --epochs 30, 60 and 100 (the schedule depends on the epoch only).
 declare -A COMMANDS=(
   [effcapsnet-mnist]="keras-capsules train EffCapsNet --dataset mnist --epochs 40 --lr-decay 0.93; keras-capsules train EffCapsNet --dataset mnist --epochs 45 --learning-rate 5e-5 --lr-decay 0.9"
   [effcapsnet-fashion_mnist]="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 40 --lr-decay 0.93 --augmentation fashion_mnist_shift2_flip"
   [fmcapsnet-fashion_mnist]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92; keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 60 --lr-decay 0.96"
   [capsnet-mnist]="keras-capsules train CapsNet --dataset mnist --epochs 12; keras-capsules train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 469"
-  [effcapsnet-mnist_rem]="keras-capsules train EffCapsNet --dataset mnist --recipe rem --epochs 60 --lr-decay 0.97"
+  [effcapsnet-mnist_rem]="keras-capsules train EffCapsNet --dataset mnist --recipe rem --epochs 100 --lr-decay 0.97"
   [agreementglom-fashion_mnist]="keras-capsules train AgreementGLOM --dataset fashion_mnist --epochs 2 --batch-size 256"
   [fmcapsnet-fashion_mnist-dr3]="keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3; keras-capsules train FMCapsNet --dataset fashion_mnist --recipe light --epochs 60 --lr-decay 0.96 --model-arg \"router={'name': 'dynamic', 'use_bias': False}\" --routing-iterations 3"
 )
