@@ -103,7 +103,7 @@ class RoutedCapsules(keras.layers.Layer):
         product instead of the votes.
         """
         steps = router_kwargs.get("steps") or self.router.iterations
-        if getattr(self.router, "accepts_vote_sums", False) and steps == 1 and router_kwargs.get("initial_poses") is None:
+        if self.router.accepts_vote_sums and steps == 1 and router_kwargs.get("initial_poses") is None:
             return self.router.route_vote_sums(
                 self.vote_transform.child_sums(children),  # float32 sums
                 children.shape[1],

@@ -56,6 +56,8 @@ class Router(keras.layers.Layer):
     iterative = True
     #: Whether ``call`` accepts ``votes_layout="parent_major"`` (the router implements ``route_parent_major``).
     accepts_parent_major = False
+    #: Whether a single uniform pass can be made from the votes' sums over the children (``route_vote_sums``).
+    accepts_vote_sums = False
 
     def __init__(self, iterations=3, quantize_levels=None, **kwargs):
         # Routing weights are read in float32 (no mixed-precision autocast to float16).
@@ -164,6 +166,10 @@ def child_major(coupling):
     return ops.transpose(coupling, (0, 2, 1))
 
 
-def ones_activations(votes):
-    """Child activations of ones, ``(batch, in_caps)``, for routers used without activations."""
-    return ops.ones_like(votes[:, :, 0, 0])
+def ones_activations(votes, in_axis=1):
+    """Child activations of ones, ``(batch, in_caps)``, for routers used without activations.
+
+    Made from the votes' shape (no slice of the votes); ``in_axis`` is the children's axis: 1 in the
+    contract layout, 2 in the parent-major one.
+    """
+    return ops.ones((ops.shape(votes)[0], votes.shape[in_axis]), dtype=votes.dtype)

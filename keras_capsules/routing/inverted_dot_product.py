@@ -158,13 +158,16 @@ class InvertedDotProductRouter(Router):
         share = ops.full((1, 1, 1), 1.0 / out_caps, dtype="float32")  # the uniform coupling
         if finalize:
             share = self.finalize_coupling(share, training)
-        pooled = sums * share
-        if self.seed_generator is not None and training:
-            pooled = keras.random.dropout(pooled, self.dropout, seed=self.seed_generator)
-        outputs = (self._layer_norm(pooled), ops.broadcast_to(share[0], (batch, out_caps)))
+        outputs = (self._parent_poses(sums * share, training), ops.broadcast_to(share[0], (batch, out_caps)))
         if return_coupling:
             outputs += (ops.broadcast_to(share, (batch, in_caps, out_caps)),)
         return tuple(saturating_cast(x, dtype) for x in outputs)
+
+    def _parent_poses(self, pooled, training):
+        """The parents' poses from the coupling-weighted vote sums ``(batch, out_caps, out_dim)``: dropout in training, then LayerNorm."""
+        if self.seed_generator is not None and training:
+            pooled = keras.random.dropout(pooled, self.dropout, seed=self.seed_generator)
+        return self._layer_norm(pooled)
 
     def _layer_norm(self, x):
         """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, overflow-safe.
@@ -191,10 +194,7 @@ class InvertedDotProductRouter(Router):
                 coupling = softmax_along(ops.einsum("boid,bod->boi", votes, poses) * scale, axis=1)
             if finalize and step == steps - 1:
                 coupling = self.finalize_coupling(coupling, training)
-            pooled = ops.einsum("boi,boid->bod", coupling, votes)
-            if self.seed_generator is not None and training:
-                pooled = keras.random.dropout(pooled, self.dropout, seed=self.seed_generator)
-            poses = self._layer_norm(pooled)
+            poses = self._parent_poses(ops.einsum("boi,boid->bod", coupling, votes), training)
         shares = ops.mean(coupling, axis=2)
         return poses, shares, child_major(coupling)
 

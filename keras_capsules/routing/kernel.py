@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
-from keras_capsules.routing.base import Router, child_major, coupling_full
+from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations
 from keras_capsules.routing.registry import register_router
 
 KERNELS = ("spectral_mixture", "gaussian_mixture")
@@ -199,7 +199,7 @@ class KernelRouter(Router):
     def route_parent_major(self, votes, activations, training):
         in_caps = votes.shape[2]  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
-            activations = ops.ones((ops.shape(votes)[0], in_caps), dtype=votes.dtype)
+            activations = ones_activations(votes, in_axis=2)
         activations = ops.expand_dims(ops.maximum(activations, 0.0), 1)  # (b, 1, i)
         lambda1 = ops.abs(ops.cast(self.lambda1, "float32"))
         lambda2 = ops.abs(ops.cast(self.lambda2, "float32"))

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, coupling_full, limit_votes
+from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations, limit_votes
 from keras_capsules.routing.registry import register_router
 
 ACTIVATIONS = ("sigmoid", "linear")
@@ -171,7 +171,7 @@ class LSTMRouter(Router):
     def route_parent_major(self, votes, activations, training):
         in_caps, out_dim = votes.shape[2], votes.shape[3]  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
-            activations = ops.ones((ops.shape(votes)[0], in_caps), dtype=votes.dtype)
+            activations = ones_activations(votes, in_axis=2)
         raw_votes = votes
         votes = limit_votes(votes)  # the LSTM's input features (unchanged below 1e15; either layout)
         kernel = ops.cast(self.lstm_kernel, "float32")
