@@ -1,10 +1,12 @@
 """Connectionist (LSTM) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#lstm-routing)."""
 
+import functools
+
 import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations, limit_votes
+from keras_capsules.routing.base import Router, child_major, ones_activations, limit_votes
 from keras_capsules.routing.registry import register_router
 
 ACTIVATIONS = ("sigmoid", "linear")
@@ -45,8 +47,11 @@ class LSTMRouter(Router):
       ``unit_forget_bias``); TF1's ``LSTMCell`` adds a constant ``forget_bias=1`` instead, the same
       at initialisation. 4 * units * (2 dim + 2 + units + 1) parameters (3,264 for 16 units, 4x4 poses).
       It runs as einsums over all ``(batch, out_caps, in_caps)`` triples at once, in the parent-major
-      layout (one transpose per call); the vote part of the input projection is computed once,
-      outside the iteration loop. In training each step is rematerialised (``keras.remat``): the
+      layout (one transpose per call). The vote, activation and bias parts of the input projection
+      are computed once, outside the iteration loop, one ``(b, o, i, units)`` tensor per gate (no
+      slices of a 4-units-wide tensor); the first step, from the zero state, skips the recurrent
+      product and the forget gate; later steps take the hidden state and the coupling through one
+      product with the stacked ``[U; w_c]``. In training each step is rematerialised (``keras.remat``): the
       backward pass recomputes its gates and MLP activations, so a training step keeps per
       iteration only the carried state ``(cell, hidden)``, ``2 * units`` values per triple.
     - Parameters: the cell's; the compatibility MLP and ``Dense(1)``; the activation MLP and
@@ -143,24 +148,32 @@ class LSTMRouter(Router):
                 layer.build(shape)
                 shape = (None, layer.units)
 
-    def _lstm_step(self, projected, state):
-        """One LSTM step on every ``(batch, out, in)`` triple: ``projected`` ``(b, o, i, 4u)`` is ``W x + b``."""
-        cell, hidden = state
-        z = projected + ops.einsum("boiu,ug->boig", hidden, ops.cast(self.lstm_recurrent_kernel, "float32"))
+    def _gate(self, fixed, pose_part, gate, recurrent_input=None, recurrent_kernel=None):
+        """One gate's pre-activation ``(b, o, i, u)``: the fixed part, the pose part and, after the first step, the recurrent part."""
         u = self.units
-        input_gate = ops.sigmoid(z[..., :u])
-        forget_gate = ops.sigmoid(z[..., u : 2 * u])
-        candidate = ops.tanh(z[..., 2 * u : 3 * u])
-        output_gate = ops.sigmoid(z[..., 3 * u :])
-        cell = forget_gate * cell + input_gate * candidate
-        return cell, output_gate * ops.tanh(cell)
+        z = fixed + pose_part[..., gate * u : (gate + 1) * u]
+        if recurrent_input is None:
+            return z
+        return z + ops.einsum("boik,kg->boig", recurrent_input, recurrent_kernel[:, gate * u : (gate + 1) * u])
 
-    def _iteration(self, fixed, pose_part, coupling, k_coupling, cell, hidden):
-        """One LSTM step on every triple and its compatibility logits ``(b, o, i)``: ``(cell, hidden, logits)``."""
-        projected = fixed + pose_part + ops.expand_dims(coupling, -1) * k_coupling
-        cell, hidden = self._lstm_step(projected, (cell, hidden))
+    def _first_iteration(self, fixed_input, fixed_candidate, fixed_output, pose_part):
+        """The first LSTM step, from the zero state: no recurrent product and no forget gate."""
+        cell = ops.sigmoid(self._gate(fixed_input, pose_part, 0)) * ops.tanh(self._gate(fixed_candidate, pose_part, 2))
+        hidden = ops.sigmoid(self._gate(fixed_output, pose_part, 3)) * ops.tanh(cell)
+        return cell, hidden, self._compatibility(cell, hidden)
+
+    def _iteration(self, fixed_input, fixed_forget, fixed_candidate, fixed_output, pose_part, coupling, recurrent_kernel, cell, hidden):
+        """A later LSTM step: the hidden state and the coupling enter through one product with ``[U; w_c]``."""
+        recurrent_input = ops.concatenate([hidden, ops.expand_dims(coupling, -1)], axis=-1)  # (b, o, i, u + 1)
+        gate = functools.partial(self._gate, pose_part=pose_part, recurrent_input=recurrent_input, recurrent_kernel=recurrent_kernel)
+        cell = ops.sigmoid(gate(fixed_forget, gate=1)) * cell + ops.sigmoid(gate(fixed_input, gate=0)) * ops.tanh(gate(fixed_candidate, gate=2))
+        hidden = ops.sigmoid(gate(fixed_output, gate=3)) * ops.tanh(cell)
+        return cell, hidden, self._compatibility(cell, hidden)
+
+    def _compatibility(self, cell, hidden):
+        """The compatibility logits ``(b, o, i)`` from the state the assignment names."""
         features = cell if self.state_assignment == "code" else hidden
-        return cell, hidden, self._mlp(self.compatibility_mlp, self.compatibility_head, features)[..., 0]
+        return self._mlp(self.compatibility_mlp, self.compatibility_head, features)[..., 0]
 
     @staticmethod
     def _mlp(stack, head, x):
@@ -174,26 +187,33 @@ class LSTMRouter(Router):
             activations = ones_activations(votes, in_axis=2)
         raw_votes = votes
         votes = limit_votes(votes)  # the LSTM's input features (unchanged below 1e15; either layout)
+        u = self.units
         kernel = ops.cast(self.lstm_kernel, "float32")
         k_pose, k_act = kernel[:out_dim], kernel[out_dim]
         k_vote, k_coupling = kernel[out_dim + 1 : 2 * out_dim + 1], kernel[2 * out_dim + 1]
-        # The parts of W x that do not change across iterations: votes, child activations, bias.
-        fixed = (
-            ops.einsum("boid,dg->boig", votes, k_vote)
-            + ops.expand_dims(ops.expand_dims(activations, 1), -1) * k_act
-            + ops.cast(self.lstm_bias, "float32")
-        )
+        recurrent_kernel = ops.concatenate([ops.cast(self.lstm_recurrent_kernel, "float32"), ops.expand_dims(k_coupling, 0)], axis=0)
+        # Per gate, the parts of W x + b that do not change across iterations (votes, child
+        # activations, bias), each (b, o, i, u): one product per gate, no slicing of a 4u-wide tensor.
+        child_part = ops.expand_dims(ops.expand_dims(activations, 1), -1) * k_act + ops.cast(self.lstm_bias, "float32")  # (b, 1, i, 4u)
+        fixed = [
+            ops.einsum("boid,dg->boig", votes, k_vote[:, g * u : (g + 1) * u]) + child_part[..., g * u : (g + 1) * u]
+            if g != 1 or self.iterations > 1
+            else None
+            for g in range(4)
+        ]
 
-        coupling = coupling_full(votes, 1.0 / in_caps)
-        poses = ops.einsum("boi,boid->bod", coupling, votes)
-        zeros = ops.zeros_like(fixed[..., : self.units])
-        state = (zeros, zeros)
+        poses = ops.mean(votes, axis=2)  # the uniform coupling 1/n
         # Training recomputes each step's gates and MLP activations in the backward pass: a step
-        # keeps only its carried state, not its ~4 + 4 + MLP-width vote-sized temporaries.
-        iteration = keras.remat(self._iteration) if training else self._iteration
+        # keeps only its carried state, not its gate and MLP temporaries.
+        first = keras.remat(self._first_iteration) if training else self._first_iteration
+        later = keras.remat(self._iteration) if training else self._iteration
         for step in range(self.iterations):
-            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose), 2)
-            *state, logits = iteration(fixed, pose_part, coupling, k_coupling, *state)
+            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose), 2)  # (b, o, 1, 4u)
+            if step == 0:
+                # The uniform first coupling enters as a constant (b, o, 1, 4u) term.
+                *state, logits = first(fixed[0], fixed[2], fixed[3], pose_part + k_coupling / in_caps)
+            else:
+                *state, logits = later(*fixed, pose_part, coupling, recurrent_kernel, *state)
             coupling = ops.softmax(logits, axis=2)
             last = step == self.iterations - 1
             if last:

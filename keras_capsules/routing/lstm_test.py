@@ -78,7 +78,7 @@ def randomise_biases(router, seed):
             weight.assign((rng.normal(size=weight.shape) * 0.3).astype("float32"))
 
 
-@pytest.mark.parametrize("iterations", [1, 3])
+@pytest.mark.parametrize("iterations", [1, 2, 3])
 @pytest.mark.parametrize("state_assignment", ["code", "paper"])
 def test_matches_numpy_reference(iterations, state_assignment):
     votes, acts = data(1)
