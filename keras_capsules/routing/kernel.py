@@ -184,13 +184,12 @@ class KernelRouter(Router):
         tau = clip_magnitude(ops.expand_dims(poses, 2) - votes, _MAX_DISTANCE)
         weights = ops.softmax(ops.cast(self.mixture_logits, "float32"))
         if self.kernel == "spectral_mixture":
-            # The constants go into the (Q, dim) weights, not over the vote-sized tensors.
-            decay_rates = -2.0 * math.pi**2 * ops.abs(ops.cast(self.bandwidths, "float32"))
-            angular_frequencies = 2.0 * math.pi * ops.cast(self.frequencies, "float32")
-            squared = ops.square(tau)
+            bandwidths = ops.abs(ops.cast(self.bandwidths, "float32"))
+            frequencies = ops.cast(self.frequencies, "float32")
+            decay, phase = -2.0 * math.pi**2 * ops.square(tau), 2.0 * math.pi * tau
             total = 0.0
             for q in range(self.num_components):
-                term = ops.exp(squared * decay_rates[q]) * ops.cos(tau * angular_frequencies[q])
+                term = ops.exp(decay * bandwidths[q]) * ops.cos(phase * frequencies[q])
                 total = total + weights[q] * ops.sum(term, axis=-1)
             return total
         scales = ops.abs(ops.cast(self.length_scales, "float32")) + 1e-3
