@@ -165,9 +165,10 @@ class LSTMRouter(Router):
     def _iteration(self, fixed_input, fixed_forget, fixed_candidate, fixed_output, pose_part, coupling, recurrent_kernel, cell, hidden):
         """A later LSTM step: the hidden state and the coupling enter through one product with ``[U; w_c]``."""
         recurrent_input = ops.concatenate([hidden, ops.expand_dims(coupling, -1)], axis=-1)  # (b, o, i, u + 1)
-        gate = functools.partial(self._gate, pose_part=pose_part, recurrent_input=recurrent_input, recurrent_kernel=recurrent_kernel)
-        cell = ops.sigmoid(gate(fixed_forget, gate=1)) * cell + ops.sigmoid(gate(fixed_input, gate=0)) * ops.tanh(gate(fixed_candidate, gate=2))
-        hidden = ops.sigmoid(gate(fixed_output, gate=3)) * ops.tanh(cell)
+        pre_activation = functools.partial(self._gate, pose_part=pose_part, recurrent_input=recurrent_input, recurrent_kernel=recurrent_kernel)
+        forget = ops.sigmoid(pre_activation(fixed_forget, gate=1))
+        cell = forget * cell + ops.sigmoid(pre_activation(fixed_input, gate=0)) * ops.tanh(pre_activation(fixed_candidate, gate=2))
+        hidden = ops.sigmoid(pre_activation(fixed_output, gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
     def _compatibility(self, cell, hidden):
