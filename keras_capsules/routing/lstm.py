@@ -47,11 +47,13 @@ class LSTMRouter(Router):
       ``unit_forget_bias``); TF1's ``LSTMCell`` adds a constant ``forget_bias=1`` instead, the same
       at initialisation. 4 * units * (2 dim + 2 + units + 1) parameters (3,264 for 16 units, 4x4 poses).
       It runs as einsums over all ``(batch, out_caps, in_caps)`` triples at once, in the parent-major
-      layout (one transpose per call). The vote, activation and bias parts of the input projection
-      are computed once, outside the iteration loop, one ``(b, o, i, units)`` tensor per gate (no
-      slices of a 4-units-wide tensor); the first step, from the zero state, skips the recurrent
-      product and the forget gate; later steps take the hidden state and the coupling through one
-      product with the stacked ``[U; w_c]``. In training each step is rematerialised (``keras.remat``): the
+      layout (one transpose per call). The per-pair inputs that do not change across iterations
+      (votes and child activations) are formed once, ``(b, o, i, d + 1)``; each step makes every
+      gate's pre-activation with one product from them (later steps append the coupling and the
+      hidden state: ``d + 2 + units`` features through the stacked rows of ``W`` and ``U``), and the
+      per-parent pose part and the bias are added as a ``(b, o, 1, 4 units)`` term, so no gate-sized
+      tensor outlives its step. The first step, from the zero state, skips the recurrent product and
+      the forget gate. In training each step is rematerialised (``keras.remat``): the
       backward pass recomputes its gates and MLP activations, so a training step keeps per
       iteration only the carried state ``(cell, hidden)``, ``2 * units`` values per triple.
     - Parameters: the cell's; the compatibility MLP and ``Dense(1)``; the activation MLP and
@@ -148,27 +150,24 @@ class LSTMRouter(Router):
                 layer.build(shape)
                 shape = (None, layer.units)
 
-    def _gate(self, fixed, pose_part, gate, recurrent_input=None, recurrent_kernel=None):
-        """One gate's pre-activation ``(b, o, i, u)``: the fixed part, the pose part and, after the first step, the recurrent part."""
+    def _pre_activation(self, inputs, kernel, pose_part, gate):
+        """One gate's pre-activation ``(b, o, i, u)``: the per-pair inputs through the gate's columns, plus the pose part."""
         u = self.units
-        z = fixed + pose_part[..., gate * u : (gate + 1) * u]
-        if recurrent_input is None:
-            return z
-        return z + ops.einsum("boik,kg->boig", recurrent_input, recurrent_kernel[:, gate * u : (gate + 1) * u])
+        return ops.einsum("boik,kg->boig", inputs, kernel[:, gate * u : (gate + 1) * u]) + pose_part[..., gate * u : (gate + 1) * u]
 
-    def _first_iteration(self, fixed_input, fixed_candidate, fixed_output, pose_part):
+    def _first_iteration(self, child_inputs, child_kernel, pose_part):
         """The first LSTM step, from the zero state: no recurrent product and no forget gate."""
-        cell = ops.sigmoid(self._gate(fixed_input, pose_part, 0)) * ops.tanh(self._gate(fixed_candidate, pose_part, 2))
-        hidden = ops.sigmoid(self._gate(fixed_output, pose_part, 3)) * ops.tanh(cell)
+        gate = functools.partial(self._pre_activation, child_inputs, child_kernel, pose_part)
+        cell = ops.sigmoid(gate(gate=0)) * ops.tanh(gate(gate=2))
+        hidden = ops.sigmoid(gate(gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
-    def _iteration(self, fixed_input, fixed_forget, fixed_candidate, fixed_output, pose_part, coupling, recurrent_kernel, cell, hidden):
-        """A later LSTM step: the hidden state and the coupling enter through one product with ``[U; w_c]``."""
-        recurrent_input = ops.concatenate([hidden, ops.expand_dims(coupling, -1)], axis=-1)  # (b, o, i, u + 1)
-        pre_activation = functools.partial(self._gate, pose_part=pose_part, recurrent_input=recurrent_input, recurrent_kernel=recurrent_kernel)
-        forget = ops.sigmoid(pre_activation(fixed_forget, gate=1))
-        cell = forget * cell + ops.sigmoid(pre_activation(fixed_input, gate=0)) * ops.tanh(pre_activation(fixed_candidate, gate=2))
-        hidden = ops.sigmoid(pre_activation(fixed_output, gate=3)) * ops.tanh(cell)
+    def _iteration(self, child_inputs, kernel, pose_part, coupling, cell, hidden):
+        """A later LSTM step: votes, activations, coupling and hidden state through one product per gate."""
+        inputs = ops.concatenate([child_inputs, ops.expand_dims(coupling, -1), hidden], axis=-1)  # (b, o, i, d + 2 + u)
+        gate = functools.partial(self._pre_activation, inputs, kernel, pose_part)
+        cell = ops.sigmoid(gate(gate=1)) * cell + ops.sigmoid(gate(gate=0)) * ops.tanh(gate(gate=2))
+        hidden = ops.sigmoid(gate(gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
     def _compatibility(self, cell, hidden):
@@ -188,20 +187,19 @@ class LSTMRouter(Router):
             activations = ones_activations(votes, in_axis=2)
         raw_votes = votes
         votes = limit_votes(votes)  # the LSTM's input features (unchanged below 1e15; either layout)
-        u = self.units
         kernel = ops.cast(self.lstm_kernel, "float32")
-        k_pose, k_act = kernel[:out_dim], kernel[out_dim]
-        k_vote, k_coupling = kernel[out_dim + 1 : 2 * out_dim + 1], kernel[2 * out_dim + 1]
-        recurrent_kernel = ops.concatenate([ops.cast(self.lstm_recurrent_kernel, "float32"), ops.expand_dims(k_coupling, 0)], axis=0)
-        # Per gate, the parts of W x + b that do not change across iterations (votes, child
-        # activations, bias), each (b, o, i, u): one product per gate, no slicing of a 4u-wide tensor.
-        child_part = ops.expand_dims(ops.expand_dims(activations, 1), -1) * k_act + ops.cast(self.lstm_bias, "float32")  # (b, 1, i, 4u)
-        fixed = [
-            ops.einsum("boid,dg->boig", votes, k_vote[:, g * u : (g + 1) * u]) + child_part[..., g * u : (g + 1) * u]
-            if g != 1 or self.iterations > 1
-            else None
-            for g in range(4)
-        ]
+        k_pose, k_coupling = kernel[:out_dim], kernel[2 * out_dim + 1]
+        # The per-pair inputs that do not change across iterations, votes and child activations,
+        # (b, o, i, d + 1), and their rows of W; each step forms every gate's pre-activation with one
+        # product from them (later steps append the coupling and the hidden state), so no
+        # gate-sized tensor outlives its step.
+        acts = ops.broadcast_to(ops.expand_dims(ops.expand_dims(activations, 1), -1), ops.shape(votes)[:3] + (1,))
+        child_inputs = ops.concatenate([votes, ops.cast(acts, votes.dtype)], axis=-1)
+        child_kernel = ops.concatenate([kernel[out_dim + 1 : 2 * out_dim + 1], kernel[out_dim : out_dim + 1]], axis=0)
+        step_kernel = ops.concatenate(
+            [child_kernel, ops.expand_dims(k_coupling, 0), ops.cast(self.lstm_recurrent_kernel, "float32")], axis=0
+        )
+        bias = ops.cast(self.lstm_bias, "float32")
 
         poses = ops.mean(votes, axis=2)  # the uniform coupling 1/n
         # Training recomputes each step's gates and MLP activations in the backward pass: a step
@@ -209,12 +207,12 @@ class LSTMRouter(Router):
         first = keras.remat(self._first_iteration) if training else self._first_iteration
         later = keras.remat(self._iteration) if training else self._iteration
         for step in range(self.iterations):
-            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose), 2)  # (b, o, 1, 4u)
+            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose) + bias, 2)  # (b, o, 1, 4u), with the bias
             if step == 0:
                 # The uniform first coupling enters as a constant (b, o, 1, 4u) term.
-                *state, logits = first(fixed[0], fixed[2], fixed[3], pose_part + k_coupling / in_caps)
+                *state, logits = first(child_inputs, child_kernel, pose_part + k_coupling / in_caps)
             else:
-                *state, logits = later(*fixed, pose_part, coupling, recurrent_kernel, *state)
+                *state, logits = later(child_inputs, step_kernel, pose_part, coupling, *state)
             coupling = ops.softmax(logits, axis=2)
             last = step == self.iterations - 1
             if last:
