@@ -157,17 +157,17 @@ class LSTMRouter(Router):
 
     def _first_iteration(self, child_inputs, child_kernel, pose_part):
         """The first LSTM step, from the zero state: no recurrent product and no forget gate."""
-        gate = functools.partial(self._pre_activation, child_inputs, child_kernel, pose_part)
-        cell = ops.sigmoid(gate(gate=0)) * ops.tanh(gate(gate=2))
-        hidden = ops.sigmoid(gate(gate=3)) * ops.tanh(cell)
+        pre_activation = functools.partial(self._pre_activation, child_inputs, child_kernel, pose_part)
+        cell = ops.sigmoid(pre_activation(gate=0)) * ops.tanh(pre_activation(gate=2))
+        hidden = ops.sigmoid(pre_activation(gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
     def _iteration(self, child_inputs, kernel, pose_part, coupling, cell, hidden):
         """A later LSTM step: votes, activations, coupling and hidden state through one product per gate."""
         inputs = ops.concatenate([child_inputs, ops.expand_dims(coupling, -1), hidden], axis=-1)  # (b, o, i, d + 2 + u)
-        gate = functools.partial(self._pre_activation, inputs, kernel, pose_part)
-        cell = ops.sigmoid(gate(gate=1)) * cell + ops.sigmoid(gate(gate=0)) * ops.tanh(gate(gate=2))
-        hidden = ops.sigmoid(gate(gate=3)) * ops.tanh(cell)
+        pre_activation = functools.partial(self._pre_activation, inputs, kernel, pose_part)
+        cell = ops.sigmoid(pre_activation(gate=1)) * cell + ops.sigmoid(pre_activation(gate=0)) * ops.tanh(pre_activation(gate=2))
+        hidden = ops.sigmoid(pre_activation(gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
     def _compatibility(self, cell, hidden):
