@@ -2,6 +2,9 @@
 
 REM trains DR-CapsNet (``CapsNet`` without decoder) and Efficient-CapsNet with Adam 1e-3, x0.99 per
 epoch, batch 128 and the margin loss; the pruning itself is ``keras_capsules.training.pruning``.
+The recipes stop after 100 epochs, the length REM's configs name; REM's code itself trains on until
+200 epochs pass without a validation-loss improvement (a budget choice here: ``--epochs`` trains longer,
+resuming the schedule, which depends on the epoch only).
 The novel-viewpoint runs on smallNORB (``rem_novel_azimuth``, ``rem_novel_elevation``) train on the
 familiar viewpoints and evaluate on the familiar and novel test images (see
 ``keras_capsules.datasets.smallnorb``).
