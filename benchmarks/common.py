@@ -50,17 +50,22 @@ def time_fit_step(model, x, y, batch_size, steps=30, warmup=5):
     return statistics.median(timer.times[warmup:])
 
 
-def time_inference(model, x, batch_size, repeats=20, warmup=3):
-    """Median seconds per inference batch through a compiled ``predict_on_batch``."""
-    batch = x[:batch_size]
+def median_call_seconds(call, repeats, warmup=0):
+    """Median wall-clock seconds of ``call()`` over ``repeats`` calls, after ``warmup`` untimed ones."""
     for _ in range(warmup):
-        model.predict_on_batch(batch)
+        call()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        model.predict_on_batch(batch)
+        call()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def time_inference(model, x, batch_size, repeats=20, warmup=3):
+    """Median seconds per inference batch through a compiled ``predict_on_batch``."""
+    batch = x[:batch_size]
+    return median_call_seconds(lambda: model.predict_on_batch(batch), repeats, warmup)
 
 
 def peak_rss_mib():

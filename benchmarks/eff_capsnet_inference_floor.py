@@ -21,7 +21,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +82,7 @@ def main(argv=None):
 
     import numpy as np
 
-    from common import machine_description, write_results
+    from common import machine_description, median_call_seconds, write_results
     from keras_capsules import applications
 
     model = applications.EffCapsNet()
@@ -108,17 +107,13 @@ def main(argv=None):
     medians = {name: [] for name in calls}
     for _ in range(args.rounds):
         for name, call in calls.items():
-            times = []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                np.asarray(call(x))
-                times.append(time.perf_counter() - start)
-            medians[name].append(statistics.median(times))
-    print(f"# {machine_description()}; batch {args.batch}; folded output max |diff| {error:.2g}")
+            medians[name].append(median_call_seconds(lambda: np.asarray(call(x)), args.repeats))
+    machine = machine_description()
+    print(f"# {machine}; batch {args.batch}; folded output max |diff| {error:.2g}")
     base = statistics.median(medians["predict_on_batch"])
     rows = [{"variant": name, "ms": 1000 * statistics.median(values), "share": statistics.median(values) / base,
              "round_medians_ms": [1000 * value for value in values]} for name, values in medians.items()]
-    write_results("eff_capsnet_inference_floor", {"machine": machine_description(), "batch": args.batch,
+    write_results("eff_capsnet_inference_floor", {"machine": machine, "batch": args.batch,
                                                    "folded_max_abs_diff": error, "rows": rows})
     print("| variant | ms per batch | share of predict_on_batch |")
     print("|---|---:|---:|")
