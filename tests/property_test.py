@@ -12,7 +12,9 @@ Layers with learned linear maps take magnitudes up to 1e30 in float32/bfloat16 b
 float16's max / 64 (~1e3) in float16: the exact product of such an input with the weights exceeds
 float16's range, where Keras' own ``Dense``/``Conv2D`` give ``inf`` too.
 
-Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default) runs 6 examples per test, ``nightly`` 200.
+Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default) runs 6 examples per test, the same ones on every
+run (``derandomize``: a test run never fails on a case no earlier run drew), ``nightly`` 200 fresh
+random examples per test, to search for new failing cases (run it before a release).
 There are 68 Hypothesis tests (with their parametrisations) plus 4 plain ones. Counted with
 ``--hypothesis-show-statistics``: ``ci`` covers 402 cases (well under a minute with TensorFlow;
 JAX compiles every new shape and needs a few minutes), ``nightly`` 9,395 (22 tests over small
@@ -34,9 +36,9 @@ from keras_capsules import layers as L
 from keras_capsules import routing
 from keras_capsules.ops import safe_norm, squash, squash_efficient
 
-_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=False, print_blob=True)
-settings.register_profile("ci", max_examples=6, **_COMMON)
-settings.register_profile("nightly", max_examples=200, **_COMMON)
+_COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), print_blob=True)
+settings.register_profile("ci", max_examples=6, derandomize=True, **_COMMON)
+settings.register_profile("nightly", max_examples=200, derandomize=False, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -378,10 +380,11 @@ def test_patch_embedding_and_select_level_rearrange_exactly(data, dtype):
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
 def test_glom_columns_and_column_mlp(data, dtype):
     batch, side, dim, levels = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 4)), data.draw(st.integers(1, 3))
-    _, tokens = data.draw(arrays((batch, side * side, dim), dtype, MAX[dtype]))
+    # Learned column MLPs: inputs bounded like every other learned linear map (see the module docstring).
+    _, tokens = data.draw(arrays((batch, side * side, dim), dtype, LINEAR_MAX[dtype]))
     columns = L.GlomColumns(levels=levels, iterations=2, column_depth=2, agreement_radius=0, dtype=dtype)
     check_outputs(columns(tokens), [(batch, side * side, levels, dim)], dtype)
-    _, x = data.draw(arrays((batch, side * side, 2, dim), dtype, MAX[dtype]))
+    _, x = data.draw(arrays((batch, side * side, 2, dim), dtype, LINEAR_MAX[dtype]))
     check_outputs(L.ColumnMLP(2, depth=2, dtype=dtype)(x), [x.shape], dtype)
 
 

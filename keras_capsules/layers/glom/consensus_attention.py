@@ -50,7 +50,9 @@ class ConsensusAttention(keras.layers.Layer):
         num, dim = f.shape[1], f.shape[-1]
         values = ops.cast(f, "float32")
         keys = _utils.l2_normalize(values)
-        sim = ops.einsum("bild,bjld->blij", values, keys) / math.sqrt(dim)
+        # Scaling the queries before the product bounds every partial sum by max|f| (Cauchy-Schwarz
+        # against a unit key), so logits of inputs near float32's/bfloat16's largest value stay finite.
+        sim = ops.einsum("bild,bjld->blij", values / math.sqrt(dim), keys)
         if not self.attend_self:
             sim = ops.where(_utils.eye_mask(num), _utils.SELF_SIMILARITY, sim)
         if self._non_local is not None:

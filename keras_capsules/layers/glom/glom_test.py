@@ -42,11 +42,13 @@ def np_cae(f, up, down, radius=0, grid=None, attend_self=False, divide_by_n=True
     return out - (neg / n if divide_by_n else neg)  # eq. 7
 
 
-def np_self_attention(f, attend_self=False):
-    """Eq. 1 with the code's normalised keys and 5e-4 self-logit, ``f`` (N, d)."""
+def np_self_attention(f, attend_self=False, radius=0, grid=None):
+    """Eq. 1 with the code's normalised keys and 5e-4 self-logit, ``f`` (N, d); only columns within ``radius``."""
     logits = f @ _unit(f).T / np.sqrt(f.shape[1])
     if not attend_self:
         np.fill_diagonal(logits, 5e-4)
+    if radius:
+        logits = np.where(_distances(*grid) <= radius, logits, -np.inf)
     a = np.exp(logits - logits.max(1, keepdims=True))
     return (a / a.sum(1, keepdims=True)) @ f
 
@@ -110,7 +112,17 @@ def test_consensus_attention_matches_numpy_equation():
                 want = np_self_attention(f[b, :, k].astype("float64"), attend_self)
                 np.testing.assert_allclose(got[b, :, k], want, rtol=1e-4, atol=1e-5)
     local = _np(glom.ConsensusAttention(radius=1)(f[:, :, 0]))
-    assert local.shape == (2, 9, 4)
+    for b in range(2):
+        np.testing.assert_allclose(local[b], np_self_attention(f[b, :, 0].astype("float64"), radius=1, grid=(3, 3)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_consensus_attention_is_finite_near_the_largest_float(dtype):
+    # (3.3e38, -3.3e38): its logit with itself, |f|^2 / (|f| sqrt(2)) = 3.3e38, is representable, but
+    # the unscaled dot product 4.7e38 is not. Alone, a column attends only to itself: output = input.
+    big = keras.ops.cast(np.array([[[3.3e38, -3.3e38]]], "float32"), dtype)
+    out = _np(keras.ops.cast(glom.ConsensusAttention(attend_self=True, dtype=dtype)(big), "float32"))
+    np.testing.assert_allclose(out, _np(keras.ops.cast(big, "float32")), rtol=1e-6)
 
 
 def test_dissimilarity_head_matches_numpy_equations():
