@@ -344,6 +344,8 @@ def test_consensus_attention_is_a_convex_combination(data, dtype, attend_self):
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
 def test_contrastive_agreement(data, dtype):
     batch, side, dim = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))
+    # The true output pull - push reaches 2 max|f| (push: a mean of at most N inputs weighted by |s| <= 1),
+    # so the inputs stay a margin below the largest float, where that output is representable.
     _, x = data.draw(arrays((batch, side * side, 2, dim), dtype, MAX[dtype] / 16))
     layer = L.ContrastiveAgreement(up_threshold=[0.0, -0.2], radius=data.draw(st.sampled_from([0, 1])), dtype=dtype)
     check_outputs(layer(x), [x.shape], dtype)
