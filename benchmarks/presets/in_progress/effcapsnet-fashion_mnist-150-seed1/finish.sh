@@ -27,11 +27,10 @@ second run of that schedule, seed 1, with the package of commit $(cat "$here/COM
 measured 93.17 % and shipped before it); trained from scratch across several working sessions whose machines did not \
 survive between them, each resuming from the checkpoint (weights and optimizer state) the previous one committed; no \
 evaluation on the test set before the last epoch. SEED_SENTENCE The training time above sums the epochs' \
-progress-bar times; the cores were partly shared with other work. Earlier attempts: 40 epochs at x0.93 measured \
+progress-bar times, less the time the process was stopped; the cores were partly shared with other work. Earlier attempts: 40 epochs at x0.93 measured \
 93.08 %; continuing that file for 50 epochs at the floor rate measured 92.87 %; two starts of the 150-epoch schedule \
 were lost with their machines. The run's log, one line per epoch, is benchmarks/presets/logs/effcapsnet-fashion_mnist.log \
 in the source repository (seed 0's: effcapsnet-fashion_mnist-seed0.log)."
-cp keras_capsules/presets/files/effcapsnet-fashion_mnist.npz "$work/seed0.npz"
 python benchmarks/presets/make_preset.py "$work/out" --model EffCapsNet --name fashion_mnist \
   --kwargs '{"variant": "mnist", "reconstruction": true}' --dataset fashion_mnist --data-dir "$data" \
   --notes "$notes" | tee "$work/finish.txt"
