@@ -1,0 +1,182 @@
+"""End-to-end checks on an accelerator under the JAX backend, needing no TensorFlow.
+
+    KERAS_BACKEND=jax python benchmarks/accelerator_check.py --output check.json [--data-dir DIR] [--quick]
+
+It prints one line per check and writes them all to ``--output`` (JSON). Nothing here asserts: the
+lines say what was measured, and ``ok`` marks a check that met its stated expectation.
+
+1. ``preset``: each preset whose test set is at hand, loaded through ``weights=`` and evaluated on the
+   full 10,000-image test set on the default device, against the accuracy its registry records (measured
+   on a CPU with TensorFlow). Once with JAX's default float32 matrix precision (TF32 on NVIDIA Ampere
+   and later GPUs) and once with ``"highest"``; ``ok`` iff the "highest" run is within 5 images.
+   MNIST presets use the embedded sample (the MNIST test set); Fashion-MNIST ones need
+   ``DATA_DIR/fashion-mnist/t10k-*``.
+2. ``fit``: EffCapsNet (MNIST recipe, with decoder), CapsNet (3 routing iterations, with decoder) and
+   FMCapsNet (seed 003's network) trained from scratch on the embedded sample's first 8,000 images under
+   ``float32``, ``mixed_float16`` and ``mixed_bfloat16``, evaluated on the other 2,000. ``ok`` iff
+   every epoch's loss is finite and the held-out accuracy is at least 90 %. ``step_ms``: median
+   training step after the first epoch (tracing and compilation excluded), batch size of the recipe.
+3. ``data_parallel``: the EffCapsNet fit again under ``keras.distribution.DataParallel`` over every
+   device JAX sees (on a one-GPU machine this is one replica: it checks the code path, not scaling).
+"""
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import statistics
+import time
+
+import keras
+import numpy as np
+
+import keras_capsules
+from keras_capsules import applications, presets, recipes
+
+#: The embedded sample (the MNIST test set). ``keras_capsules.datasets`` imports TensorFlow, so its
+#: reader is not used here; the official files need only the fixed IDX headers skipped.
+SAMPLE_DIR = os.path.join(os.path.dirname(keras_capsules.__file__), "datasets", "sample")
+SAMPLE_TRAIN_SIZE = 8000
+
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+#: (model, dataset, recipe variant) of the training check; the sample stands in for each recipe's data.
+FIT_RECIPES = (("EffCapsNet", "mnist_sample", "default"), ("CapsNet", "mnist_sample", "default"), ("FMCapsNet", "fashion_mnist", "light"))
+
+
+def device_description():
+    import jax
+
+    devices = jax.devices()
+    return f"{len(devices)} x {devices[0].device_kind} ({devices[0].platform}), JAX {jax.__version__}, Keras {keras.__version__}, Python {platform.python_version()}"
+
+
+def test_set(dataset, data_dir):
+    """``(images float32 (10000, 28, 28, 1) in [0, 1], labels int (10000,))``, or ``None`` if absent."""
+    if dataset == "mnist_sample":
+        folder = SAMPLE_DIR
+    else:
+        folder = os.path.join(data_dir or "", {"fashion_mnist": "fashion-mnist"}.get(dataset, dataset))
+    images_path = os.path.join(folder, "t10k-images-idx3-ubyte.gz")
+    if not os.path.isfile(images_path):
+        return None
+    with gzip.open(images_path) as handle:
+        images = np.frombuffer(handle.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1).astype("float32") / 255.0
+    with gzip.open(os.path.join(folder, "t10k-labels-idx1-ubyte.gz")) as handle:
+        labels = np.frombuffer(handle.read(), np.uint8, offset=8).astype("int64")
+    return images, labels
+
+
+def count_correct(model, images, labels, batch_size=500):
+    predictions = [np.argmax(np.asarray(model.predict_on_batch(images[i : i + batch_size])), axis=-1) for i in range(0, len(images), batch_size)]
+    return int(np.sum(np.concatenate(predictions) == labels))
+
+
+def check_presets(data_dir, report, limit=None):
+    """Records each preset's full-test-set count; ``limit`` (a smoke run) evaluates only that many images."""
+    import jax
+
+    for key in presets.available():
+        model_name, name = key.split("/", 1)
+        preset = presets.get(model_name, name)
+        data = test_set(preset.subset["dataset"], data_dir)
+        if data is None or preset.evaluation is not None:
+            why = "test set absent" if data is None else f"needs the {preset.evaluation!r} evaluation transform (tf.data)"
+            report({"check": "preset", "preset": key, "skipped": why})
+            continue
+        if limit:
+            data = (data[0][:limit], data[1][:limit])
+        model = getattr(applications, model_name)(weights=name)
+        recorded = round(preset.test_accuracy * len(data[1]))
+        counts = {}
+        for precision in ("default", "highest"):
+            with jax.default_matmul_precision(None if precision == "default" else "highest"):
+                start = time.perf_counter()
+                counts[precision] = count_correct(model, *data)
+                seconds = time.perf_counter() - start
+        report({
+            "check": "preset", "preset": key, "recorded_correct": recorded, "correct_default_precision": counts["default"],
+            "correct_highest_precision": counts["highest"], "images": len(data[1]), "seconds_highest": round(seconds, 2),
+            "ok": None if limit else abs(counts["highest"] - recorded) <= 5,
+        })
+
+
+class StepTimer(keras.callbacks.Callback):
+    """Wall-clock seconds of every training step, per epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epochs.append([])
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.epochs[-1].append(time.perf_counter() - self._start)
+
+
+def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out):
+    """Builds the recipe's model under ``policy``, fits ``epochs`` epochs and evaluates; returns the record."""
+    recipe = recipes.get(model_name, dataset, variant)
+    keras.utils.set_random_seed(0)
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = getattr(applications, model_name)(**{**recipe.model_kwargs, "classes": 10, "input_shape": (28, 28, 1)})
+        steps = int(np.ceil(len(train[0]) / recipe.batch_size))
+        model.compile(optimizer=recipe.make_optimizer(steps), loss=recipe.make_loss(), metrics=recipe.make_metrics())
+        timer = StepTimer()
+        history = model.fit(*train, batch_size=recipe.batch_size, epochs=epochs, verbose=0, callbacks=[timer])
+        correct = count_correct(model, *held_out)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    losses = [float(v) for v in history.history["loss"]]
+    accuracy = correct / len(held_out[1])
+    later_steps = [t for epoch in timer.epochs[1:] for t in epoch] or timer.epochs[0]
+    return {
+        "model": model_name, "recipe": f"{dataset}/{variant}", "policy": policy, "batch_size": recipe.batch_size, "epochs": epochs,
+        "losses": [round(v, 5) for v in losses], "held_out_accuracy": accuracy, "step_ms": round(1000 * statistics.median(later_steps), 2),
+        "first_epoch_s": round(sum(timer.epochs[0]), 1), "ok": bool(np.all(np.isfinite(losses)) and accuracy >= 0.90),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="JSON file for the records")
+    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/t10k-*")
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs per model and policy")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only")
+    args = parser.parse_args()
+    if keras.backend.backend() != "jax":
+        parser.error(f"needs KERAS_BACKEND=jax (the backend is {keras.backend.backend()!r})")
+    records = []
+
+    def report(record):
+        records.append(record)
+        print(json.dumps(record), flush=True)
+        with open(args.output, "w") as handle:
+            json.dump({"device": device_description(), "records": records}, handle, indent=1)
+
+    print(device_description(), flush=True)
+    check_presets(args.data_dir, report, limit=512 if args.quick else None)
+    images, labels = test_set("mnist_sample", None)
+    size = 512 if args.quick else SAMPLE_TRAIN_SIZE
+    train, held_out = (images[:size], labels[:size]), (images[SAMPLE_TRAIN_SIZE:], labels[SAMPLE_TRAIN_SIZE:])
+    epochs = 1 if args.quick else args.epochs
+    for model_name, dataset, variant in FIT_RECIPES:
+        for policy in POLICIES[:1] if args.quick else POLICIES:
+            report({"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)})
+    import jax
+
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+    try:
+        record = fit_and_evaluate("EffCapsNet", "mnist_sample", "default", "float32", epochs, train, held_out)
+    finally:
+        keras.distribution.set_distribution(None)
+    report({"check": "data_parallel", "replicas": len(jax.devices()), **record})
+
+
+if __name__ == "__main__":
+    main()
