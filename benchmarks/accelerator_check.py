@@ -1,8 +1,9 @@
 """End-to-end checks on an accelerator under the JAX backend, needing no TensorFlow.
 
-    KERAS_BACKEND=jax python benchmarks/accelerator_check.py --output check.json [--data-dir DIR] [--quick]
+    KERAS_BACKEND=jax python benchmarks/accelerator_check.py [--output FILE] [--data-dir DIR] [--quick]
 
-It prints one line per check and writes them all to ``--output`` (JSON). Nothing here asserts: the
+It prints one line per check and writes them all, as each ends, to ``--output`` (JSON; by default
+``benchmarks/results/accelerator_check.json``). Nothing here asserts: the
 lines say what was measured, and ``ok`` marks a check that met its stated expectation.
 
 1. ``preset``: each preset whose test set is at hand, loaded through ``weights=`` and evaluated on the
@@ -144,13 +145,14 @@ def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_o
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="JSON file for the records")
+    parser.add_argument("--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "accelerator_check.json"), help="JSON file for the records")
     parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/t10k-*")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs per model and policy")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only")
     args = parser.parse_args()
     if keras.backend.backend() != "jax":
         parser.error(f"needs KERAS_BACKEND=jax (the backend is {keras.backend.backend()!r})")
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     records = []
 
     def report(record):
