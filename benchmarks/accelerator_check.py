@@ -52,7 +52,7 @@ def device_description():
     return f"{len(devices)} x {devices[0].device_kind} ({devices[0].platform}), JAX {jax.__version__}, Keras {keras.__version__}, Python {platform.python_version()}"
 
 
-def test_set(dataset, data_dir):
+def load_test_set(dataset, data_dir):
     """``(images float32 (10000, 28, 28, 1) in [0, 1], labels int (10000,))``, or ``None`` if absent."""
     if dataset == "mnist_sample":
         folder = SAMPLE_DIR
@@ -80,7 +80,7 @@ def check_presets(data_dir, report, limit=None):
     for key in presets.available():
         model_name, name = key.split("/", 1)
         preset = presets.get(model_name, name)
-        data = test_set(preset.subset["dataset"], data_dir)
+        data = load_test_set(preset.subset["dataset"], data_dir)
         if data is None or preset.evaluation is not None:
             why = "test set absent" if data is None else f"needs the {preset.evaluation!r} evaluation transform (tf.data)"
             report({"check": "preset", "preset": key, "skipped": why})
@@ -163,7 +163,7 @@ def main():
 
     print(device_description(), flush=True)
     check_presets(args.data_dir, report, limit=512 if args.quick else None)
-    images, labels = test_set("mnist_sample", None)
+    images, labels = load_test_set("mnist_sample", None)
     size = 512 if args.quick else SAMPLE_TRAIN_SIZE
     train, held_out = (images[:size], labels[:size]), (images[SAMPLE_TRAIN_SIZE:], labels[SAMPLE_TRAIN_SIZE:])
     epochs = 1 if args.quick else args.epochs
