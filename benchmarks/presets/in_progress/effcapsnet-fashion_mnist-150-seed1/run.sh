@@ -26,6 +26,9 @@ if [ -z "$(ls "$work/out/checkpoints")" ] && [ -d "$here/checkpoint" ]; then
 fi
 . "$repo/.venv/bin/activate"
 export PYTHONPATH="$work/pkg"
+# `python -m` puts the working directory first on sys.path: run from $work, so the snapshot in pkg/ is the package
+# imported, not the repository's (sessions 1-3 ran from the repository root; see README.md here).
+cd "$work"
 command="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 150 --augmentation fashion_mnist_shift2_flip --seed 1"
 {
   echo "$(date -u +%FT%TZ) effcapsnet-fashion_mnist: $command --data-dir DATA_DIR --output $work/out (package of $commit)"
