@@ -21,7 +21,11 @@ from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, cli
 from keras_capsules.training import export_keras_file, export_model, save_model
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="ONNX/LiteRT export here is TensorFlow-specific")
+pytestmark = [
+    pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="ONNX/LiteRT export here is TensorFlow-specific"),
+    # Under pytest-xdist (--dist loadgroup) the module-scoped export of every application runs once: every test here on one worker.
+    pytest.mark.xdist_group("export_formats"),
+]
 
 
 
