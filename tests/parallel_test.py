@@ -1,12 +1,12 @@
 """The README's test command (``-n 2 --dist loadgroup``) keeps each ``xdist_group`` on one worker.
 
-Several modules (``training/distribute_test.py``, ``cli_test.py``, ``cli_usage_test.py``) build costly
-module-scoped fixtures, such as every application fitted under MirroredStrategy and exported, and mark their
-tests with one ``xdist_group`` so that the fixture is built once. pytest-xdist groups them by appending
-``@<group>`` to each node id on the worker. With pytest 9.2 that rename silently stopped working
-(pytest-dev/pytest-xdist#1386): the tests were spread over both workers and each fixture was built once
-per worker (in one run's ``--durations``, the MirroredStrategy fixture's 10-minute set-up appeared twice).
-The rename is checked here; the check fails if it stops working again.
+Several modules (``training/distribute_test.py``, ``training/export_formats_test.py``, ``cli_test.py``,
+``cli_usage_test.py``) build costly module-scoped fixtures, such as every application fitted under
+MirroredStrategy and exported, and mark their tests with one ``xdist_group`` so that the fixture is built once.
+pytest-xdist groups them by appending ``@<group>`` to each node id on the worker. With pytest 9.2 that rename
+silently stopped working (pytest-dev/pytest-xdist#1386): the tests were spread over both workers and each
+fixture was built once per worker (in one run's ``--durations``, the MirroredStrategy fixture's set-up, about 10
+minutes on shared cores, appeared twice). The rename is checked here; the check fails if it stops working again.
 """
 
 import pytest
