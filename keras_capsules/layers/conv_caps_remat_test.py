@@ -70,7 +70,8 @@ def test_remat_keeps_outputs_and_gradients(build, shape):
     np.testing.assert_allclose(value_on, value_off, rtol=1e-6)
     assert len(grads_on) == len(grads_off) == 1 + len(on.trainable_weights)
     for a, b in zip(grads_on, grads_off):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        # Same maths, possibly compiled into different fusions (XLA): float32 rounding, judged at the gradient's scale.
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.max(np.abs(b)))
 
 
 def test_remat_only_in_training_and_never_with_random_or_moving_state():
