@@ -6,10 +6,10 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests never read or write the user's TFDS cache (~/tensorflow_datasets): a fresh empty one per session.
 os.environ["TFDS_DATA_DIR"] = tempfile.mkdtemp(prefix="keras-capsules-tfds-")
-# XLA (every JAX function and eager op, at each new shape) spends most of this suite's tiny-shape tests
-# compiling. Skipping LLVM's code-generation optimisations halves the JAX run on CPU; XLA's own passes
-# (fusion, algebraic simplification) still run, so the programs tested are the ones users run. An
-# XLA_FLAGS set by the caller is left as it is.
+# Under JAX, XLA compiles every function and eager op at each new shape, and with this suite's tiny
+# shapes compiling takes most of the time. Skipping LLVM's code-generation optimisations about halves
+# the JAX tests on CPU; XLA's own passes (fusion, algebraic simplification) still run, so the programs
+# tested are the ones users run. An XLA_FLAGS set by the caller is left as it is.
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 import keras  # noqa: E402

@@ -70,7 +70,7 @@ def test_remat_keeps_outputs_and_gradients(build, shape):
     np.testing.assert_allclose(value_on, value_off, rtol=1e-6)
     assert len(grads_on) == len(grads_off) == 1 + len(on.trainable_weights)
     for a, b in zip(grads_on, grads_off):
-        # Same maths, possibly compiled into different fusions (XLA): float32 rounding, judged at the gradient's scale.
+        # Same maths in two compiled programs that may round differently: float32 rounding, judged at the gradient's scale.
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.max(np.abs(b)))
 
 
