@@ -23,8 +23,12 @@ VARIANTS = {
     "light": dict(input_shape=(28, 28, 1), blocks=None, hidden_capsules=()),
 }
 
-#: The FM router of ex4_1_light: no vote batch norm, FMRouting's 1/n scale, squashed class capsules
-#: whose lengths are the class scores (``LastFMPool(activation='squash')``).
+#: The FM router of the ResNet variants (ex4_2, ex4_3_1): vote batch norm, L2-normalised votes and
+#: FMRouting's 1/n scale (``regularize=True``), under which the class activations are the code's logits.
+CODE_FM = {"name": "fm_agreement", "scale": "code"}
+#: The FM router of the "light" variant: no vote batch norm, FMRouting's 1/n scale, L2-normalised
+#: votes and squashed class capsules whose lengths are the class scores. ex4_1_light's code differs
+#: (see the FMCapsNet docstring): it feeds un-normalised votes to FM and scores the raw sums.
 LIGHT_FM = {"name": "fm_agreement", "batch_norm": False, "scale": "code", "activation": "squash"}
 #: Routers the capsule layers accept (every registered one; the contract test builds each).
 ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
@@ -73,7 +77,7 @@ def _light_children(x):
 def _routers(router, layers, variant, routing_iterations):
     """One router per capsule layer from one spec (``None``: the variant's FM); FM's hidden layers keep ``s_j`` unnormalised."""
     if router is None:
-        router = dict(LIGHT_FM) if variant == "light" else "fm_agreement"
+        router = dict(LIGHT_FM) if variant == "light" else dict(CODE_FM)
     fm = utils.check_router("FMCapsNet", router, ROUTERS) == "fm_agreement"
     return [
         routing.resolve(router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None)
@@ -103,7 +107,8 @@ def FMCapsNet(
     ResNet-v2 backbone (16 start filters) -> PrimaryCaps (conv 5x5 s2 "same", 4 groups x 16 atoms,
     no bias, he_normal, L2 1e-4; reshaped to capsules; BatchNorm over the 16 atoms; squash) ->
     capsule layers (4x4 matrix transform ``u_i W_ij``, glorot_normal, L2 1e-4, then the FM router:
-    vote BatchNorm, L2-normalised votes, FM agreement) -> class activations ``a_j = sum_f s_j,f``
+    vote BatchNorm, L2-normalised votes, FM agreement at FMRouting's ``1/n`` scale,
+    :data:`CODE_FM`; Algorithm 1's ``1/(2n)`` would halve the logits) -> class activations ``a_j = sum_f s_j,f``
     used as logits (softmax cross-entropy in the paper; the default ``classifier_activation=None``
     keeps the logits, ``"softmax"`` turns them into probabilities). Hidden capsule layers pass the unnormalised
     ``s_j`` on; the class layer normalises its poses (FMRouting's ``norm_pose``).
@@ -125,6 +130,13 @@ def FMCapsNet(
       lengths (train with the margin loss, ``classifier_activation=None``). **705,728** trainable
       parameters, as the reference. The paper's DR comparison is the same network with
       ``router={"name": "dynamic", "use_bias": False}`` (also 705,728).
+      Differences from ex4_1_light's code, which uses ``LastFMPool(activation='accumulate',
+      shrink=True)``: there the votes enter FM without the L2 normalisation, and each class is
+      scored by the raw sum ``sum_f s_j,f`` (unbounded) under the margin loss, with a unit pose.
+      This variant keeps Algorithm 1's normalised votes and squashes the class capsules, as the
+      affNIST code (ex4_3_1) does, so that the margin loss's 0.9 / 0.1 margins apply to lengths in
+      ``[0, 1)``; the ``fashion_mnist`` preset was trained so. The primary capsules keep
+      ``PrimaryCaps``' glorot-uniform kernel where the code draws them he-normal.
 
     ``router`` replaces FM in every capsule layer (e.g. ``"dynamic"`` or ``"em"`` for the paper's
     comparisons); each layer gets its own router built from the spec. An FM spec (name, dict or
@@ -134,7 +146,8 @@ def FMCapsNet(
     Reconstruction note: FM class poses are unit vectors, so ``model.reconstruct(images)`` without
     labels cannot pick the capsule by its length; pass ``labels`` (e.g. the predicted classes).
     The affNIST code (ex4_3_1) uses ``LastFMPool(activation='squash')`` (squashed poses, squash-length
-    activations): ``router={"name": "fm_agreement", "activation": "squash"}``.
+    activations) with FMRouting's ``1/n`` scale (``regularize=True``):
+    ``router={"name": "fm_agreement", "activation": "squash", "scale": "code"}``.
 
     Args:
         include_top: with the class layer and scores; otherwise the capsules that feed the class
@@ -143,8 +156,8 @@ def FMCapsNet(
             ``(batch, 6, 6, 64)`` map.
         weights: ``None`` or the path of a local weights file.
         input_tensor: optional Keras tensor to use as the image input.
-        input_shape: ``(H, W, C)``; default ``(32, 32, 3)`` (``"cifar"``) or ``(40, 40, 1)``
-            (``"affnist"``); H and W at least 8.
+        input_shape: ``(H, W, C)``; default ``(32, 32, 3)`` (``"cifar"``), ``(40, 40, 1)``
+            (``"affnist"``) or ``(28, 28, 1)`` (``"light"``); H and W at least 8.
         pooling: with ``include_top=False``: ``None``, or ``"avg"``/``"max"`` for ``"light"`` (the
             other variants' features are fully connected capsules with no positions: a ``ValueError``).
         classes: number of class capsules.
@@ -153,7 +166,7 @@ def FMCapsNet(
         name: model name.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"cifar"``, ``"affnist"`` or ``"light"``.
-        router: ``None`` (the paper's FM) or one of :data:`ROUTERS` (name, config dict or
+        router: ``None`` (the variant's FM: :data:`CODE_FM` or :data:`LIGHT_FM`) or one of :data:`ROUTERS` (name, config dict or
             ``Router``) for every capsule layer.
         routing_iterations: replaces the router's iterations (``None``: the router's own; FM makes one pass).
         reconstruction: add the deconvolution decoder (``"affnist"`` only).
@@ -166,7 +179,7 @@ def FMCapsNet(
     errors.check_one_of("FMCapsNet", "variant", variant, tuple(VARIANTS))
     settings = VARIANTS[variant]
     if reconstruction and variant != "affnist":
-        errors.fail("FMCapsNet", "reconstruction", "False for variant='cifar' (the decoder is the affNIST model's)", reconstruction)
+        errors.fail("FMCapsNet", "reconstruction", f"False for variant={variant!r} (the decoder is the affNIST model's)", reconstruction)
     input_shape = utils.validate_application_args(
         "FMCapsNet",
         include_top=include_top,

@@ -64,7 +64,9 @@ def test_include_top_false_input_tensor_and_logits():
     assert model.inputs[0] is tensor
     logits = keras.ops.convert_to_numpy(model(images()))
     assert logits.shape == (2, 4) and not np.allclose(logits.sum(-1), 1.0)
-    assert np.all(np.abs(logits) <= (100 - 1) / 2 + 1e-4)  # |a_j| <= (n - 1)/2 for the paper scale
+    # FMRouting's 1/n scale: a_j = (|sum_i u_i|^2 - n) / n for n = 100 unit votes, so -1 <= a_j <= n - 1.
+    assert model.get_layer("class_caps").router.scale == "code"
+    assert np.all((logits >= -1 - 1e-4) & (logits <= 100 - 1 + 1e-4))
 
 
 def test_router_override():

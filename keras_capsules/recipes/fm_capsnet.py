@@ -32,7 +32,7 @@ register_recipe(
         model="FMCapsNet",
         dataset="expanded_mnist",
         configuration="FMCapsNet/affnist-reconstruction",
-        model_kwargs={"router": {"name": "fm_agreement", "activation": "squash"}},
+        model_kwargs={"router": {"name": "fm_agreement", "activation": "squash", "scale": "code"}},
         eval_on=("test", "affnist:test"),
         optimizer="adam",
         learning_rate=1e-4,

@@ -36,7 +36,7 @@ def test_recipes_name_registered_configurations():
     assert recipe.configuration == "EffCapsNet/smallnorb-reconstruction"
     assert recipe.model_kwargs == {"variant": "smallnorb", "reconstruction": True}
     affnist = recipes.get("FMCapsNet", "expanded_mnist")  # the recipe's own arguments go on top of the configuration's
-    assert affnist.model_kwargs == {"variant": "affnist", "reconstruction": True, "router": {"name": "fm_agreement", "activation": "squash"}}
+    assert affnist.model_kwargs == {"variant": "affnist", "reconstruction": True, "router": {"name": "fm_agreement", "activation": "squash", "scale": "code"}}
     assert Recipe("CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"routing_iterations": 2}).model_kwargs == {"routing_iterations": 2}
     with pytest.raises(ValueError, match=r"get_configuration.*'CapsNet/cifar'"):
         Recipe("CapsNet", "mnist", configuration="CapsNet/cifar")

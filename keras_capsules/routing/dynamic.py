@@ -20,7 +20,8 @@ class DynamicRouter(Router):
     - Softmax axis: over the **parents** (``out_caps``), separately for each child.
     - Initial state: logits ``b`` of zeros, one set per example (so the first ``c`` is ``1/out_caps``).
     - Parameters: ``bias`` ``(out_caps, out_dim)``, initialised to 0.1, when ``use_bias`` (the official
-      TF code; XifengGuo and the paper's 6.8M count have none).
+      TF code; XifengGuo has none; the paper's rounded "6.8M" fits either count, 6,804,224 without
+      the bias or 6,804,384 with it).
     - Output activations: the length of ``v_j`` (the documented proxy; squashed lengths are in [0, 1)).
     - Safeguards: ``squash`` with ``epsilon`` under the norm (finite at ``s = 0``, overflow-safe);
       float32 maths; each example's votes are scaled down to ``max|u| <= 1e15`` when larger

@@ -77,7 +77,11 @@ class FMAgreementRouter(Router):
       ``p_j = squash(s_j)`` and ``a_j = |s_j|^2 / (1 + |s_j|^2)``.
     - Scale: ``scale="paper"`` is Algorithm 1's ``1/(2n)``; ``scale="code"`` is FMRouting's
       ``1/n`` (the votes are divided by ``sqrt(n)`` and the 1/2 is dropped), i.e. ``2 s_j``.
-      Only the activations' scale differs; the normalised pose is the same.
+      With ``activation="sum"`` and ``normalize_pose=True`` only the activations' scale differs
+      (the normalised pose is the same). With ``activation="squash"`` (squash is not linear) or
+      ``normalize_pose=False`` (the pose is ``s_j`` itself) the poses differ too: use
+      ``scale="code"`` to match FMRouting there. (Between FM layers a hidden layer's factor of 2 is
+      undone by the next layer's vote normalisation, up to its epsilons.)
     - Intermediate layers: FMRouting passes the **unnormalised** ``s_j`` on to the next layer
       (``norm_pose=False``) and normalises only the last layer's pose; ``normalize_pose=False``
       does that.

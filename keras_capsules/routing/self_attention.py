@@ -32,7 +32,9 @@ class SelfAttentionRouter(Router):
     - Child activations are not used (the reference FCCaps has no activation input).
 
     Args:
-        epsilon: ``squash_efficient`` epsilon (EscVM uses 1e-20; 1e-7 is the float16-safe default).
+        epsilon: ``squash_efficient`` epsilon (EscVM uses 1e-20; 1e-7 is the float16-safe default),
+            also the one under the returned lengths ``sqrt(|v|^2 + epsilon)`` (EscVM's ``Length``
+            uses 1e-7, so 1e-20 matches its squash but not its lengths near ``v = 0``).
         bias_initializer: initializer of ``bias``.
     """
 

@@ -22,7 +22,7 @@ class ContrastiveHead(keras.layers.Layer):
 
     Input: tokens ``(batch, n, d)``. Output: ``(batch, projection_dim)`` with unit L2 norm.
 
-    Parameters: ``2d + 2*2*(n*d) + 2*hidden + (n*d+1)*hidden + (hidden+1)*projection_dim``
+    Parameters: ``2d + 2*(n*d) + 4*hidden + (n*d+1)*hidden + (hidden+1)*projection_dim``
     (528,640 for n = 4, d = 128, hidden = projection_dim = 512).
 
     Args:
