@@ -207,7 +207,8 @@ def test_primary_caps(data, dtype, activation):
     batch, size, channels = data.draw(st.integers(0, 2)), data.draw(st.integers(3, 6)), data.draw(st.integers(1, 2))
     kernel, strides = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2))
     _, x = data.draw(arrays((batch, size, size, channels), dtype, LINEAR_MAX[dtype]))
-    layer = L.PrimaryCaps(2, 4, kernel_size=kernel, strides=strides, activation=activation, dtype=dtype)
+    pose_scale = data.draw(st.sampled_from([1.0, 1 / 32]))  # 1/32: the bias is a weight of its own
+    layer = L.PrimaryCaps(2, 4, kernel_size=kernel, strides=strides, activation=activation, pose_scale=pose_scale, dtype=dtype)
     out = (size - kernel) // strides + 1
     poses, acts = check_outputs(layer(x), [(batch, out, out, 2, 4), (batch, out, out, 2)], dtype)
     if activation.startswith("squash"):

@@ -38,6 +38,7 @@ def CapsNet(
     reconstruction_weight=0.0005,
     primary_capsule_dim=8,
     class_capsule_dim=16,
+    primary_pose_scale=1.0,
 ):
     """The MNIST CapsNet of Sabour et al. (2017).
 
@@ -48,6 +49,11 @@ def CapsNet(
 
     Parameters (28x28x1, 10 classes): 6,804,224 without decoder, 8,215,568 with it; with the official
     code's routing bias (``router={"name": "dynamic", "use_bias": True}``) 6,804,384.
+
+    The primary capsules are ``squash(conv(x) + b)`` (XifengGuo, REM). The official code's are
+    ``squash(conv(x) / 32 + b)`` (a capsule layer routed once over its 32 types), which
+    ``primary_pose_scale=1/32`` gives, as the ``CapsNet/mnist-official-bias`` configuration does;
+    the parameter count is the same.
 
     Args:
         include_top: include the class capsules and scores; otherwise return the primary capsules
@@ -68,6 +74,8 @@ def CapsNet(
         reconstruction_weight: weight of the summed squared reconstruction error.
         primary_capsule_dim: pose size of the 32 primary capsule types (paper: 8).
         class_capsule_dim: pose size of the class capsules (paper: 16).
+        primary_pose_scale: factor on the primary capsules' convolution before their bias (``1/32``:
+            the official code; see above).
 
     Returns:
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
@@ -89,7 +97,9 @@ def CapsNet(
     utils.check_router("CapsNet", router, ROUTERS)
     inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
-    children = PrimaryCaps(32, primary_capsule_dim, kernel_size=9, strides=2, activation="squash", name="primary_caps")(x)
+    children = PrimaryCaps(
+        32, primary_capsule_dim, kernel_size=9, strides=2, activation="squash", pose_scale=primary_pose_scale, name="primary_caps"
+    )(x)
     class_layer = FcCaps(
         classes,
         class_capsule_dim,
@@ -123,8 +133,8 @@ register_configuration(
 register_configuration(
     "CapsNet/mnist-official-bias",
     CapsNet,
-    {"router": {"name": "dynamic", "use_bias": True}},
+    {"router": {"name": "dynamic", "use_bias": True}, "primary_pose_scale": 1 / 32},
     trainable_params=6_804_384,
     total_params=6_804_384,
-    source=SOURCE + ", official code's 10x16 routing bias",
+    source=SOURCE + ", official code's 10x16 routing bias and conv/32 + bias primary capsules",
 )

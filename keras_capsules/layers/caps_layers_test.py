@@ -35,6 +35,23 @@ def test_primary_caps_is_conv_reshaped_and_squashed():
     np.testing.assert_allclose(acts, np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5)
 
 
+def test_primary_caps_official_scale_adds_the_bias_after_dividing_the_convolution_by_32():
+    x = np.random.default_rng(5).normal(size=(2, 9, 9, 3)).astype("float32")
+    layer = PrimaryCaps(4, 6, kernel_size=3, strides=2, pose_scale=1 / 32, bias_initializer=keras.initializers.Constant(0.1))
+    poses, acts = (keras.ops.convert_to_numpy(t) for t in layer(x))
+    w, b = keras.ops.convert_to_numpy(layer.pose_conv.kernel), keras.ops.convert_to_numpy(layer.pose_bias)
+    assert layer.pose_conv.bias is None and b.shape == (4, 6) and np.all(b == np.float32(0.1))
+    expected = np_squash(np_conv_valid(x, w, 0.0, 2).reshape(2, 4, 4, 4, 6) / 32 + 0.1)
+    np.testing.assert_allclose(poses, expected, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(acts, np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-6)
+    assert layer.count_params() == 3 * 3 * 3 * 24 + 24  # as with the bias inside the convolution
+    three = np.concatenate([x, x[:1]])
+    run_layer_test(PrimaryCaps, {"num_capsules": 4, "capsule_dim": 6, "kernel_size": 3, "pose_scale": 0.25}, three, [(3, 7, 7, 4, 6), (3, 7, 7, 4)])
+    for bad in (0, -1.0, float("inf"), True):
+        with pytest.raises(ValueError, match=r"PrimaryCaps.*pose_scale.*a finite number > 0"):
+            PrimaryCaps(4, 6, pose_scale=bad)
+
+
 @pytest.mark.parametrize("activation", ["squash", "squash_efficient", "layer_norm", "sigmoid", "linear"])
 def test_primary_caps_activations(activation):
     x = np.random.default_rng(1).normal(size=(3, 6, 6, 4)).astype("float32")

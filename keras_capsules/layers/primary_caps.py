@@ -1,5 +1,8 @@
 """Primary capsules: a convolution whose channels are grouped into capsules."""
 
+import math
+import numbers
+
 import keras
 from keras import ops
 
@@ -58,6 +61,13 @@ class PrimaryCaps(keras.layers.Layer):
             ``channels == num_capsules * capsule_dim``.
         activation: one of ``"squash"``, ``"squash_efficient"``, ``"layer_norm"``, ``"sigmoid"``, ``"linear"``.
         use_bias: bias in the pose convolution.
+        pose_scale: factor on the convolution before the bias, ``pose = conv(x) * pose_scale + bias``.
+            ``1/32`` is Sabour et al.'s official code, whose primary capsules are a one-input
+            capsule layer routed once over its 32 types (coupling ``1/32``; EscVM mimics it). With
+            a scale other than 1 the bias is a separate ``pose_bias`` weight, ``(num_capsules,
+            capsule_dim)``, added after the scale; the parameter count is the same.
+        bias_initializer: initializer of the pose bias (the official code's is ``Constant(0.1)``,
+            inferred; EscVM's zeros).
         epsilon: squash epsilon.
         kernel_initializer, kernel_regularizer: of the convolution(s).
     """
@@ -72,6 +82,8 @@ class PrimaryCaps(keras.layers.Layer):
         depthwise=False,
         activation="squash",
         use_bias=True,
+        pose_scale=1.0,
+        bias_initializer="zeros",
         epsilon=1e-7,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
@@ -86,6 +98,10 @@ class PrimaryCaps(keras.layers.Layer):
         self.depthwise = bool(depthwise)
         self.activation = errors.check_one_of(self, "activation", activation, ACTIVATIONS)
         self.use_bias = bool(use_bias)
+        if isinstance(pose_scale, bool) or not isinstance(pose_scale, numbers.Real) or not 0 < pose_scale < math.inf:
+            errors.fail(self, "pose_scale", "a finite number > 0", pose_scale)
+        self.pose_scale = float(pose_scale)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
         self.epsilon = float(epsilon)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -93,7 +109,8 @@ class PrimaryCaps(keras.layers.Layer):
             kernel_size=self.kernel_size,
             strides=self.strides,
             padding=padding,
-            use_bias=self.use_bias,
+            use_bias=self.use_bias and self.pose_scale == 1.0,  # otherwise the bias comes after the scale
+            bias_initializer=self.bias_initializer,
             kernel_regularizer=self.kernel_regularizer,
             dtype=self.dtype_policy,
         )
@@ -112,7 +129,7 @@ class PrimaryCaps(keras.layers.Layer):
         if self.activation == "sigmoid":
             self.activation_conv = keras.layers.Conv2D(
                 num_capsules, activation="sigmoid", kernel_initializer=self.kernel_initializer, name="activation_conv",
-                **{**conv_args, "use_bias": True},
+                **{**conv_args, "use_bias": True, "bias_initializer": "zeros"},
             )
         if self.activation == "layer_norm":
             self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-5, name="layer_norm", dtype=self.dtype_policy)
@@ -127,6 +144,11 @@ class PrimaryCaps(keras.layers.Layer):
                 f"shape {tuple(input_shape)}",
             )
         self.pose_conv.build(input_shape)
+        self.pose_bias = None
+        if self.use_bias and self.pose_scale != 1.0:
+            self.pose_bias = self.add_weight(
+                name="pose_bias", shape=(self.num_capsules, self.capsule_dim), initializer=self.bias_initializer
+            )
         conv_shape = self.pose_conv.compute_output_shape(input_shape)
         if conv_shape[1] is not None and conv_shape[1] < 1 or conv_shape[2] is not None and conv_shape[2] < 1:
             errors.fail(self, "inputs", f"a feature map at least kernel_size={self.kernel_size} wide", f"shape {tuple(input_shape)}")
@@ -141,6 +163,10 @@ class PrimaryCaps(keras.layers.Layer):
         height, width = features.shape[1], features.shape[2]
         batch = ops.shape(features)[0]
         poses = ops.reshape(features, (batch, height, width, self.num_capsules, self.capsule_dim))
+        if self.pose_scale != 1.0:
+            poses = poses * ops.cast(self.pose_scale, poses.dtype)
+            if self.pose_bias is not None:
+                poses = poses + ops.cast(self.pose_bias, poses.dtype)
         if self.activation in ("squash", "squash_efficient"):
             fn = squash if self.activation == "squash" else squash_efficient
             poses = fn(poses, epsilon=self.epsilon)
@@ -163,6 +189,8 @@ class PrimaryCaps(keras.layers.Layer):
                 "depthwise": self.depthwise,
                 "activation": self.activation,
                 "use_bias": self.use_bias,
+                "pose_scale": self.pose_scale,
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "epsilon": self.epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
