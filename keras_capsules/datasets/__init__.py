@@ -9,7 +9,7 @@ job and the tests need no network. Other sets come from local files (``data_dir`
 from keras_capsules.datasets.augment import Augmentation, available_augmentations, get_augmentation, register_augmentation
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx
-from keras_capsules.datasets.loaders import available, info, load, load_arrays, num_classes
+from keras_capsules.datasets.loaders import available, from_arrays, info, load, load_arrays, num_classes
 from keras_capsules.datasets.registry import DatasetInfo, register_dataset
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "get_augmentation",
     "info",
     "load",
+    "from_arrays",
     "load_arrays",
     "num_classes",
     "read_idx",

@@ -231,6 +231,11 @@ def _cifar24_train(image, seed):
     return tf.clip_by_value(brightness_contrast(image, seeds[2], 63.0 / 255.0, 0.2, 1.8), 0.0, 1.0)
 
 
+def _cifar24_crop_flip(image, seed):
+    first, second = _split(seed, 2)
+    return tf.image.stateless_random_flip_left_right(tf.image.stateless_random_crop(image, (24, 24, image.shape[-1]), first), second)
+
+
 def _cifar24_eval(image):
     return tf.image.resize_with_crop_or_pad(image, 24, 24)
 
@@ -257,7 +262,14 @@ register_augmentation(
     _cifar24_train,
     _cifar24_eval,
     description="train: random 24x24 crop, flip, brightness +-63/255, contrast 0.2-1.8; eval: central 24x24 crop",
-    source="Sabour et al. 2017 CIFAR-10 (official cifar10_input); REM CIFAR-10 24x24 crops (docs/reference/models.md#dr-capsnet-of-rem)",
+    source="Sabour et al. 2017 CIFAR-10 (official cifar10_input)",
+)
+register_augmentation(
+    "cifar24_crop_flip",
+    _cifar24_crop_flip,
+    _cifar24_eval,
+    description="train: random 24x24 crop, flip; eval: central 24x24 crop",
+    source="REM CIFAR-10 (docs/reference/models.md#dr-capsnet-of-rem): RandomCrop(24) and RandomHorizontalFlip",
 )
 register_augmentation(
     "fm_cifar",

@@ -71,6 +71,21 @@ def test_cifar_and_fm_presets():
     assert np.all(np.isfinite(flat)) and np.all(flat == 0)
 
 
+def test_cifar24_crop_flip_is_a_24_px_window_possibly_mirrored_and_nothing_else():
+    image = np.random.default_rng(2).uniform(size=(32, 32, 3)).astype(np.float32)
+    preset = augment.get_augmentation("cifar24_crop_flip")
+    windows = [image[i : i + 24, j : j + 24] for i in range(9) for j in range(9)]
+    candidates = windows + [w[:, ::-1] for w in windows]
+    flipped = 0
+    for i in range(12):
+        out = preset.train(tf.constant(image), _seed(i)).numpy()
+        matches = [k for k, c in enumerate(candidates) if np.array_equal(out, c)]
+        assert matches, "not a plain (possibly mirrored) 24 x 24 window: values changed"
+        flipped += matches[0] >= len(windows)
+    assert 0 < flipped < 12  # both orientations occur over 12 draws
+    np.testing.assert_array_equal(preset.evaluate(tf.constant(image)).numpy(), image[4:28, 4:28])
+
+
 def test_presets_are_deterministic_per_seed_and_change_every_epoch():
     def run(seed):
         dataset = datasets.load("mnist_sample", "test", batch_size=64, augment="mnist_shift2", training=True, shuffle=False, seed=seed)

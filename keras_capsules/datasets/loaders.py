@@ -12,7 +12,7 @@ from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noq
 from keras_capsules.datasets.augment import get_augmentation
 from keras_capsules.datasets.registry import available, check_data_dir, check_options, check_split, get_info, resolve_arrays
 
-__all__ = ["available", "info", "load", "load_arrays", "num_classes"]
+__all__ = ["available", "from_arrays", "info", "load", "load_arrays", "num_classes"]
 
 
 def info(name):
@@ -112,6 +112,36 @@ def load(
             dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
     else:
         dataset, _ = dataset_info.pipeline(split, data_dir, download, seed, shuffle, limit, **options)
+
+    return _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder)
+
+
+def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0):
+    """Arrays in :func:`load_arrays`' form as :func:`load` serves them: a batched ``tf.data.Dataset``.
+
+    Args:
+        images, labels: ``uint8 (N, H, W, C)`` and ``(N, ...)``, e.g. part of a :func:`load_arrays` split.
+        batch_size: examples per batch.
+        augment: name of an augmentation preset or ``None``.
+        training: apply the preset's random training transform instead of its evaluation transform.
+        seed: seed of the training transform.
+
+    Returns:
+        ``(image float32, label)`` batches in order: images in [0, 1], then the preset's transform
+        (e.g. ``"cifar24"``'s central 24x24 crop for evaluation), as :func:`load` gives the same split.
+    """
+    import tensorflow as tf
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"datasets.from_arrays: argument `batch_size` expected a positive integer, received {batch_size!r}.")
+    preset = None if augment is None else get_augmentation(augment)
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+    return _scaled_transformed_batched(dataset, preset, bool(training), seed, batch_size, drop_remainder=False)
+
+
+def _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder):
+    """Unbatched ``(uint8 image, label)`` examples -> images in [0, 1] -> the preset's transform -> prefetched batches."""
+    import tensorflow as tf
 
     def to_float(x, y):
         return tf.cast(x, tf.float32) / 255.0, y

@@ -172,3 +172,17 @@ def test_info_describes_every_dataset():
         assert len(info.image_shape) == 3 and info.classes >= 2 and info.splits and info.description
     assert datasets.info("multi_mnist").multi_label and not datasets.info("mnist").multi_label
     assert datasets.num_classes("cifar100") == 100 and datasets.num_classes("smallnorb") == 5
+
+
+def test_from_arrays_serves_arrays_as_load_does_with_the_evaluation_transform():
+    images = np.random.default_rng(0).integers(0, 256, size=(5, 32, 32, 3), dtype=np.uint8)
+    labels = np.arange(5, dtype=np.int32)
+    plain = list(datasets.from_arrays(images, labels, batch_size=2).as_numpy_iterator())
+    assert [len(y) for _, y in plain] == [2, 2, 1]
+    np.testing.assert_array_equal(np.concatenate([x for x, _ in plain]), images.astype("float32") / np.float32(255.0))
+    # cifar24's evaluation transform: the central 24 x 24 crop of the 32 x 32 image, by hand.
+    cropped = list(datasets.from_arrays(images, labels, batch_size=4, augment="cifar24").as_numpy_iterator())
+    np.testing.assert_array_equal(np.concatenate([x for x, _ in cropped]), images[:, 4:28, 4:28].astype("float32") / np.float32(255.0))
+    np.testing.assert_array_equal(np.concatenate([y for _, y in cropped]), labels)
+    with pytest.raises(ValueError, match=r"datasets.from_arrays: argument `batch_size` expected a positive integer, received 0"):
+        datasets.from_arrays(images, labels, batch_size=0)

@@ -15,6 +15,10 @@ from keras_capsules.recipes.base import Recipe, register_recipe
 SOURCE = "REM src/train.py, configs/*.json: Adam 1e-3, ExponentialLR 0.99 per epoch, batch 128, margin loss (0.9, 0.1, 0.5), 100-epoch configs"
 
 
+#: REM's DR-CapsNet routing (src/ops/caps_utils.py ``dynamic_routing``): 3 iterations, a routing bias
+#: initialised to 0.1, and the votes detached in every iteration but the last (weighted sum and agreement).
+REM_ROUTER = {"name": "dynamic", "iterations": 3, "use_bias": True, "stop_gradient_inner": True}
+
 #: REM's pruning (src/main.py): LOBSTER lambda 1e-4 decayed x0.99 per epoch, a validated global magnitude
 #: threshold after every epoch, 5,500 training images held out for it.
 PRUNING = {"validation_examples": 5500, "strength": 1e-4, "decay": 0.99}
@@ -38,21 +42,24 @@ def _rem(model, dataset, variant="rem", **fields):
     )
 
 
-_rem("CapsNet", "mnist", configuration="CapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder; RandomCrop(28, padding=2)")
-_rem("CapsNet", "fashion_mnist", configuration="CapsNet/mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet; crop + flip")
+_rem("CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"router": REM_ROUTER}, augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder (REM_ROUTER); RandomCrop(28, padding=2)")
+_rem("CapsNet", "fashion_mnist", configuration="CapsNet/mnist", model_kwargs={"router": REM_ROUTER}, augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet (REM_ROUTER); crop + flip")
 _rem(
     "CapsNet",
     "cifar10",
     configuration="CapsNet/mnist",
-    augmentation="cifar24",
-    source=SOURCE + "; DR-CapsNet on 24x24 crops + flip (REM's CIFAR model has 64 primary types; this one has 32)",
+    model_kwargs={"router": REM_ROUTER},
+    augmentation="cifar24_crop_flip",
+    source=SOURCE + "; DR-CapsNet (REM_ROUTER) on random 24x24 crops + flip, central crop for evaluation (REM's CIFAR model "
+    "has 64 primary types; this one has 32)",
 )
 _rem(
     "CapsNet",
     "expanded_mnist",
     configuration="CapsNet/mnist",
+    model_kwargs={"router": REM_ROUTER},
     eval_on=("test", "affnist:test"),
-    source=SOURCE + "; trained on translated MNIST (40x40), evaluated on affNIST",
+    source=SOURCE + "; DR-CapsNet (REM_ROUTER) trained on translated MNIST (40x40), evaluated on affNIST",
 )
 _rem("EffCapsNet", "mnist", configuration="EffCapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")
 _rem("EffCapsNet", "fashion_mnist", configuration="EffCapsNet/mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; Eff-CapsNet")

@@ -44,3 +44,15 @@ def test_lobster_wrapper_is_the_compiled_optimizer(tmp_path):
     trained = stage_model(model, plan[0][0], plan[0][1], steps_per_epoch=10)
     assert isinstance(trained.optimizer, LobsterOptimizer)
     assert float(np.asarray(trained.optimizer.strength)) == pytest.approx(1e-4)
+
+
+def test_pruning_validation_images_take_the_evaluation_transform(tmp_path):
+    # glom_mnist pads 28 x 28 to 32 x 32 for training and evaluation alike, so the model is built for
+    # 32 x 32: held-out images left at 28 x 28 could not be evaluated by the threshold search.
+    metrics = train(
+        model="CapsNet", dataset="mnist_sample", epochs=1, limit=64, eval_limit=32, batch_size=32, output=str(tmp_path / "run"),
+        verbose=0, export=False, augmentation="glom_mnist", pruning={"validation_examples": 32, "max_search_steps": 2},
+    )
+    assert metrics["steps_per_epoch"] == 2 and np.isfinite(metrics["history"]["loss"][0])
+    model = load_model(str(tmp_path / "run" / "model.keras"), compile=False)
+    assert tuple(model.inputs[0].shape[1:]) == (32, 32, 1)

@@ -260,7 +260,12 @@ def train(
         held_out = int(recipe.pruning.get("validation_examples", 5500))
         if not 0 < held_out < len(images):
             raise ValueError(f"train: recipe field `pruning` expected 0 < validation_examples < {len(images)}, received {held_out}.")
-        pruning_validation = (images[-held_out:].astype("float32") / 255.0, labels[-held_out:])
+        # In the form the evaluation splits take: [0, 1], then the augmentation's evaluation transform
+        # (e.g. cifar24's central crop, which the model's input shape follows). Cached: the threshold
+        # search evaluates them many times.
+        pruning_validation = datasets.from_arrays(
+            images[-held_out:], labels[-held_out:], batch_size=recipe.batch_size, augment=recipe.augmentation
+        ).cache()
         load_options["limit"] = min(limit or len(images), len(images) - held_out)
     train_data = datasets.load(dataset, recipe.train_split, augment=recipe.augmentation, **load_options)
     # The evaluation data is resolved before training, so missing files fail in seconds, not after the run.
