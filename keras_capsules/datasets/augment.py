@@ -109,6 +109,16 @@ def standardize(image):
     return (image - mean) / tf.maximum(tf.sqrt(variance), 1.0 / math.sqrt(float(image.shape[0] * image.shape[1])))
 
 
+def per_image_standardization(image):
+    """FMRouting's standardisation: ``tf.image.per_image_standardization`` of the 0-255 image.
+
+    One mean and one standard deviation over all pixels and channels (not per channel), the
+    deviation floored at ``1 / sqrt(H * W * C)`` in 0-255 units, as the reference computes it on
+    ``uint8`` images cast to float. Input ``(H, W, C)`` in [0, 1]; output zero mean, unit variance.
+    """
+    return tf.image.per_image_standardization(image * 255.0)
+
+
 def rotate(image, degrees):
     """Rotates about the image centre (bilinear, zero fill)."""
     height, width = image.shape[0], image.shape[1]
@@ -243,7 +253,7 @@ def _cifar24_eval(image):
 def _fm_train(flip):
     def train(image, seed):
         first, second = _split(seed, 2)
-        image = standardize(image)
+        image = per_image_standardization(image)
         if flip:
             image = tf.image.stateless_random_flip_left_right(image, first)
         return pad_and_crop(image, second, 4, image.shape[:2])
@@ -274,14 +284,15 @@ register_augmentation(
 register_augmentation(
     "fm_cifar",
     _fm_train(flip=True),
-    standardize,
-    description="per-image standardisation, horizontal flip, zero-pad 4 and random crop back to size; eval: standardisation",
+    per_image_standardization,
+    description="per-image standardisation (all channels together), horizontal flip, zero-pad 4 and random crop back to size; "
+    "eval: standardisation",
     source="FMRouting common/inputs/data_input.py (docs/reference/models.md#fmcapsnet)",
 )
 register_augmentation(
     "fm_svhn",
     _fm_train(flip=False),
-    standardize,
+    per_image_standardization,
     description="as fm_cifar without the flip (digits)",
     source="FMRouting (docs/reference/models.md#fmcapsnet: no flip for SVHN)",
 )

@@ -64,9 +64,14 @@ def test_cifar_and_fm_presets():
     assert tuple(preset.train(image, _seed(0)).shape) == (24, 24, 3)
     np.testing.assert_array_equal(preset.evaluate(image).numpy(), image.numpy()[4:28, 4:28])
     assert tuple(augment.get_augmentation("cifar_crop_flip").train(image, _seed(0)).shape) == (32, 32, 3)
+    # FMRouting's tf.image.per_image_standardization on 0-255 pixels: one mean and deviation for all channels.
+    pixels = image.numpy().astype(np.float64) * 255.0
+    expected = (pixels - pixels.mean()) / max(pixels.std(), 1.0 / np.sqrt(pixels.size))
     standardized = augment.get_augmentation("fm_cifar").evaluate(image).numpy()
-    np.testing.assert_allclose(standardized.mean(axis=(0, 1)), 0.0, atol=1e-5)
-    np.testing.assert_allclose(standardized.std(axis=(0, 1)), 1.0, atol=1e-4)
+    np.testing.assert_allclose(standardized, expected, atol=1e-4)
+    assert abs(standardized[..., 0].mean() - standardized[..., 1].mean()) > 0  # channels are not centred one by one
+    flat_image = augment.get_augmentation("fm_svhn").evaluate(tf.fill((32, 32, 3), 0.5)).numpy()
+    assert np.all(flat_image == 0)  # no contrast: the floored deviation keeps it finite
     flat = augment.standardize(tf.zeros((8, 8, 1))).numpy()
     assert np.all(np.isfinite(flat)) and np.all(flat == 0)
 

@@ -21,7 +21,7 @@ STAGES = (
 )
 DATASETS = {
     "cifar10": ("glom_cifar", ""),
-    "cifar100": ("glom_cifar", ""),
+    "cifar100": ("glom_cifar", "; the code adds RandomErasing for CIFAR-100, left out here"),
     "fashion_mnist": ("glom_fashion_mnist", "; 28x28 zero-padded to 32x32, 1 channel"),
     "mnist": ("glom_mnist", "; 28x28 zero-padded to 32x32, no flips, 1 channel (the code repeats MNIST to 3)"),
     "mnist_sample": ("glom_mnist", "; the embedded MNIST sample, as mnist"),

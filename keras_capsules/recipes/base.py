@@ -70,7 +70,9 @@ class Recipe:
             ``lr_floor``; or continuous ``lr * lr_decay**(step / lr_decay_steps)`` when
             ``lr_decay_steps`` is set), ``"step"`` (``lr * lr_gamma**k`` after the k-th of
             ``lr_milestones`` epochs) or ``"onecycle"`` (PyTorch ``OneCycleLR`` defaults, approximated
-            by Keras' ``CosineDecay`` with a linear warm-up over 30% of the steps).
+            by Keras' ``CosineDecay`` with a linear warm-up over 30% of the steps; the learning rate
+            only: ``OneCycleLR`` also cycles the first moment's beta between 0.95 and 0.85, which
+            stays at the optimizer's 0.9 here).
         lr_decay, lr_decay_steps, lr_floor, lr_milestones, lr_gamma: schedule parameters.
         momentum, weight_decay: optimizer options (SGD momentum; Keras' decoupled weight decay).
         loss: ``"margin"``, ``"spread"``, ``"crossentropy"`` (sparse, from logits),

@@ -194,6 +194,10 @@ def train(
 ):
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
 
+    Model selection: the model after the last epoch is the one saved, evaluated and exported; no
+    epoch is chosen by its test (or validation) accuracy, where several reference codes keep their
+    best test epoch.
+
     Fault tolerance: after every epoch a checkpoint (weights and optimizer state) is written
     atomically to ``output/checkpoints``; rerunning the same call after a crash or ``SIGKILL``
     resumes after the last completed epoch with the same optimizer state and finishes the planned
