@@ -13,7 +13,9 @@ from keras_capsules.recipes.base import Recipe, Stage, register_recipe
 
 SOURCE = (
     "zengru001usst/GLOM GLOM_settings.py, models.py configure_optimizers: AdamW 0.012, weight decay 5e-4, OneCycleLR, "
-    "batch 800, 200 epochs; SupCon (tau 0.07) on two views, then H2 with cross-entropy on the frozen backbone"
+    "batch 800, 200 epochs; SupCon (tau 0.07) on two views, then H2 with cross-entropy on the frozen backbone. "
+    "An epoch here is one pass over the whole training split (CIFAR: 50,000 images, 63 steps), where the code holds "
+    "5,000 out for validation (45,000 // 800 = 56 steps)"
 )
 STAGES = (
     Stage("pretrain", output="projection_head", views=2, loss="SupervisedContrastiveLoss", loss_kwargs={"temperature": 0.07}, metrics=()),
