@@ -13,8 +13,9 @@ data=$(cd "${1:-${KERAS_CAPSULES_DATA:?usage: finish.sh DATA_DIR}}" && pwd)
 work="$repo/runs/effcaps-fmnist-150-seed1"
 # Seconds the training process spent stopped (SIGSTOP) inside epochs, counted in their progress-bar times:
 # 1,230 s in epoch 12 (2026-11-25 23:09:50-23:30:20 UTC); 80 s in epoch 29 or 30 (2026-11-26 01:34:22-01:35:42 UTC);
-# 770 s in epoch 53 (2026-11-26 04:43:52-04:48:58, 04:49:06-04:49:52 and 04:50:00-04:56:58 UTC).
-PAUSED_SECONDS=2080
+# 770 s in epoch 53 (2026-11-26 04:43:52-04:48:58, 04:49:06-04:49:52 and 04:50:00-04:56:58 UTC);
+# 1,542 s in epoch 121 (2026-11-26 12:49:05-13:14:47 UTC).
+PAUSED_SECONDS=3622
 tail -n 1 "$work/train.log" | grep -q "exit 0" || { echo "finish.sh: the run has not finished (see the tail of $work/train.log)"; exit 1; }
 cp "$work/train.log" "$work/out/train.log"
 bash "$here/save.sh"  # the log reduced to one line per epoch, into $here/train.log
