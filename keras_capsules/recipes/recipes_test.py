@@ -149,3 +149,11 @@ def test_each_distinct_recipe_model_builds_for_its_data():
 def test_recipe_fields_round_trip_as_dict():
     recipe = recipes.get("EffCapsNet", "multi_mnist")
     assert Recipe(**dataclasses.asdict(recipe)) == recipe
+
+
+def test_rem_dr_capsnet_recipes_route_as_rem():
+    # REM's dynamic_routing: 3 iterations, routing bias initialised to 0.1, votes detached in all but the last.
+    for dataset in ("mnist", "fashion_mnist", "cifar10", "expanded_mnist"):
+        recipe = recipes.get("CapsNet", dataset, "rem")
+        assert recipe.model_kwargs["router"] == {"name": "dynamic", "iterations": 3, "use_bias": True, "stop_gradient_inner": True}
+    assert recipes.get("CapsNet", "cifar10", "rem").augmentation == "cifar24_crop_flip"
