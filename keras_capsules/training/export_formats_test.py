@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 
+from keras_capsules.testing.glom import with_trained_offsets
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, cli
 from keras_capsules.training import export_keras_file, export_model, save_model
@@ -27,23 +28,6 @@ pytestmark = [
     pytest.mark.xdist_group("export_formats"),
 ]
 
-
-
-def with_trained_offsets(model, seed=1):
-    """Draws the GLOM column MLPs' per-patch LayerNorm offsets from N(0, 0.1), as training moves them.
-
-    At initialisation every offset is 0 and the network is ill-conditioned from the second column
-    iteration: after the first one, every column holds the same levels >= 1 (up to ~1e-9 of
-    rounding), and each LayerNorm over the patch axis multiplies that residue by 1/sqrt(1e-5) ~ 316,
-    so runtimes that round differently disagree by up to 1e-2. Per-patch offsets (any trained
-    network) make the columns differ and the function well-conditioned.
-    """
-    rng = np.random.default_rng(seed)
-    offsets = [w for w in model.weights if "/norm_" in w.path and w.path.endswith("_beta")]
-    assert offsets, "no column-MLP LayerNorm offsets found"
-    for weight in offsets:
-        weight.assign(rng.normal(0.0, 0.1, weight.shape).astype("float32"))
-    return model
 
 
 #: One tiny configuration per constructor; together they cover every router the applications use.

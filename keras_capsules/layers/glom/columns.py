@@ -58,6 +58,13 @@ class GlomColumns(keras.layers.Layer):
     Parameters (N = 64, d = 128, K = 2): bottom-up 132,608, top-down 66,560, initial levels 256, fusion
     weights 4.
 
+    Untrained, with every per-patch LayerNorm offset at 0 (PyTorch's initialisation, as the code), the
+    levels above the bottom one are the same in every column after the first iteration, and the column
+    MLPs' LayerNorms over the patch axis amplify their ~1e-8 rounding differences ~316x per layer: from
+    the second iteration on, outputs depend on the order of the sums (on a GPU, on the batch size) by
+    up to about ``w_td / n_k``. The code behaves the same way. Training moves the offsets and removes
+    this (a trained network gives the same values at every batch size; docs/export.md).
+
     Args:
         levels: number of levels K (any K >= 1).
         iterations: T; ``None`` is the code's ``2 * levels``.

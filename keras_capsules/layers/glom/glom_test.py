@@ -6,6 +6,7 @@ import pytest
 
 from keras_capsules.layers import glom
 from keras_capsules.testing import assert_finite, run_layer_test
+from keras_capsules.testing.glom import with_trained_offsets
 
 
 def _np(x):
@@ -280,7 +281,9 @@ def test_layer_contracts():
     rng = np.random.default_rng(9)
     tokens = rng.normal(size=(3, 16, 8)).astype("float32")
     levels = rng.normal(size=(3, 16, 2, 8)).astype("float32")
-    run_layer_test(glom.GlomColumns, {"levels": 2, "iterations": 2}, tokens, [(3, 16, 2, 8)])
+    # One iteration: from the second on, an untrained GLOM amplifies rounding (see the next test), and a
+    # GPU rounds a batch of 2 and one of 3 differently.
+    run_layer_test(glom.GlomColumns, {"levels": 2, "iterations": 1}, tokens, [(3, 16, 2, 8)])
     run_layer_test(glom.ContrastiveAgreement, {"up_threshold": [0.0, -0.2]}, levels, [(3, 16, 2, 8)], run_export=False)
     run_layer_test(glom.ConsensusAttention, {"radius": 2}, levels, [(3, 16, 2, 8)], run_export=False)
     run_layer_test(glom.ColumnMLP, {"groups": 2, "activation": "sin"}, levels, [(3, 16, 2, 8)], run_export=False)
@@ -293,6 +296,19 @@ def test_layer_contracts():
     run_layer_test(glom.PatchEmbedding, {"patch_size": 2}, images, [(3, 64, 4)], run_saving=False, run_export=False)
     run_layer_test(glom.ContrastiveHead, {"projection_dim": 6}, tokens, [(3, 6)], run_export=False)
     run_layer_test(glom.ClassifierHead, {"classes": 3, "hidden_dim": 0}, tokens[:, 0], [(3, 3)], run_saving=False, run_export=False)
+
+
+def test_columns_with_trained_offsets_do_not_depend_on_the_batch():
+    """The code's 2K iterations, with per-patch LayerNorm offsets as training leaves them: the first two
+    examples of a batch of 3 give what a batch of 2 gives (an untrained GLOM failed this on an H100)."""
+    keras.utils.set_random_seed(2)
+    tokens = np.random.default_rng(9).normal(size=(3, 16, 8)).astype("float32")
+    layer = glom.GlomColumns(levels=2)
+    layer.build(tokens.shape)
+    with_trained_offsets(layer)
+    full = _np(layer(tokens))
+    for size in (1, 2):
+        np.testing.assert_allclose(_np(layer(tokens[:size])), full[:size], rtol=1e-5, atol=1e-6)
 
 
 def test_contrastive_head_parameter_count_with_a_hidden_width_of_its_own():
