@@ -343,9 +343,14 @@ def prunable_weights(model, layer_types=None):
 def sparsity(model, layer_types=None):
     """Fraction of exactly-zero prunable weights, per weight and globally.
 
+    Counts the kernels only, the weights that pruning zeroes. REM's figure (its ``architecture_stat``)
+    divides the same zeros by every parameter of the pruning layers, biases and routing bias included
+    (BatchNorm and the decoder not): for ``EffCapsNet(weights="mnist_rem")`` 75.65 % of 161,248 against
+    this function's 75.92 % of 160,672.
+
     Returns:
         ``{"weights": {path: {"zeros", "total", "sparsity"}}, "zeros", "total", "sparsity"}``
-        (REM's "sparsity": % of zero parameters in the pruning layers' weights, here as a fraction).
+        (the zero fraction per kernel and over all of them).
     """
     report, zeros, total = {}, 0, 0
     for variable in prunable_weights(model, layer_types):

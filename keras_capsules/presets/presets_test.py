@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules import applications, presets
+from keras_capsules import applications, metrics, presets
 from keras_capsules.presets import registry, weights_file
 
 
@@ -208,3 +208,22 @@ def test_weights_file_paths_load_and_corrupt_ones_are_named(tmp_path, source_mod
         applications.EffCapsNet(weights=str(corrupt))
     with pytest.raises(FileNotFoundError, match=r"EffCapsNet: argument `weights`: no such weights file '.*absent\.weights\.h5'"):
         applications.EffCapsNet(weights=str(tmp_path / "absent.weights.h5"))
+
+
+def test_rem_preset_card_counts_its_sparsity_both_ways():
+    """The mnist_rem card's figures, counted with NumPy in the shipped file: the prunable kernels (ours), and every
+    parameter of the pruning layers with biases and the routing bias (REM's architecture_stat); BatchNorm is in neither."""
+    record = presets.get("EffCapsNet", "mnist_rem")
+    arrays = weights_file.read_weights(os.path.join(os.path.dirname(presets.__file__), "files", record.file))
+    kernels = ["conv1/0", "conv2/0", "conv3/0", "conv4/0", "primary_caps/0", "class_caps/1"]
+    in_pruning_layers = [k for k in arrays if not k.startswith("bn")]
+    assert set(kernels) < set(in_pruning_layers) and arrays["class_caps/0"].shape == (16, 10)  # the routing bias
+
+    def zeros_and_total(keys):
+        return sum(arrays[k].size - np.count_nonzero(arrays[k]) for k in keys), sum(arrays[k].size for k in keys)
+
+    assert zeros_and_total(kernels) == (121_986, 160_672)  # 75.92 %, 38,686 remain
+    assert zeros_and_total(in_pruning_layers) == (121_986, 161_248)  # 75.65 %: no bias is exactly zero
+    counted = metrics.sparsity(applications.EffCapsNet(weights="mnist_rem"))
+    assert (counted["zeros"], counted["total"]) == (121_986, 160_672)
+    assert "38,686 remain" in record.metrics["sparsity"] and "75.65 % of 161,248" in record.metrics["sparsity"]
