@@ -1,17 +1,20 @@
 """keras-capsules: capsule networks and GLOM for Keras 3.
 
-Subpackages: ``ops``, ``routing``, ``layers``, ``losses``, ``metrics``, ``applications`` (imported
-eagerly, backend-agnostic) and ``datasets``, ``recipes``, ``training``, ``interpret``, ``tuning``
-(imported on first use; TensorFlow-specific where they say so).
+Subpackages: ``ops``, ``routing``, ``layers``, ``losses``, ``metrics``, ``applications``
+(backend-agnostic) and ``datasets``, ``recipes``, ``training``, ``interpret``, ``tuning``
+(TensorFlow-specific where they say so), each imported on first use. ``import keras_capsules``
+imports neither Keras nor TensorFlow; the Keras subpackages follow as soon as Keras is imported, so
+``keras.saving.load_model`` finds the library's classes after ``import keras_capsules``.
 """
 
 import importlib
 
-from keras_capsules import applications, layers, losses, ops, routing
+from keras_capsules._keras_import import import_with_keras
+from keras_capsules.version import __version__
 
-__version__ = "0.1.0"
-
-_LAZY = ("datasets", "recipes", "training", "interpret", "tuning", "metrics")
+_WITH_KERAS = ("ops", "routing", "layers", "losses", "applications")
+_LAZY = (*_WITH_KERAS, "datasets", "recipes", "training", "interpret", "tuning", "metrics")
+import_with_keras(__name__, _WITH_KERAS)
 
 
 def __getattr__(name):
@@ -20,4 +23,8 @@ def __getattr__(name):
     raise AttributeError(f"module 'keras_capsules' has no attribute {name!r}")
 
 
-__all__ = ["applications", "layers", "losses", "ops", "routing", "__version__", *_LAZY]
+def __dir__():
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = ["__version__", *_LAZY]

@@ -1,17 +1,25 @@
-"""The ``keras-capsules`` command line: ``train``, ``evaluate``, ``export``, ``recipes``, ``explain``, ``tune``.
+"""The ``keras-capsules`` command line: ``train``, ``evaluate``, ``predict``, ``export``, ``recipes``, ``explain``, ``tune``, ``presets``.
 
 Each subcommand is one ``add_<name>_command(commands)`` function that adds its parser and sets
 ``handler``; :data:`COMMANDS` lists them, so a new subcommand is one function and one list entry.
+Building the parser imports neither Keras nor TensorFlow (``--help`` and ``--version`` answer at
+once): every handler imports what it needs.
 """
 
 import argparse
 import ast
-import dataclasses
+import contextlib
 import difflib
 import json
+import linecache
 import os
+import re
 import sys
-import typing
+import tempfile
+import traceback
+
+from keras_capsules.cli_predict import add_predict_command
+from keras_capsules.version import __version__
 
 
 def _key_values(pairs, flag):
@@ -53,6 +61,27 @@ def _model_name(name):
     raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
 
 
+_PRESET_KEY = re.compile(r"([A-Za-z_]\w*)[/:]([\w.-]+)")
+
+
+def preset_key(text):
+    """``"EffCapsNet/mnist"`` or ``"effcapsnet:mnist"`` -> ``("EffCapsNet", "mnist")``, else ``None``.
+
+    Raises:
+        ValueError: the model part names no application (the message suggests the closest).
+    """
+    match = _PRESET_KEY.fullmatch(text)
+    return (_model_name(match[1]), match[2]) if match else None
+
+
+def _preset_option(text, flag):
+    """``preset_key(text)``, or a ValueError naming ``flag`` when ``text`` is not MODEL/NAME."""
+    key = preset_key(text)
+    if key is None:
+        raise ValueError(f"argument `{flag}` expected MODEL/NAME (or MODEL:NAME), e.g. EffCapsNet/mnist, received {text!r}.")
+    return key
+
+
 def _trained_on(model_file):
     """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
     from keras_capsules.training.evaluation import training_record
@@ -60,44 +89,70 @@ def _trained_on(model_file):
     return training_record(model_file).get("dataset") or "mnist_sample"
 
 
-#: Recipe fields with their own flags elsewhere, or not meant to be set from the command line.
-_RECIPE_SKIP = {"model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages", "pruning"}
+_DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
+_TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
+
+#: The :class:`~keras_capsules.recipes.Recipe` fields settable from ``train``: field -> (value type, metavar, help).
+#: A tuple type takes several values. Read without importing the recipes (which import Keras);
+#: ``cli_test`` checks it against the Recipe's fields and types.
+RECIPE_FLAGS = {
+    "epochs": (int, "EPOCHS", "training epochs"),
+    "batch_size": (int, "IMAGES", "images per training step"),
+    "steps_per_epoch": (int, "STEPS", "optimizer steps per epoch, the data repeating ('none': one pass over the data)"),
+    "optimizer": (str, "NAME", "adam, adamw or sgd"),
+    "learning_rate": (float, "RATE", "initial learning rate (onecycle: the peak)"),
+    "lr_schedule": (str, "NAME", "constant, exponential, step or onecycle"),
+    "lr_decay": (float, "FACTOR", "exponential schedule: learning-rate factor per epoch (1: constant)"),
+    "lr_decay_steps": (int, "STEPS", "exponential schedule: decay continuously, by --lr-decay every STEPS optimizer steps"),
+    "lr_floor": (float, "RATE", "exponential schedule: lowest learning rate (0: none)"),
+    "lr_milestones": (tuple[int], "EPOCH", "step schedule: epochs after which the learning rate is multiplied by --lr-gamma"),
+    "lr_gamma": (float, "FACTOR", "step schedule: learning-rate factor at each milestone"),
+    "momentum": (float, "MOMENTUM", "SGD momentum"),
+    "weight_decay": (float, "DECAY", "decoupled weight decay ('none': off)"),
+    "loss": (str, "NAME", "margin, spread, crossentropy, binary_crossentropy or a loss class name"),
+    "metrics": (tuple[str], "NAME", "compile metrics"),
+    "augmentation": (str, "PRESET", "augmentation preset ('none': off)"),
+    "train_split": (str, "SPLIT", "split trained on"),
+    "eval_on": (tuple[str], "SPLIT", "splits evaluated after training: SPLIT or DATASET:SPLIT"),
+    "configuration": (str, "NAME", "registered application configuration, e.g. EffCapsNet/mnist-reconstruction"),
+}
+#: Recipe fields without a flag of that table (set by other flags, or not from the command line).
+RECIPE_FIELDS_WITHOUT_FLAG = (
+    "model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages", "pruning",
+    "validation_examples",
+)  # fmt: skip
+_OPTIONAL_FIELDS = {"steps_per_epoch", "lr_decay_steps", "weight_decay", "augmentation", "configuration"}
 
 
 def _add_recipe_flags(parser):
-    """One ``--field-name`` flag per :class:`~keras_capsules.recipes.Recipe` field (typed from its annotation)."""
-    from keras_capsules.recipes import Recipe
-
-    hints = typing.get_type_hints(Recipe)
-    group = parser.add_argument_group("recipe overrides (default: the paper recipe's value; 'none' clears optional values)")
-    for field in dataclasses.fields(Recipe):
-        if field.name in _RECIPE_SKIP:
-            continue
-        hint = hints[field.name]
-        optional = type(None) in typing.get_args(hint)
-        kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
-        flag = "--" + field.name.replace("_", "-")
-        if kind is tuple:
-            element = int if field.name == "lr_milestones" else str
-            group.add_argument(flag, nargs="*", type=element, default=argparse.SUPPRESS, help=f"recipe field {field.name}")
+    """One ``--field-name`` flag per entry of :data:`RECIPE_FLAGS`."""
+    group = parser.add_argument_group(
+        "recipe overrides", "Each default is the value of the recipe trained (`keras-capsules recipes` lists them); "
+        "'none' clears an optional value."
+    )
+    for field, (kind, metavar, text) in RECIPE_FLAGS.items():
+        flag = "--" + field.replace("_", "-")
+        help = f"{text} (default: the recipe's)"
+        if getattr(kind, "__origin__", None) is tuple:
+            group.add_argument(flag, nargs="*", type=kind.__args__[0], metavar=metavar, default=argparse.SUPPRESS, help=help)
         else:
-            parse = _none_or(kind) if optional else kind
-            group.add_argument(flag, type=parse, default=argparse.SUPPRESS, help=f"recipe field {field.name}")
-    group.add_argument("--augment", dest="augmentation", type=_none_or(str), default=argparse.SUPPRESS, help="alias of --augmentation")
-    group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument (repeatable)")
-    group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option (repeatable)")
-    group.add_argument("--spread-arg", action="append", metavar="KEY=VALUE", help="spread-margin schedule argument (repeatable)")
+            parse = _none_or(kind) if field in _OPTIONAL_FIELDS else kind
+            group.add_argument(flag, type=parse, metavar=metavar, default=argparse.SUPPRESS, help=help)
+    group.add_argument("--augment", dest="augmentation", type=_none_or(str), metavar="PRESET", default=argparse.SUPPRESS, help="alias of --augmentation")
+    group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument, repeatable (default: the recipe's)")
+    group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: the recipe's)")
+    group.add_argument(
+        "--spread-arg", action="append", metavar="KEY=VALUE", help="spread-margin schedule argument, repeatable (default: the recipe's)"
+    )
 
 
 def _train(args):
-    from keras_capsules.recipes import Recipe
     from keras_capsules.training import train
 
-    fields = {f.name for f in dataclasses.fields(Recipe)} - _RECIPE_SKIP
-    overrides = {name: getattr(args, name) for name in fields if hasattr(args, name)}
-    for name in ("lr_milestones", "eval_on", "metrics"):
-        if name in overrides:
-            overrides[name] = tuple(overrides[name])
+    overrides = {name: getattr(args, name) for name in RECIPE_FLAGS if hasattr(args, name)}
+    for name, value in overrides.items():
+        if isinstance(value, list):  # the tuple fields
+            overrides[name] = tuple(value)
     for flag, field in (("loss_arg", "loss_kwargs"), ("dataset_option", "dataset_options"), ("spread_arg", "spread_schedule")):
         if getattr(args, flag):
             overrides[field] = _key_values(getattr(args, flag), "--" + flag.replace("_", "-"))
@@ -121,6 +176,7 @@ def _train(args):
         resume=not args.no_resume,
         eval_limit=args.eval_limit,
         model_kwargs=model_kwargs,
+        validation_examples=args.validation_examples,
         **overrides,
     )
     where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
@@ -151,21 +207,31 @@ def add_train_command(commands):
         "with the flags below; `keras-capsules recipes` lists the recipes.",
     )
     train.add_argument("model", help="application constructor, any case, e.g. EffCapsNet or capsnet")
-    train.add_argument("--dataset", default="mnist_sample", help="dataset name (default: the embedded MNIST sample)")
-    train.add_argument("--recipe", default="default", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
-    train.add_argument("--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy")
-    train.add_argument("--router", help="router of the capsule layers, e.g. dynamic")
-    train.add_argument("--routing-iterations", type=int, help="routing iterations")
-    train.add_argument("--model-arg", action="append", metavar="KEY=VALUE", help="constructor argument (repeatable), e.g. reconstruction=False")
-    train.add_argument("--data-dir", help="folder with the dataset's standard files")
-    train.add_argument("--download", action="store_true", help="allow TFDS downloads")
-    train.add_argument("--limit", type=int, help="use only the first N training examples")
-    train.add_argument("--eval-limit", type=int, help="evaluate on the first N examples only")
-    train.add_argument("--output", help="output folder (default runs/MODEL-DATASET)")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over")
-    train.add_argument("--no-export", action="store_true", help="skip the SavedModel export")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--dataset", default="mnist_sample", metavar="NAME", help="dataset name (default: mnist_sample, the embedded MNIST sample)")
+    train.add_argument("--recipe", default="default", metavar="VARIANT", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
+    train.add_argument(
+        "--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy (default: default)"
+    )
+    train.add_argument("--router", metavar="NAME", help="router of the capsule layers, e.g. dynamic (default: the recipe's)")
+    train.add_argument("--routing-iterations", type=int, metavar="ITERATIONS", help="routing iterations (default: the recipe's)")
+    train.add_argument(
+        "--model-arg", action="append", metavar="KEY=VALUE",
+        help="constructor argument, repeatable, e.g. reconstruction=False (default: the recipe's)",
+    )  # fmt: skip
+    train.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    train.add_argument("--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)")
+    train.add_argument("--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
+    train.add_argument(
+        "--validation-examples", type=int, metavar="IMAGES",
+        help="images of the training split held out for validation after every epoch; 0 turns validation off "
+        "(default: the recipe's, else min(5000, a tenth of the training images))",
+    )  # fmt: skip
+    train.add_argument("--output", metavar="FOLDER", help="output folder (default: runs/MODEL-DATASET)")
+    train.add_argument("--seed", type=int, default=0, help="random seed of weights, shuffling and augmentation (default: 0)")
+    train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over (default: resume)")
+    train.add_argument("--no-export", action="store_true", help="skip the SavedModel export (default: export)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
     _add_recipe_flags(train)
     train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")
 
@@ -198,21 +264,20 @@ def add_evaluate_command(commands):
         description="Evaluates MODEL.keras on a dataset split (with the evaluation transform it was trained with) and prints "
         "loss and metrics as JSON.",
     )
-    evaluate.add_argument("model_file", metavar="MODEL.keras")
-    evaluate.add_argument(
-        "--dataset", help="dataset name (default: the one it was trained on, from the metrics.json next to it; else the embedded MNIST sample)"
-    )
-    evaluate.add_argument("--split", default="test")
-    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("model_file", metavar="MODEL.keras", help="the model file")
+    evaluate.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {_TRAINED_ON})")
+    evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
+    evaluate.add_argument("--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)")
     evaluate.add_argument(
         "--augment",
         default="auto",
-        help="preset whose evaluation transform to apply; 'auto' (default): the one in the metrics.json next to the model; 'none'",
+        metavar="PRESET",
+        help="preset whose evaluation transform to apply, or 'none' (default: auto, the one in the metrics.json next to the model)",
     )
-    evaluate.add_argument("--data-dir", help="folder with the dataset's standard files")
-    evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads")
-    evaluate.add_argument("--limit", type=int, help="evaluate on the first N examples only")
-    evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option (repeatable)")
+    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    evaluate.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
+    evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)")
     evaluate.set_defaults(handler=_evaluate)
 
 
@@ -237,13 +302,15 @@ def add_export_command(commands):
         "runnable without keras_capsules. Nothing existing is replaced without --overwrite, and never MODEL.keras or the "
         "folder holding it.",
     )
-    export.add_argument("model_file", metavar="MODEL.keras")
+    export.add_argument("model_file", metavar="MODEL.keras", help="the model file")
     export.add_argument(
         "output_dir", metavar="OUTPUT",
         help="savedmodel: a new folder (an existing non-empty one only with --overwrite); onnx/litert: a new file",
-    )
+    )  # fmt: skip
     export.add_argument("--format", choices=("savedmodel", "onnx", "litert"), default="savedmodel", help="export format (default: savedmodel)")
-    export.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT (never one that holds MODEL.keras)")
+    export.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUTPUT, never one that holds MODEL.keras (default: off)"
+    )
     export.set_defaults(handler=_export)
 
 
@@ -262,7 +329,7 @@ def add_recipes_command(commands):
         help="list the paper recipes (model, dataset, variant, source)",
         description="Lists the registered paper recipes as `train` flags (--dataset, --recipe) with their sources.",
     )
-    listing.add_argument("model", nargs="?", help="only this model's recipes (any case)")
+    listing.add_argument("model", nargs="?", help="only this model's recipes, any case (default: every model's)")
     listing.set_defaults(handler=_recipes)
 
 
@@ -315,22 +382,28 @@ def add_explain_command(commands):
         description="Writes the REM report of MODEL.keras: entropy.json (routing entropy, parse trees) and, with matplotlib, "
         "saliency.png and parse_tree_<i>.png.",
     )
-    explain.add_argument("model_file", metavar="MODEL.keras")
+    explain.add_argument("model_file", metavar="MODEL.keras", help="the model file")
+    explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {_TRAINED_ON})")
+    explain.add_argument("--split", default="test", help="split read (default: test)")
+    explain.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    explain.add_argument("--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)")
+    explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
+    explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K, in quantisation levels (default: 11 levels)")
     explain.add_argument(
-        "--dataset", help="dataset name (default: the one it was trained on, from the metrics.json next to it; else the embedded MNIST sample)"
+        "--no-quantize", action="store_true", help="run the routers unquantised; keys are still binned (default: quantised)"
     )
-    explain.add_argument("--split", default="test")
-    explain.add_argument("--data-dir", help="folder with the dataset's standard files")
-    explain.add_argument("--download", action="store_true", help="allow TFDS downloads")
-    explain.add_argument("--batch-size", type=int, default=100)
-    explain.add_argument("--limit", type=int, help="use the first N examples only")
-    explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K (default 11)")
-    explain.add_argument("--no-quantize", action="store_true", help="run the routers unquantised (keys are still binned)")
-    explain.add_argument("--num-images", type=int, default=8, help="images that get saliency and parse-tree pictures (0: none, no matplotlib needed)")
-    explain.add_argument("--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON")
     explain.add_argument(
-        "--output", help="output folder (default runs/explain-MODEL; runs/explain-RUN for the model.keras of a `train` run in folder RUN)"
+        "--num-images", type=int, default=8, metavar="IMAGES",
+        help="images that get saliency and parse-tree pictures; 0: none, no matplotlib needed (default: 8 images)",
+    )  # fmt: skip
+    explain.add_argument(
+        "--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON (default: counts only)"
     )
+    explain.add_argument(
+        "--output", metavar="FOLDER",
+        help="output folder (default: runs/explain-MODEL; runs/explain-RUN for the model.keras of a `train` run in folder RUN)",
+    )  # fmt: skip
     explain.set_defaults(handler=_explain)
 
 
@@ -365,17 +438,22 @@ def add_tune_command(commands):
         "search in the tuner folder is continued unless --overwrite is given.",
     )
     tune.add_argument("model", help="application constructor, any case, e.g. EffCapsNet")
-    tune.add_argument("--dataset", default="mnist_sample")
-    tune.add_argument("--max-trials", type=int, default=5)
-    tune.add_argument("--epochs", type=int, default=1, help="epochs per trial")
-    tune.add_argument("--batch-size", type=int, help="default: the recipe's")
-    tune.add_argument("--limit", type=int, help="use the first N training examples (the last 10%% validate)")
-    tune.add_argument("--routers", help="comma-separated routers to search (default: the model's and dynamic)")
-    tune.add_argument("--data-dir", help="folder with the dataset's standard files")
-    tune.add_argument("--output", help="tuner folder (default runs/tune)")
-    tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--overwrite", action="store_true", help="discard a previous search in the tuner folder (default: continue it)")
-    tune.add_argument("--quiet", action="store_true")
+    tune.add_argument("--dataset", default="mnist_sample", metavar="NAME", help="dataset name (default: mnist_sample, the embedded MNIST sample)")
+    tune.add_argument("--max-trials", type=int, default=5, metavar="TRIALS", help="trials of the random search (default: 5 trials)")
+    tune.add_argument("--epochs", type=int, default=1, help="training epochs per trial (default: 1 epoch)")
+    tune.add_argument("--batch-size", type=int, metavar="IMAGES", help="images per training step (default: the recipe's)")
+    tune.add_argument(
+        "--limit", type=int, metavar="IMAGES",
+        help="use the first IMAGES training images, the last 10%% of them validating (default: all)",
+    )  # fmt: skip
+    tune.add_argument("--routers", metavar="NAMES", help="comma-separated routers to search (default: the model's and dynamic)")
+    tune.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    tune.add_argument("--output", metavar="FOLDER", help="tuner folder (default: runs/tune)")
+    tune.add_argument("--seed", type=int, default=0, help="random seed of the search and the trials (default: 0)")
+    tune.add_argument(
+        "--overwrite", action="store_true", help="discard a previous search in the tuner folder (default: continue it)"
+    )
+    tune.add_argument("--quiet", action="store_true", help="no progress bars (default: progress bars)")
     tune.set_defaults(handler=_tune, interrupted="stopped; run the same command to continue the search")
 
 
@@ -383,18 +461,16 @@ def _presets(args):
     from keras_capsules import presets
 
     if args.download:
-        model, _, name = args.download.partition("/")
-        print(f"downloaded to {presets.download(_model_name(model), name)}")
+        print(f"downloaded to {presets.download(*_preset_option(args.download, '--download'))}")
         return 0
     if args.card:
-        model, _, name = args.card.partition("/")
-        print(presets.model_card(_model_name(model), name), end="")
+        print(presets.model_card(*_preset_option(args.card, "--card")), end="")
         return 0
     keys = presets.available(_model_name(args.model) if args.model else None)
     if not keys:
         print("no presets" + (f" for {args.model}" if args.model else ""))
         return 0
-    print(f"{'weights=':34s} {'test accuracy':>22s} {'parameters':>11s}  file")
+    rows = [("weights=", "test accuracy", "dataset", "parameters", "file")]
     for key in keys:
         model, name = key.split("/", 1)
         preset = presets.get(model, name)
@@ -402,9 +478,19 @@ def _presets(args):
             where = presets.locate(preset)
         except presets.PresetFileError:
             where = "not on this machine" + (" (--download)" if preset.url else "")
-        accuracy = f"{100 * preset.test_accuracy:.2f} % {preset.dataset}"
-        print(f"{model}(weights={name!r})".ljust(34) + f" {accuracy:>22s} {preset.parameters:>11,d}  {where}")
+        rows.append((f"{model}(weights={name!r})", f"{100 * preset.test_accuracy:.2f} %", preset.dataset, f"{preset.parameters:,d}", where))
+    print(_table(rows, right=(1, 3)))
     return 0
+
+
+def _table(rows, right=()):
+    """``rows`` of strings as aligned columns two spaces apart; the columns numbered in ``right`` are right-aligned."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(width) if column in right else cell.ljust(width) for column, (cell, width) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
 
 
 def add_presets_command(commands):
@@ -415,42 +501,136 @@ def add_presets_command(commands):
         "set with the file that ships. Files are searched inside the package, then in $KERAS_CAPSULES_PRESETS, then in "
         "the Keras cache (~/.keras/keras_capsules).",
     )
-    listing.add_argument("model", nargs="?", help="only this model's presets")
-    listing.add_argument("--card", metavar="MODEL/NAME", help="print the model card of one preset (Markdown)")
-    listing.add_argument("--download", metavar="MODEL/NAME", help="download a preset that has a URL into the Keras cache")
+    listing.add_argument("model", nargs="?", help="only this model's presets, any case (default: every model's)")
+    listing.add_argument("--card", metavar="MODEL/NAME", help="print the model card of one preset, in Markdown (default: the table)")
+    listing.add_argument(
+        "--download", metavar="MODEL/NAME", help="download a preset that has a URL into the Keras cache (default: no download)"
+    )
     listing.set_defaults(handler=_presets)
 
 
 #: Subcommand builders, in help order.
-COMMANDS = [add_train_command, add_evaluate_command, add_export_command, add_recipes_command, add_explain_command, add_tune_command, add_presets_command]
+COMMANDS = [
+    add_train_command, add_evaluate_command, add_predict_command, add_export_command, add_recipes_command, add_explain_command,
+    add_tune_command, add_presets_command,
+]  # fmt: skip
+_VERBOSE_HELP = "show the traceback of user errors too (default: one line; unexpected errors always show theirs)"
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="keras-capsules", description="Capsule networks and GLOM for Keras 3.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    """The ``keras-capsules`` parser; building it imports neither Keras nor TensorFlow."""
+    parser = argparse.ArgumentParser(
+        prog="keras-capsules",
+        description="Capsule networks and GLOM for Keras 3. `keras-capsules COMMAND --help` describes each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in COMMANDS:
         add_command(commands)
+    for command in commands.choices.values():  # also after the command: keras-capsules train ... --verbose
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP)
     return parser
 
 
-def main(argv=None):
-    """Runs one subcommand: 0 on success, 2 with a one-line ``error:`` for bad input, 130 after Ctrl-C."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = build_parser().parse_args(argv)
-    from keras_capsules.datasets.registry import command_line_spelling
+#: Exception types of the library's user errors (a bad name, argument or file): one line unless --verbose.
+USER_ERROR_TYPES = (ValueError, TypeError, LookupError, OSError, ImportError, NotImplementedError)
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
+
+def is_user_error(error):
+    """Whether ``error`` reports bad input rather than a bug, so one line says all.
+
+    True for an error of :data:`USER_ERROR_TYPES` that a ``raise`` statement of ``keras_capsules``
+    raised on purpose, and for an ``OSError`` naming a file; an error escaping from a bug (a
+    ``TypeError`` of a wrong call, an ``ImportError`` of a broken install) or from Keras or
+    TensorFlow internals is not one, and keeps its traceback.
+    """
+    if not isinstance(error, USER_ERROR_TYPES):
+        return False
+    if isinstance(error, OSError) and error.filename is not None:
+        return True
+    last = error.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    if last is None:
+        return False
+    filename = os.path.abspath(last.tb_frame.f_code.co_filename)
+    return filename.startswith(_PACKAGE_DIR + os.sep) and linecache.getline(filename, last.tb_lineno).lstrip().startswith("raise ")
+
+
+#: What TensorFlow's C++ libraries print at INFO level while they load, whatever TF_CPP_MIN_LOG_LEVEL says
+#: ("oneDNN custom operations are on ...", and absl's preamble to it).
+_NATIVE_INFO_LINE = re.compile(r"I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is called")
+
+
+@contextlib.contextmanager
+def _native_info_lines_dropped():
+    """Drops the INFO lines native code writes to file descriptor 2 inside the block; every other line is kept, in order."""
+    sys.stderr.flush()
     try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2: nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not _NATIVE_INFO_LINE.match(line)))
+            sys.stderr.flush()
+
+
+def _import_keras():
+    """Imports Keras (and its backend) once, without the backend's INFO lines when TF_CPP_MIN_LOG_LEVEL >= 1."""
+    if "keras" in sys.modules:
+        return
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
+    quiet = _native_info_lines_dropped() if level.isdigit() and int(level) >= 1 else contextlib.nullcontext()
+    with quiet:
+        import keras  # noqa: F401
+
+
+def main(argv=None):
+    """Runs one subcommand.
+
+    Returns:
+        0 on success; 2 with a one-line ``error:`` for a user error (:func:`is_user_error`; its
+        traceback too with ``--verbose``); 1 with the traceback of any other error; 130 after Ctrl-C.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no INFO/WARNING lines of its C++ code
+    args = build_parser().parse_args(argv)
+    try:
+        _import_keras()
+        from keras_capsules.datasets.registry import command_line_spelling
+
         with command_line_spelling():
             return args.handler(args)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as error:
-        print(f"keras-capsules {args.command}: error: {error}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         message = getattr(args, "interrupted", "stopped")
         if getattr(args, "no_resume", False):
             message = "stopped; run it again without --no-resume to resume"
         print(f"\nkeras-capsules {args.command}: {message}.", file=sys.stderr)
         return 130
+    except Exception as error:
+        if not is_user_error(error):
+            traceback.print_exception(error)
+            print(
+                f"keras-capsules {args.command}: unexpected {type(error).__name__} (traceback above); if it is not caused by "
+                "your environment, please report it.",
+                file=sys.stderr,
+            )
+            return 1
+        if args.verbose:
+            traceback.print_exception(error)
+        print(f"keras-capsules {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

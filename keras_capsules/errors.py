@@ -24,8 +24,41 @@ def fail(owner, argument, expected, received, error=ValueError):
 
 
 def is_integer(value):
-    """True for Python and NumPy integers (``np.int64`` included), False for bools."""
+    """True for every integral type (Python ``int``, ``np.int64``, ``np.uint8``, any ``numbers.Integral``).
+
+    False for bools (``True`` is not a size) and for floats, even whole ones (``2.0`` is refused as a
+    size: a float there is usually a division gone wrong, and Keras would fail later on it).
+    """
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value):
+    """True for every real number type (``int``, ``float``, NumPy integers and floats), False for bools."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_whole_labels(owner, argument, labels):
+    """Refuses class-index labels that are not whole numbers, which would be truncated in silence (2.7 -> class 2).
+
+    Args:
+        owner: the layer, model or function (a string) reporting the problem.
+        argument: the argument name, e.g. ``"y"``.
+        labels: the class indices, any array-like; float labels with whole values (``2.0``) pass.
+
+    Returns:
+        ``labels`` unchanged.
+    """
+    values = np.asarray(labels)
+    if values.dtype.kind == "f":
+        bad = values[~np.isfinite(values) | (values != np.round(values))]
+        if bad.size:
+            fail(
+                owner,
+                argument,
+                "class indices that are whole numbers (2.0 is accepted; a float such as 2.7 would be truncated to class 2)",
+                f"{bad.size} non-integral label(s) such as {bad.reshape(-1)[0].item()!r}",
+            )
+    return labels
 
 
 def check_positive_int(owner, argument, value, minimum=1):
@@ -60,6 +93,30 @@ def check_rank(owner, argument, shape, ranks, meaning):
     if len(shape) not in ranks:
         fail(owner, argument, f"a tensor of rank {' or '.join(map(str, ranks))} {meaning}", f"shape {tuple(shape)}")
     return shape
+
+
+def check_kernel_fits(owner, kernel_size, padding, input_shape):
+    """Checks that a ``padding="valid"`` window of ``kernel_size`` (int or pair) fits the input's height and width.
+
+    Args:
+        input_shape: ``(batch, H, W, ...)``; unknown sizes pass.
+
+    Raises:
+        ValueError: naming argument ``kernel_size``, the input's height and width and its shape
+            (instead of the backend's "output size would be zero or negative" later).
+    """
+    if padding != "valid":
+        return
+    kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
+    height, width = tuple(input_shape)[1:3]
+    if any(size is not None and size < k for size, k in zip((height, width), kernel)):
+        fail(
+            owner,
+            "kernel_size",
+            f"a window no larger than the input's height x width, {height}x{width} (input shape {tuple(input_shape)}), "
+            f"with padding='valid' (or padding='same')",
+            kernel_size,
+        )
 
 
 def check_dim(owner, argument, shape, axis, expected, meaning):

@@ -97,9 +97,9 @@ class TVn(keras.metrics.Metric):
 
     def __init__(self, level=-1, variant="paper", grid_shape=None, name="tv_n", dtype=None):
         super().__init__(name=name, dtype=dtype)
-        if isinstance(level, bool) or not isinstance(level, int):
+        if not errors.is_integer(level):
             errors.fail(self, "level", "an integer level index", level, TypeError)
-        self.level = level
+        self.level = int(level)
         self.variant = errors.check_one_of(self, "variant", variant, ("paper", "code"))
         self.grid_shape = None if grid_shape is None else tuple(int(g) for g in grid_shape)
         self.total = self.add_variable(shape=(), initializer="zeros", name="total")

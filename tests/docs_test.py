@@ -1,10 +1,21 @@
-"""The documentation site builds with no warnings (broken links and references fail in strict mode)."""
+"""The documentation: the site builds with no warnings, guides run as written, notebooks show current outputs."""
 
+import builtins
+import glob
+import hashlib
 import os
+import re
 import subprocess
 import sys
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+#: Pages whose ```python blocks are executed in order, in one namespace, as a reader would run them.
+EXECUTED_PAGES = ("routers/custom.md",)
+#: Put right above a block that must fail today: ``<!-- docs-test: expected failure (ValueError): why -->``.
+EXPECTED_FAILURE = re.compile(r"<!-- docs-test: expected failure \((\w+)\): (.+?) -->\s*$")
+NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ipynb")))
 
 
 def test_docs_build_strict(tmp_path):
@@ -17,3 +28,100 @@ def test_docs_build_strict(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "api" / "routing" / "index.html").is_file()
+    for notebook in NOTEBOOKS:  # rendered with their stored outputs
+        page = tmp_path / "site" / "examples" / os.path.basename(notebook)[: -len(".ipynb")] / "index.html"
+        assert page.is_file(), f"{os.path.basename(notebook)} is not rendered in the site"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
+def test_notebook_outputs_are_stored_and_current(path):
+    """The site shows each notebook's stored outputs: they must come from one top-to-bottom run of the
+    current code cells (docs/execute_notebooks.py records a SHA-256 of them)."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    rerun = f"store them again: python docs/execute_notebooks.py examples/{os.path.basename(path)}"
+    assert [cell.execution_count for cell in cells] == list(range(1, len(cells) + 1)), f"outputs missing or out of order; {rerun}"
+    assert not [o for cell in cells for o in cell.outputs if o.output_type == "error"], f"a stored output is an error; {rerun}"
+    digest = hashlib.sha256("\n\x00\n".join(cell.source for cell in cells).encode()).hexdigest()
+    recorded = notebook.metadata.get("keras_capsules", {}).get("code_sha256")
+    assert recorded == digest, f"code cells changed since the outputs were stored; {rerun}"
+
+
+def code_blocks(page):
+    """``[(line, source, expected_failure)]`` of a page's ```python blocks; ``expected_failure`` is
+    ``(exception name, reason)`` for a block marked as failing today, else ``None``."""
+    lines = open(os.path.join(ROOT, "docs", page), encoding="utf-8").read().splitlines()
+    blocks, start, marker = [], None, None
+    for number, line in enumerate(lines, 1):
+        if start is None and line.strip() == "```python":
+            previous = lines[number - 2] if number > 1 else ""
+            match = EXPECTED_FAILURE.match(previous.strip())
+            start, marker = number + 1, (match.groups() if match else None)
+        elif start is not None and line.strip() == "```":
+            blocks.append((start, "\n".join(lines[start - 1 : number - 1]), marker))
+            start = None
+    assert start is None, f"docs/{page}: a ```python block opened at line {start - 1} is never closed"
+    return blocks
+
+
+def run_block(page, line, source, namespace):
+    """Executes a block so that a traceback names the page and its line numbers."""
+    exec(compile("\n" * (line - 1) + source, os.path.join("docs", page), "exec"), namespace)
+
+
+@pytest.fixture(scope="module")
+def executed_pages():
+    """Each page's namespace after its blocks that must work ran in order (run once per module).
+
+    Routers a page registers are unregistered afterwards, so tests that run later in the same process
+    and go through ``routing.available()`` see the library's routers only.
+    """
+    from keras_capsules.routing import registry
+
+    before = set(registry.available())
+    yield {}
+    for name in set(registry.available()) - before:
+        del registry._ROUTERS[name]
+
+
+def page_namespace(executed_pages, page):
+    if page not in executed_pages:
+        namespace = {"__name__": "docs_" + re.sub(r"\W", "_", page)}
+        ran = []
+        for line, source, expected_failure in code_blocks(page):
+            if expected_failure is None:
+                before = set(namespace)
+                run_block(page, line, source, namespace)
+                # A block that defines tests (``def test_...``) is a test file: its tests run too.
+                for name in [n for n in namespace if n.startswith("test_") and n not in before]:
+                    namespace[name]()
+                ran.append(line)
+        executed_pages[page] = (namespace, ran)
+    return executed_pages[page]
+
+
+@pytest.mark.parametrize("page", EXECUTED_PAGES)
+def test_page_code_runs_in_order(page, executed_pages):
+    namespace, ran = page_namespace(executed_pages, page)
+    assert ran, f"docs/{page} has no ```python block to run"
+    assert any(name.startswith("test_") for name in namespace), f"docs/{page} defines no test of its code"
+
+
+EXPECTED_FAILURES = [
+    pytest.param(page, line, source, id=f"{page}:{line}",
+                 marks=pytest.mark.xfail(strict=True, raises=getattr(builtins, error), reason=reason))
+    for page in EXECUTED_PAGES
+    for line, source, marker in code_blocks(page)
+    if marker
+    for error, reason in [marker]
+]
+
+
+@pytest.mark.parametrize("page, line, source", EXPECTED_FAILURES)
+def test_page_step_that_fails_today(page, line, source, executed_pages):
+    """A step the page says fails today (strict xfail): once it works this test fails, and the page's
+    note and marker must go."""
+    namespace, _ = page_namespace(executed_pages, page)
+    run_block(page, line, source, dict(namespace))

@@ -61,6 +61,7 @@ def AgreementGLOM(
     trainable_top_down_weight=False,
     divide_by_contributions=True,
     column_depth=4,
+    input_padding=0,
 ):
     """GLOM with the contrastive agreement enhancer (CAE) and the dissimilarity-focused head ``H_d``.
 
@@ -80,7 +81,8 @@ def AgreementGLOM(
 
     Parameters (32x32x3, 10 classes): 2,031,182 trainable (+1,408 BatchNorm statistics); with
     ``downsampling=None`` (the paper's 64-token baseline) 72,863,822. 28x28 images (MNIST,
-    Fashion-MNIST) give a 7x7 grid that 4x4 windows do not divide: pad them to 32x32.
+    Fashion-MNIST) give a 7x7 grid that 4x4 windows do not divide: ``input_padding=2`` pads them to
+    32x32 inside the model (what the ``fashion_mnist`` preset does).
 
     Args:
         include_top: the classifier (images -> class scores). Without it, the features are the
@@ -111,6 +113,9 @@ def AgreementGLOM(
         agreement_thresholds, agreement_radius, normalize_negatives, attention_radius, use_agreement,
         top_down_weight, trainable_top_down_weight, divide_by_contributions, column_depth:
             see :class:`~keras_capsules.layers.glom.GlomColumns`.
+        input_padding: zero pixels added on each side of the image inside the model, before the
+            tokenizer (a ``ZeroPadding2D`` named ``"input_padding"``; no weights): ``(28, 28, C)`` with
+            2 becomes ``(32, 32, C)``, the 8x8 grid the 4x4 windows divide.
 
     Returns:
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
@@ -133,9 +138,21 @@ def AgreementGLOM(
     if downsampling not in DOWNSAMPLING:
         errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", downsampling)
     errors.check_positive_int("AgreementGLOM", "embedding_dim", embedding_dim, minimum=2)
+    input_padding = errors.check_positive_int("AgreementGLOM", "input_padding", input_padding, minimum=0)
     inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
+    if input_padding:
+        x = keras.layers.ZeroPadding2D(input_padding, name="input_padding")(x)
     feature_map = ConvTokenizer(embedding_dim, name="tokenizer")(x)
     grid = (feature_map.shape[1] // patch_size, feature_map.shape[2] // patch_size)
+    if include_top and downsampling is not None and (grid[0] % window or grid[1] % window):
+        side = 4 * patch_size * window
+        errors.fail(
+            "AgreementGLOM",
+            "input_padding",
+            f"a padding that makes the image sides multiples of {side} (4 x patch_size x window) for the {window}x{window} windows "
+            f"of downsampling={downsampling!r} (e.g. input_padding=2 for 28x28 images)",
+            f"{input_padding} with input_shape {tuple(input_shape)} (a {grid[0]}x{grid[1]} grid)",
+        )
     tokens = PatchEmbedding(patch_size, name="patch_embedding")(feature_map)
     columns = GlomColumns(
         levels=levels,
@@ -204,7 +221,7 @@ def glom_levels(model, images, return_iterations=False, return_agreement=False, 
 
     Args:
         model: a model built by :func:`AgreementGLOM`.
-        images: ``(batch, H, W, C)`` in [0, 1], as the model's input.
+        images: ``(batch, H, W, C)`` in [0, 1], as the model's input (its ``input_padding`` is applied).
         return_iterations: return every iteration.
         return_agreement: also return the last iteration's CAE output (what the code's TV metric uses).
         batch_size: process in chunks of this size (``None``: all at once).
@@ -216,11 +233,13 @@ def glom_levels(model, images, return_iterations=False, return_agreement=False, 
     tokenizer = _layer(model, "tokenizer", "glom_levels")
     patches = _layer(model, "patch_embedding", "glom_levels")
     columns = _layer(model, "columns", "glom_levels")
+    padding = next((layer for layer in model.layers if layer.name == "input_padding"), None)
     images = np.asarray(images)
     step = len(images) if batch_size is None else int(batch_size)
     chunks = []
     for start in range(0, len(images), max(step, 1)):
-        tokens = patches(tokenizer(images[start : start + step], training=False))
+        batch = images[start : start + step]
+        tokens = patches(tokenizer(batch if padding is None else padding(batch), training=False))
         out = columns(tokens, return_agreement=return_agreement, return_iterations=return_iterations)
         chunks.append([keras.ops.convert_to_numpy(o) for o in (out if return_agreement else (out,))])
     result = [np.concatenate(parts, axis=0) for parts in zip(*chunks)]

@@ -53,6 +53,22 @@ def test_keras_applications_contract():
     assert other.get_layer("columns").iterations == 2
 
 
+def test_input_padding_pads_inside_the_model_without_weights():
+    keras.utils.set_random_seed(1)
+    plain = AgreementGLOM(classifier_activation="softmax", **TINY)  # 16x16 input
+    padded = AgreementGLOM(classifier_activation="softmax", input_padding=np.int64(2), **dict(TINY, input_shape=(12, 12, 1)))
+    assert padded.count_params() == plain.count_params() and tuple(padded.inputs[0].shape) == (None, 12, 12, 1)
+    padded.set_weights(plain.get_weights())  # same weights, same order: the padding has none
+    x = np.random.default_rng(2).uniform(size=(2, 12, 12, 1)).astype("float32")
+    x16 = np.pad(x, ((0, 0), (2, 2), (2, 2), (0, 0)))  # centred zero padding by hand
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(padded(x)), keras.ops.convert_to_numpy(plain(x16)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(glom_levels(padded, x), glom_levels(plain, x16), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected a padding that makes the image sides multiples of 8.*received 0 with input_shape \(12, 12, 1\)"):
+        AgreementGLOM(**dict(TINY, input_shape=(12, 12, 1)))
+    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected an integer >= 0"):
+        AgreementGLOM(input_padding=-1, **TINY)
+
+
 def test_argument_errors():
     with pytest.raises(ValueError, match=r"AgreementGLOM.*weights"):
         AgreementGLOM(weights="imagenet")

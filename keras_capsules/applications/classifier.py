@@ -1,6 +1,11 @@
 """``CapsuleClassifier``: the functional model every application returns, with an optional label-masked reconstruction decoder that trains with plain ``fit``."""
 
+import inspect
+import sys
+import textwrap
+
 import keras
+import numpy as np
 from keras import ops
 
 from keras_capsules import errors
@@ -30,6 +35,35 @@ class ReconstructionLoss(keras.losses.Loss):
         return config
 
 
+class _BatchCounter(keras.callbacks.Callback):
+    """Counts the batches a ``predict``/``evaluate`` call runs (none: the data held zero examples)."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches = 0
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.batches += 1
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        self.batches += 1
+
+
+def _with_counter(callbacks):
+    """``(counter, callbacks)``: a :class:`_BatchCounter` added to a list of callbacks (``None``: none).
+
+    A ``CallbackList`` (what ``fit`` passes to its validation ``evaluate``) is left alone: counter ``None``.
+    """
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        return None, callbacks
+    counter = _BatchCounter()
+    return counter, [*(callbacks or []), counter]
+
+
+_FIT = inspect.signature(keras.Model.fit)
+_EVALUATE = inspect.signature(keras.Model.evaluate)
+
+
 @register
 class CapsuleClassifier(keras.Model):
     """The model every application constructor returns: a functional model, with an optional reconstruction decoder.
@@ -45,7 +79,15 @@ class CapsuleClassifier(keras.Model):
     :meth:`compute_loss` adds ``reconstruction_weight * error(x, decoder(mask(class_poses, y)))`` to
     the compiled loss (the decoder sees the true class only, as in the papers). :meth:`reconstruct`
     gives reconstructions at inference. Validation losses from ``evaluate`` are the compiled loss
-    only. The decoder is listed in ``model.layers`` (after the graph's layers).
+    only. The decoder is listed in ``model.layers`` (after the graph's layers) and in ``summary()``.
+
+    Bad input: ``predict`` on zero examples returns empty outputs (``(0, classes)`` scores) and
+    ``evaluate`` on zero examples raises a ``ValueError`` (there is no mean over no examples).
+    ``fit``/``evaluate`` refuse class-index labels ``(N,)``/``(N, 1)`` that are not whole numbers
+    (2.7 would be truncated to class 2 in silence; 2.0 is accepted) where the values are visible:
+    NumPy arrays, lists and eager tensors. Labels inside a ``tf.data`` pipeline are not visible
+    before the graph is traced, so they are not checked (``keras_capsules.datasets`` checks the
+    labels it reads and those given to ``datasets.from_arrays``).
 
     Args:
         inputs, outputs: as for a functional ``keras.Model``.
@@ -93,6 +135,91 @@ class CapsuleClassifier(keras.Model):
         decoder = getattr(self, "decoder", None)
         return layers + [decoder] if decoder is not None else layers
 
+    def _where(self, method):
+        return f"{type(self).__name__} '{self.name}'.{method}"
+
+    def _check_labels(self, method, argument, labels):
+        """Refuses non-integral class indices ``(N,)``/``(N, 1)`` when their values are visible (see the class docstring)."""
+        if not (isinstance(labels, (np.ndarray, list)) or hasattr(labels, "dtype")):
+            return
+        values = errors.concrete_value(labels)
+        classes = self.output.shape[-1] if not isinstance(self.output, (list, tuple, dict)) else None
+        if values is not None and (values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1 and classes != 1)):
+            errors.check_whole_labels(self._where(method), argument, values)
+
+    def fit(self, *args, **kwargs):
+        """``keras.Model.fit``, refusing non-integral class-index labels ``y`` and validation labels (see the class docstring)."""
+        arguments = _FIT.bind(self, *args, **kwargs).arguments
+        self._check_labels("fit", "y", arguments.get("y"))
+        validation = arguments.get("validation_data")
+        if isinstance(validation, (tuple, list)) and len(validation) >= 2:
+            self._check_labels("fit", "validation_data", validation[1])
+        return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        """``keras.Model.evaluate``, refusing non-integral class-index labels and zero examples (see the class docstring)."""
+        arguments = _EVALUATE.bind(self, *args, **kwargs).arguments
+        self._check_labels("evaluate", "y", arguments.get("y"))
+        counter, arguments["callbacks"] = _with_counter(arguments.get("callbacks"))
+        del arguments["self"]
+        extra = arguments.pop("kwargs", {})
+        result = super().evaluate(**arguments, **extra)
+        if counter is not None and counter.batches == 0:
+            raise ValueError(
+                f"{self._where('evaluate')}: argument `x` expected at least one example, received zero examples "
+                f"(an empty array or dataset): a loss or metric averaged over no examples is undefined."
+            )
+        return result
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """``keras.Model.predict``; zero examples give empty outputs (class scores ``(0, classes)``), not an error."""
+        counter, callbacks = _with_counter(callbacks)
+        try:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        except UnboundLocalError:  # Keras's predict on zero batches
+            if counter is None or counter.batches:
+                raise
+        empty = lambda t: ops.convert_to_numpy(ops.zeros((0,) + tuple(d or 0 for d in t.shape[1:]), t.dtype))  # noqa: E731
+        return keras.tree.map_structure(empty, self.output)
+
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False, layer_range=None):
+        """``keras.Model.summary`` with a row for the decoder, which lives outside the functional graph.
+
+        The decoder reads the label-masked class poses in the loss (and in :meth:`reconstruct`), so
+        Keras's functional summary would leave its parameters out of the rows while counting them in
+        the totals; its row (connected to ``mask(<class_capsules>)``) makes the rows add up to the total.
+        """
+        arguments = dict(line_length=line_length, positions=positions, expand_nested=expand_nested, show_trainable=show_trainable)
+        if self.decoder is None or layer_range is not None:
+            return super().summary(print_fn=print_fn, layer_range=layer_range, **arguments)
+        captured = []
+        super().summary(print_fn=lambda text, *_, **__: captured.append(text), **arguments)
+        text = _with_row(captured[0], self._decoder_fields())
+        if print_fn is not None:
+            print_fn(text)
+        elif keras.config.is_interactive_logging_enabled():
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
+        else:
+            from absl import logging
+
+            logging.info(text)
+
+    def _decoder_fields(self):
+        """The decoder's summary fields by column header."""
+        poses = keras.tree.flatten(self.get_layer(self.class_capsules).output)[0]
+        try:
+            shape = str(tuple(self.decoder.compute_output_shape((None, poses.shape[1] * poses.shape[2]))))
+        except NotImplementedError:
+            shape = "?"
+        return {
+            "Layer (type)": f"{self.decoder.name} ({type(self.decoder).__name__})",
+            "Output Shape": shape,
+            "Param #": f"{self.decoder.count_params():,}",
+            "Connected to": f"mask({self.class_capsules}), in the loss",
+            "Trainable": "Y" if self.decoder.trainable else "N",
+        }
+
     def call(self, inputs, training=None, mask=None):
         if training and self.decoder is not None:
             scores, poses = self.scores_and_poses(inputs)
@@ -139,3 +266,29 @@ class CapsuleClassifier(keras.Model):
             }
         )
         return config
+
+
+def _with_row(text, fields):
+    """Keras's rendered summary ``text`` with one more table row, its cells ``fields[header]`` wrapped to the column widths.
+
+    A table wider than the console comes cropped on the right (rich's behaviour); the row is cropped alike.
+    """
+    lines = text.split("\n")
+    top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    bottom = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("└"))
+    width = len(lines[top])
+    closed = lines[top].endswith("┓")
+    widths = [len(segment) for segment in lines[top][1 : width - closed].split("┳")]
+    shown = [cell.strip().rstrip("…") for cell in lines[top + 1][1 : width - closed].split("┃")]  # narrow: "Trai…"
+    headers = [next((key for key in fields if shown_name and key.startswith(shown_name)), shown_name) for shown_name in shown]
+    cells = [textwrap.wrap(fields.get(header, ""), size - 2) or [""] for header, size in zip(headers, widths)]
+    rows = []
+    for row in range(max(len(cell) for cell in cells)):
+        parts = []
+        for header, size, cell in zip(headers, widths, cells):
+            value = cell[row] if row < len(cell) else ""
+            value = value.rjust(size - 2) if header == "Param #" else value.center(size - 2) if header == "Trainable" else value.ljust(size - 2)
+            parts.append(f" {value} ")
+        rows.append("│" + "│".join(parts) + "│")
+    separator = "├" + "┼".join("─" * size for size in widths) + "┤"
+    return "\n".join(lines[:bottom] + [line[:width] for line in [separator, *rows]] + lines[bottom:])

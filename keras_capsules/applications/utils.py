@@ -7,6 +7,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_capsules import errors
+
 POOLINGS = (None, "avg", "max")
 
 
@@ -43,7 +45,7 @@ def validate_application_args(
             f"{model_name}: argument `weights` expected None (random initialisation), the path to an existing "
             f"weights file, or a preset name (keras_capsules.presets.available()), received {weights!r}."
         )
-    if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
+    if not errors.is_integer(classes) or classes < 1:
         raise ValueError(f"{model_name}: argument `classes` expected a positive integer, received {classes!r}.")
     if pooling not in POOLINGS:
         raise ValueError(f"{model_name}: argument `pooling` expected one of None, 'avg', 'max', received {pooling!r}.")
@@ -60,8 +62,9 @@ def validate_application_args(
     if input_shape is None:
         input_shape = default_shape
     input_shape = tuple(input_shape)
-    if len(input_shape) != 3:
-        raise ValueError(f"{model_name}: argument `input_shape` expected a 3-tuple (height, width, channels), received {input_shape!r}.")
+    if len(input_shape) != 3 or not all(size is None or errors.is_integer(size) for size in input_shape):
+        raise ValueError(f"{model_name}: argument `input_shape` expected a 3-tuple (height, width, channels) of integers, received {input_shape!r}.")
+    input_shape = tuple(None if size is None else int(size) for size in input_shape)  # np.int64 -> int: JSON configs
     height, width, channels = input_shape
     if None in (height, width):
         raise ValueError(
@@ -71,7 +74,7 @@ def validate_application_args(
         )
     if include_top and channels is None:
         raise ValueError(f"{model_name}: argument `input_shape` expected a fully defined shape when include_top=True, received {input_shape!r}.")
-    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or channels < 1):
+    if channels is not None and channels < 1:
         raise ValueError(f"{model_name}: argument `input_shape` expected a positive number of channels, received {input_shape!r}.")
     for size in (height, width):
         if size is not None and size < min_size:

@@ -10,7 +10,7 @@ from keras_capsules.datasets.augment import Augmentation, available_augmentation
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx
 from keras_capsules.datasets.loaders import available, from_arrays, info, load, load_arrays, num_classes
-from keras_capsules.datasets.registry import DatasetInfo, register_dataset
+from keras_capsules.datasets.registry import DatasetInfo, class_names, register_dataset
 
 __all__ = [
     "Augmentation",
@@ -19,6 +19,7 @@ __all__ = [
     "IdxFormatError",
     "available",
     "available_augmentations",
+    "class_names",
     "get_augmentation",
     "info",
     "load",

@@ -8,8 +8,9 @@ https://www.cs.toronto.edu/~tijmen/affNIST/, "transformed" set, MATLAB format) i
 - ``test_batches/1.mat ... 32.mat`` or ``test_batches.zip`` itself.
 
 Each file holds a struct ``affNISTdata`` with ``image`` (1600 x N, row-major 40x40 uint8) and
-``label_int`` (1 x N). Reading them needs ``scipy``. The capsule papers train on ``expanded_mnist``
-(40x40 translated MNIST, see :mod:`keras_capsules.datasets.derived`) and test on affNIST ``test``.
+``label_int`` (1 x N). Reading them needs ``scipy`` (the ``keras-capsules[mat]`` extra). The capsule papers
+train on ``expanded_mnist`` (40x40 translated MNIST, see :mod:`keras_capsules.datasets.derived`) and test on
+affNIST ``test``.
 """
 
 import os

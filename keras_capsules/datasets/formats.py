@@ -123,15 +123,33 @@ def read_members(archive, names):
     return found
 
 
+def whole_labels(values, reader, where):
+    """``values`` flattened to ``int32 (N,)`` class indices.
+
+    Raises:
+        DataFormatError: naming ``reader`` and the file ``where``, when a label is not a whole number
+            (a cast would truncate 2.7 to class 2 in silence).
+    """
+    values = np.asarray(values).reshape(-1)
+    if values.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)))
+        if bad.size:
+            raise DataFormatError(
+                f"{reader}: {where!r} holds labels that are not whole numbers ({bad.size} of {values.size}, "
+                f"first {values[bad[0]].item()!r} at index {int(bad[0])}); expected class indices."
+            )
+    return values.astype("int32")
+
+
 # ---------------------------------------------------------------------------------- MATLAB files
 
 
 def load_mat(raw, where):
-    """``scipy.io.loadmat`` of MATLAB v5 bytes, with clear errors (scipy is needed for SVHN and affNIST)."""
+    """``scipy.io.loadmat`` of MATLAB v5 bytes, with clear errors (scipy, the ``keras-capsules[mat]`` extra, reads SVHN and affNIST)."""
     try:
         from scipy import io as scipy_io
-    except ImportError:
-        raise ImportError(f"load_mat: reading {where!r} needs scipy (`pip install scipy`).") from None
+    except ImportError as error:
+        raise ImportError(f'load_mat: reading {where!r} needs scipy, the mat extra: pip install "keras-capsules[mat]".') from error
     try:
         return scipy_io.loadmat(io.BytesIO(raw))
     except Exception as error:  # scipy raises many types (ValueError, IndexError, ...) on damaged files
@@ -148,7 +166,7 @@ def read_svhn_mat(raw, where):
     if "X" not in mat or "y" not in mat:
         raise DataFormatError(f"read_svhn_mat: {where!r} has no 'X'/'y' variables (found {sorted(k for k in mat if not k.startswith('__'))}).")
     images = np.asarray(mat["X"], np.uint8)
-    labels = np.asarray(mat["y"]).reshape(-1).astype("int32")
+    labels = whole_labels(mat["y"], "read_svhn_mat", where)
     if images.ndim != 4 or images.shape[:3] != (32, 32, 3) or images.shape[3] != len(labels):
         raise DataFormatError(f"read_svhn_mat: {where!r} has X of shape {images.shape} and {len(labels)} labels; expected (32, 32, 3, N).")
     return np.ascontiguousarray(images.transpose(3, 0, 1, 2)), labels % 10
@@ -164,9 +182,10 @@ def read_affnist_mat(raw, where):
     try:
         data = mat["affNISTdata"]
         images = np.asarray(data["image"][0, 0], np.uint8)
-        labels = np.asarray(data["label_int"][0, 0]).reshape(-1).astype("int32")
+        labels = np.asarray(data["label_int"][0, 0])
     except (KeyError, ValueError, IndexError, TypeError) as error:
         raise DataFormatError(f"read_affnist_mat: {where!r} has no affNISTdata struct with 'image' and 'label_int' ({error}).") from None
+    labels = whole_labels(labels, "read_affnist_mat", where)
     if images.ndim != 2 or images.shape[0] != 1600 or images.shape[1] != len(labels):
         raise DataFormatError(f"read_affnist_mat: {where!r} has images of shape {images.shape} and {len(labels)} labels; expected (1600, N).")
     return np.ascontiguousarray(images.T.reshape(-1, 40, 40, 1)), labels

@@ -7,6 +7,8 @@ found the error names the files expected and where to put them, without touching
 
 import numpy as np
 
+from keras_capsules import errors
+
 # Importing the dataset modules registers them.
 from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noqa: F401
 from keras_capsules.datasets.augment import get_augmentation
@@ -92,9 +94,9 @@ def load(
     """
     import tensorflow as tf
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not errors.is_integer(batch_size) or batch_size < 1:
         raise ValueError(f"datasets.load: argument `batch_size` expected a positive integer, received {batch_size!r}.")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+    if limit is not None and (not errors.is_integer(limit) or limit < 1):
         raise ValueError(f"datasets.load: argument `limit` expected None or a positive integer, received {limit!r}.")
     dataset_info = get_info(name)
     check_split(dataset_info, split)
@@ -116,27 +118,37 @@ def load(
     return _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder)
 
 
-def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0):
+def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0, shuffle=False, drop_remainder=False):
     """Arrays in :func:`load_arrays`' form as :func:`load` serves them: a batched ``tf.data.Dataset``.
 
     Args:
         images, labels: ``uint8 (N, H, W, C)`` and ``(N, ...)``, e.g. part of a :func:`load_arrays` split.
+            Class indices ``(N,)``/``(N, 1)`` must be whole numbers: float labels such as 2.7 are refused
+            (``2.0`` is accepted), where ``fit`` would truncate them to class 2 in silence.
         batch_size: examples per batch.
         augment: name of an augmentation preset or ``None``.
         training: apply the preset's random training transform instead of its evaluation transform.
-        seed: seed of the training transform.
+        seed: seed of the training transform and of the shuffle.
+        shuffle: shuffle the examples each epoch (deterministically from ``seed``), as :func:`load`
+            does for training splits.
+        drop_remainder: drop the last incomplete batch.
 
     Returns:
-        ``(image float32, label)`` batches in order: images in [0, 1], then the preset's transform
+        ``(image float32, label)`` batches (in order unless ``shuffle``): images in [0, 1], then the preset's transform
         (e.g. ``"cifar24"``'s central 24x24 crop for evaluation), as :func:`load` gives the same split.
     """
     import tensorflow as tf
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not errors.is_integer(batch_size) or batch_size < 1:
         raise ValueError(f"datasets.from_arrays: argument `batch_size` expected a positive integer, received {batch_size!r}.")
+    label_values = errors.concrete_value(labels)
+    if label_values is not None and (label_values.ndim == 1 or label_values.shape[1:] == (1,)):
+        errors.check_whole_labels("datasets.from_arrays", "labels", label_values)
     preset = None if augment is None else get_augmentation(augment)
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
-    return _scaled_transformed_batched(dataset, preset, bool(training), seed, batch_size, drop_remainder=False)
+    if shuffle:
+        dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    return _scaled_transformed_batched(dataset, preset, bool(training), seed, batch_size, drop_remainder)
 
 
 def _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder):

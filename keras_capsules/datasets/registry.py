@@ -71,6 +71,7 @@ class DatasetInfo:
         options: accepted keyword options and their defaults.
         read_folder, read_tfds, arrays, pipeline: see the module docstring.
         description: one line.
+        class_names: the class names in label order (``classes`` of them); empty: see :func:`class_names`.
     """
 
     name: str
@@ -87,18 +88,71 @@ class DatasetInfo:
     arrays: Optional[Callable] = None
     pipeline: Optional[Callable] = None
     description: str = ""
+    class_names: tuple = ()
 
     def training_split(self, split):
         """Whether ``split`` is a training split (random augmentation, shuffled by default)."""
         return split == self.splits[0] or split.endswith("_train")
 
 
+_DIGITS = tuple(str(digit) for digit in range(10))
+#: Class names of the built-in datasets, in label order (the names their publishers give).
+BUILTIN_CLASS_NAMES = {
+    "mnist": _DIGITS,
+    "mnist_sample": _DIGITS,
+    "affnist": _DIGITS,
+    "svhn": _DIGITS,  # label 10 of the .mat files is read as digit 0
+    "fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+    "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
+    "cifar100": tuple(
+        "apple aquarium_fish baby bear beaver bed bee beetle bicycle bottle bowl boy bridge bus butterfly camel can castle "
+        "caterpillar cattle chair chimpanzee clock cloud cockroach couch crab crocodile cup dinosaur dolphin elephant flatfish "
+        "forest fox girl hamster house kangaroo keyboard lamp lawn_mower leopard lion lizard lobster man maple_tree motorcycle "
+        "mountain mouse mushroom oak_tree orange orchid otter palm_tree pear pickup_truck pine_tree plain plate poppy porcupine "
+        "possum rabbit raccoon ray road rocket rose sea seal shark shrew skunk skyscraper snail snake spider squirrel streetcar "
+        "sunflower sweet_pepper table tank telephone television tiger tractor train trout tulip turtle wardrobe whale willow_tree "
+        "wolf woman worm".split()
+    ),  # the fine labels (CIFAR-100's meta file, fine_label_names)
+    "smallnorb": ("animal", "human", "airplane", "truck", "car"),
+}
+
+
 def register_dataset(info):
-    """Registers ``info`` under ``info.name``."""
+    """Registers ``info`` under ``info.name`` (its ``class_names``, when given, must name every class)."""
     if info.name in _DATASETS:
         raise ValueError(f"register_dataset: dataset {info.name!r} is already registered.")
+    if not info.class_names and info.name in BUILTIN_CLASS_NAMES:
+        info = dataclasses.replace(info, class_names=BUILTIN_CLASS_NAMES[info.name])
+    if info.class_names and len(info.class_names) != info.classes:
+        raise ValueError(
+            f"register_dataset: argument `class_names` of dataset {info.name!r} expected {info.classes} names (one per class), "
+            f"received {len(info.class_names)}."
+        )
     _DATASETS[info.name] = info
     return info
+
+
+def class_names(name):
+    """The class names of dataset ``name`` in label order: ``class_names("fashion_mnist")[0] == "T-shirt/top"``.
+
+    A derived set (``expanded_mnist``, ``multi_mnist``, ...) has the names of its default source (its
+    ``base`` option); a registered dataset without names has ``"0"``, ``"1"``, ... .
+
+    Returns:
+        A tuple of ``info.classes`` strings.
+
+    Raises:
+        ValueError: ``name`` is not a registered dataset.
+    """
+    if not isinstance(name, str) or name not in _DATASETS:
+        _unknown("class_names", name)
+    info = _DATASETS[name]
+    if info.class_names:
+        return tuple(info.class_names)
+    base = info.options.get("base")
+    if base is not None and base != name and get_info(base).classes == info.classes:
+        return class_names(base)
+    return tuple(str(label) for label in range(info.classes))
 
 
 def available():
@@ -109,8 +163,12 @@ def available():
 def get_info(name):
     """The :class:`DatasetInfo` of ``name``."""
     if name not in _DATASETS:
-        raise ValueError(f"datasets.load: argument `name` expected one of {available()}, received {name!r}.")
+        _unknown("load", name)
     return _DATASETS[name]
+
+
+def _unknown(function, name):
+    raise ValueError(f"datasets.{function}: argument `name` expected one of {available()}, received {name!r}.")
 
 
 def check_split(info, split):

@@ -90,12 +90,20 @@ def _idx_reader(name):
             )
         if len(labels) == 0:
             raise formats.DataFormatError(f"datasets.load: {images_path!r} and {labels_path!r} hold no examples (their headers say 0).")
-        classes = get_info(name).classes
-        bad = np.flatnonzero((labels < 0) | (labels >= classes))
+        dataset_info = get_info(name)
+        size = tuple(dataset_info.image_shape[:2])
+        if images.shape[1:] != size:
+            raise formats.DataFormatError(
+                f"datasets.load: {images_path!r} holds {images.shape[1]}x{images.shape[2]} images (shape {images.shape}); "
+                f"{name!r} images are {size[0]}x{size[1]}, expected shape (N, {size[0]}, {size[1]}). It is not served as "
+                f"{name!r}, with or without verify."
+            )
+        classes = dataset_info.classes
+        bad = np.flatnonzero((labels < 0) | (labels >= classes) | (labels != np.round(labels)))
         if bad.size:
             raise formats.DataFormatError(
-                f"datasets.load: {labels_path!r} holds labels outside 0..{classes - 1} for {name!r} "
-                f"({bad.size} of {labels.size}, first {int(labels[bad[0]])} at index {int(bad[0])})."
+                f"datasets.load: {labels_path!r} holds labels outside 0..{classes - 1} (or not whole numbers) for {name!r} "
+                f"({bad.size} of {labels.size}, first {labels[bad[0]].item()!r} at index {int(bad[0])})."
             )
         if verify:
             check_official_idx(name, images_path, stems[0], images_digest)

@@ -3,6 +3,10 @@
 ``download=False`` never touches the network: TFDS either finds a prepared copy in its data dir
 (``$TFDS_DATA_DIR``, default ``~/tensorflow_datasets``) or fails at once, and the failure is re-raised
 as a ``FileNotFoundError`` whose message the caller completes with the local files it accepts.
+
+``tensorflow-datasets`` is the ``keras-capsules[tfds]`` extra: without it, ``download=False`` reports that
+no TFDS copy could be looked for (the same ``FileNotFoundError`` path) and ``download=True`` raises
+:class:`TfdsNotInstalled`, both naming the extra.
 """
 
 import logging
@@ -11,8 +15,28 @@ import os
 import numpy as np
 
 
+#: How to install the optional TensorFlow Datasets dependency.
+TFDS_INSTALL = 'pip install "keras-capsules[tfds]"'
+
+
 class TfdsNotPrepared(FileNotFoundError):
     """TFDS has no prepared copy of a dataset and downloading was not allowed."""
+
+
+class TfdsNotInstalled(ImportError):
+    """A TFDS download was asked for and ``tensorflow-datasets`` (the ``keras-capsules[tfds]`` extra) is not installed."""
+
+
+def _import_tfds(tfds_name, download):
+    """``tensorflow_datasets``, or the error above naming the ``tfds`` extra."""
+    try:
+        import tensorflow_datasets
+    except ImportError as error:
+        missing = f"tensorflow-datasets is not installed ({type(error).__name__}: {error}); install it with {TFDS_INSTALL}"
+        if download:
+            raise TfdsNotInstalled(f"datasets.load: downloading {tfds_name!r} from TensorFlow Datasets needs the tfds extra: {missing}.") from error
+        raise TfdsNotPrepared(f"no TFDS copy of {tfds_name!r} was looked for: {missing}") from None
+    return tensorflow_datasets
 
 
 def tfds_data_dir():
@@ -33,9 +57,10 @@ def tfds_arrays(tfds_name, split, keys, download=False):
         A dict ``{key: array}`` (images keep their TFDS dtype, uint8).
 
     Raises:
-        TfdsNotPrepared: no prepared copy and ``download=False``.
+        TfdsNotPrepared: no prepared copy (or ``tensorflow-datasets`` not installed) and ``download=False``.
+        TfdsNotInstalled: ``download=True`` and ``tensorflow-datasets`` is not installed.
     """
-    import tensorflow_datasets as tfds
+    tfds = _import_tfds(tfds_name, download)
 
     absl_logger = logging.getLogger("absl")
     level = absl_logger.level

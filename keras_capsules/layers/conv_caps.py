@@ -62,8 +62,7 @@ class ConvCaps(RoutedCapsules):
         _, height, width, types, in_dim = poses_shape
         if None in (height, width, types, in_dim):
             errors.fail(self, "inputs", "fully defined H, W, types and capsule_dim", f"shape {poses_shape}")
-        if self.padding == "valid" and (height < self.kernel_size or width < self.kernel_size):
-            errors.fail(self, "inputs", f"H and W of at least kernel_size={self.kernel_size} with padding='valid'", f"shape {poses_shape}")
+        errors.check_kernel_fits(self, self.kernel_size, self.padding, poses_shape)
         self.record_input_shape(poses_shape)
         indices, self._pads, _ = patch_indices(height, width, self.kernel_size, self.strides, self.padding)
         self._indices = indices

@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.layers.capsule_tensor import as_float, unpack_capsules
+from keras_capsules.layers.capsule_tensor import as_float, unpack_capsules, unpack_shapes
 from keras_capsules.ops.norms import capsule_length
 from keras_capsules.ops.squash import get_squash
 from keras_capsules.serialization import register
@@ -44,13 +44,18 @@ class Squash(keras.layers.Layer):
 class Length(keras.layers.Layer):
     """Capsule lengths, the class scores of vector capsule networks.
 
-    Input: poses ``(batch, ..., num_capsules, capsule_dim)`` or a ``(poses, activations)`` pair.
+    Input: poses ``(batch, ..., num_capsules, capsule_dim)`` (rank >= 2) or a ``(poses, activations)`` pair.
     Output: ``(batch, ..., num_capsules)``, ``sqrt(sum(v^2) + epsilon)``.
     """
 
     def __init__(self, epsilon=1e-7, **kwargs):
         super().__init__(**kwargs)
         self.epsilon = float(epsilon)
+
+    def build(self, input_shape):
+        poses_shape, _ = unpack_shapes(self, input_shape)
+        if len(poses_shape) < 2:  # a rank-1 tensor would give one scalar length for the whole batch
+            errors.fail(self, "inputs", "poses of rank >= 2, (batch, ..., capsule_dim)", f"shape {poses_shape} (rank {len(poses_shape)})")
 
     def call(self, inputs):
         poses, _ = unpack_capsules(self, inputs)

@@ -25,7 +25,7 @@ class IdentityPlusUniform(keras.initializers.RandomUniform):
     """
 
     def __init__(self, scale=0.1, seed=None):
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale < 0:
+        if not errors.is_number(scale) or scale < 0:
             errors.fail("IdentityPlusUniform", "scale", "a number >= 0", scale)
         self.scale = float(scale)
         super().__init__(minval=-self.scale, maxval=self.scale, seed=seed)

@@ -143,6 +143,7 @@ class PrimaryCaps(keras.layers.Layer):
                 f"channels = num_capsules * capsule_dim = {self.num_capsules * self.capsule_dim} for depthwise=True",
                 f"shape {tuple(input_shape)}",
             )
+        errors.check_kernel_fits(self, self.kernel_size, self.padding, input_shape)
         self.pose_conv.build(input_shape)
         self.pose_bias = None
         if self.use_bias and self.pose_scale != 1.0:
@@ -150,8 +151,6 @@ class PrimaryCaps(keras.layers.Layer):
                 name="pose_bias", shape=(self.num_capsules, self.capsule_dim), initializer=self.bias_initializer
             )
         conv_shape = self.pose_conv.compute_output_shape(input_shape)
-        if conv_shape[1] is not None and conv_shape[1] < 1 or conv_shape[2] is not None and conv_shape[2] < 1:
-            errors.fail(self, "inputs", f"a feature map at least kernel_size={self.kernel_size} wide", f"shape {tuple(input_shape)}")
         if self.activation_conv is not None:
             self.activation_conv.build(input_shape)
         if self.layer_norm is not None:

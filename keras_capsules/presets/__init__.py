@@ -1,7 +1,8 @@
 """Pretrained weights for the applications: ``EffCapsNet(weights="mnist")``.
 
 - :func:`available` lists the presets, :func:`get` returns one's record (accuracy on the full test
-  set, how it was trained, file and SHA-256), :func:`model_card` renders it as Markdown.
+  set, how it was trained, file and SHA-256, class names), :func:`model_card` renders it as Markdown.
+- :func:`decode_predictions` names a preset model's top classes: ``"T-shirt/top"``, not ``0``.
 - Files ship inside the package; :func:`search_dirs` gives the lookup order; :func:`download` is
   the only path that fetches a file (for presets that carry a URL).
 - :func:`save_weights` / :func:`load_weights` read and write the preset file format (weights keyed
@@ -10,6 +11,7 @@
 
 from keras_capsules.presets.cards import model_card, model_cards
 from keras_capsules.presets.constructor import with_presets
+from keras_capsules.presets.predictions import decode_predictions
 from keras_capsules.presets.registry import (
     Preset,
     available,
@@ -27,6 +29,7 @@ __all__ = [
     "Preset",
     "PresetFileError",
     "available",
+    "decode_predictions",
     "download",
     "get",
     "is_preset",

@@ -4,28 +4,83 @@ import os
 
 from keras_capsules.presets import registry
 
+#: License of every shipped preset file (the library's).
+LICENSE = "Apache-2.0, like the library."
+
+
+def _dataset_description(name):
+    from keras_capsules import datasets
+
+    return datasets.info(name).description
+
 
 def _size(preset):
     path = os.path.join(registry.PACKAGE_DIR, preset.file)
     return f"{os.path.getsize(path) / 1e6:.1f} MB" if os.path.isfile(path) else "not in the package"
 
 
+def _validation(preset):
+    held_out = preset.validation
+    if not held_out:
+        return "none"
+    text = f"{held_out['examples']:,} training images"
+    if held_out.get("selection"):
+        text += f" ({held_out['selection']}" + (f", seed {held_out['seed']})" if held_out.get("seed") is not None else ")")
+    return text + (f", used for {held_out['used_for']}" if held_out.get("used_for") else "")
+
+
+def _test_informed(preset):
+    answer = {True: "yes", False: "no", None: "not recorded"}[preset.test_informed]
+    return f"{answer} — {preset.decisions}" if preset.decisions else answer
+
+
+def _classes(names):
+    shown = names if len(names) <= 10 else names[:5] + ("...",) + names[-2:]
+    return ", ".join(f'"{n}"' if n != "..." else n for n in shown)
+
+
+def _paragraph(label, text):
+    return [f"**{label}.** {text}", ""] if text else []
+
+
 def model_card(model, name):
-    """Markdown model card of preset ``model/name``."""
+    """Markdown model card of preset ``model/name``: what it is, its use and limits, data, training, evaluation, use, license, citation."""
     preset = registry.get(model, name)
     subset = preset.subset
     hours = preset.train_seconds / 3600
+    shape = "x".join(str(d) for d in preset.kwargs.get("input_shape", ()))
+    correct = round(preset.test_accuracy * preset.test_examples)
+    log = f" Training log: `{preset.log}` in the source repository." if preset.log else ""
     lines = [
         f"#### `{preset.model}(weights=\"{preset.name}\")`",
         "",
+        *([preset.description, ""] if preset.description else []),
+        *_paragraph("Intended use and limitations", preset.limitations),
+        f"**Training data.** {_dataset_description(preset.dataset)}: the training split"
+        + (" minus the validation hold-out" if preset.validation else "")
+        + f"; the test split was not trained on. Validation hold-out: {_validation(preset)}.",
+        "",
+        *_paragraph("Training procedure", f"{preset.procedure}{log}".strip()),
+        f"**Evaluation.** **{100 * preset.test_accuracy:.2f} %** top-1 accuracy ({correct:,} of {preset.test_examples:,}) on the "
+        f"full official {preset.dataset} test set, measured once with the shipped file on the test images as they come "
+        f"(scaled to [0, 1]); the test suite checks {100 * preset.subset_accuracy:.2f} % on the first "
+        f"{subset['limit']:,} images of `{subset['dataset']}` / `{subset['split']}`. "
+        + (f"{preset.notes} " if preset.notes else "")
+        + f"Test-informed decisions: {_test_informed(preset)}",
+        "",
+        "**How to use.**",
+        "",
+        "```python",
+        "from keras_capsules import applications, presets",
+        f"model = applications.{preset.model}(weights=\"{preset.name}\")  # (batch, {shape.replace('x', ', ')}) images in [0, 1]",
+        f"top3 = presets.decode_predictions(model.predict(images), \"{preset.key}\", top=3)  # [(index, name, score), ...]",
+        "```",
+        "",
         "| | |",
         "|---|---|",
-        f"| test accuracy | **{100 * preset.test_accuracy:.2f} %** on the full {preset.dataset} test set ({preset.test_examples:,} images), measured with the shipped file |",
-        f"| fixed subset | {100 * preset.subset_accuracy:.2f} % on the first {subset['limit']:,} images of `{subset['dataset']}` / `{subset['split']}` (checked by the tests) |",
-        f"| constructor arguments | `{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}` |",
+        f"| classes | {_classes(preset.class_names)} |",
         f"| parameters | {preset.parameters:,} |",
-        *([f"| input | the {preset.dataset} images through the evaluation transform of augmentation `{preset.evaluation}`: "
-           f"`datasets.load(..., augment=\"{preset.evaluation}\", training=False)` |"] if preset.evaluation else []),
+        f"| constructor arguments | `{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}` |",
         f"| training | recipe `{' / '.join(preset.recipe)}`, {preset.epochs} epochs, {hours:.1f} h on {preset.hardware} |",
         f"| command | `{preset.command}` |",
         f"| file | `{preset.file}` ({_size(preset)}, {preset.storage_dtype}), SHA-256 `{preset.sha256[:16]}…` |",
@@ -33,8 +88,9 @@ def model_card(model, name):
     ]
     for key, value in sorted(preset.metrics.items()):
         lines.append(f"| {key.replace('_', ' ')} | {value} |")
-    if preset.notes:
-        lines += ["", preset.notes]
+    lines += ["", f"**License.** {LICENSE}"]
+    if preset.citation:
+        lines += ["", "**Citation.**", "", "```bibtex", preset.citation.strip(), "```"]
     return "\n".join(lines) + "\n"
 
 

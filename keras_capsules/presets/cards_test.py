@@ -13,22 +13,47 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 def test_card_of_a_registered_preset():
     preset = presets.Preset(
-        model="EffCapsNet", name="card-test", dataset="mnist", kwargs={"variant": "mnist"}, file="none.npz", sha256="ab" * 32,
-        test_accuracy=0.99612, test_examples=10000, subset_accuracy=0.998, subset={"dataset": "mnist_sample", "split": "test", "limit": 1000},
-        parameters=1573744, recipe=("EffCapsNet", "mnist", "default"), command="keras-capsules train EffCapsNet --dataset mnist --epochs 50",
+        model="EffCapsNet", name="card-test", dataset="fashion_mnist", kwargs={"variant": "mnist", "input_shape": [28, 28, 1]},
+        file="none.npz", sha256="ab" * 32, test_accuracy=0.93174, test_examples=10000, subset_accuracy=0.938,
+        subset={"dataset": "fashion_mnist", "split": "test", "limit": 1000}, parameters=1573744,
+        recipe=("EffCapsNet", "fashion_mnist", "default"), command="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 50",
         epochs=50, train_seconds=7200.0, hardware="AMD EPYC, 2 CPU cores", library_version="0.1.0", date="2026-11-23",
-        notes="Shortened schedule.", metrics={"routing_entropy": 2.6},
+        description="A test model.", limitations="Only for this test.", procedure="Fifty epochs.", log="benchmarks/presets/logs/x.md",
+        validation={"examples": 5000, "seed": 0, "selection": "uniform draw"}, test_informed=True,
+        decisions="the schedule was extended after a test score.", citation="@article{key,\n  title={T}\n}",
+        notes="Paper: 94.0 %.", metrics={"routing_entropy": 2.6},
     )
     presets.register_preset(preset)
     try:
         card = presets.model_card("EffCapsNet", "card-test")
     finally:
         presets.unregister_preset("EffCapsNet", "card-test")
-    assert "**99.61 %** on the full mnist test set (10,000 images)" in card
-    assert "99.80 % on the first 1,000 images of `mnist_sample` / `test`" in card
+    sections = ["A test model.", "**Intended use and limitations.** Only for this test.", "**Training data.**",
+                "**Training procedure.** Fifty epochs.", "**Evaluation.**", "**How to use.**", "**License.**", "**Citation.**"]
+    positions = [card.index(section) for section in sections]
+    assert positions == sorted(positions)  # the sections of a Hugging Face / Kaggle model card, in that order
+    assert "Training log: `benchmarks/presets/logs/x.md`" in card
+    assert "**93.17 %** top-1 accuracy (9,317 of 10,000) on the full official fashion_mnist test set" in card
+    assert "93.80 % on the first 1,000 images of `fashion_mnist` / `test`" in card
+    assert "Validation hold-out: 5,000 training images (uniform draw, seed 0)." in card
+    assert "Paper: 94.0 %. Test-informed decisions: yes — the schedule was extended after a test score." in card
+    assert 'model = applications.EffCapsNet(weights="card-test")  # (batch, 28, 28, 1) images in [0, 1]' in card
+    assert 'presets.decode_predictions(model.predict(images), "EffCapsNet/card-test", top=3)' in card
+    assert '| classes | "T-shirt/top", "Trouser", "Pullover"' in card and '"Ankle boot" |' in card
     assert "1,573,744" in card and "50 epochs, 2.0 h on AMD EPYC, 2 CPU cores" in card
-    assert "`keras-capsules train EffCapsNet --dataset mnist --epochs 50`" in card
-    assert "| routing entropy | 2.6 |" in card and card.rstrip().endswith("Shortened schedule.")
+    assert "`keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 50`" in card
+    assert "| routing entropy | 2.6 |" in card and card.rstrip().endswith("```bibtex\n@article{key,\n  title={T}\n}\n```")
+
+
+@pytest.mark.parametrize("key", presets.available())
+def test_every_shipped_card_states_its_validation_and_test_decisions(key):
+    preset = presets.get(*key.split("/", 1))
+    assert preset.test_informed in (True, False) and preset.decisions and preset.citation.lstrip().startswith("@")
+    card = presets.model_card(preset.model, preset.name)
+    answer = "yes" if preset.test_informed else "no"
+    assert f"Test-informed decisions: {answer} — {preset.decisions}" in card
+    assert ("Validation hold-out: none." in card) == (preset.validation is None)
+    assert os.path.isfile(os.path.join(ROOT, preset.log)), f"{key}: training log {preset.log} missing"
 
 
 @pytest.mark.parametrize("model", ["AgreementGLOM", "CapsNet", "EffCapsNet", "FMCapsNet"])

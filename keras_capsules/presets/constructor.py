@@ -77,7 +77,10 @@ def with_presets(model_name):
 
         @functools.wraps(constructor)
         def build(*args, **kwargs):
-            explicit = signature.bind(*args, **kwargs).arguments
+            try:
+                explicit = signature.bind(*args, **kwargs).arguments
+            except TypeError as error:  # bind's message lacks the function's name
+                raise TypeError(f"{model_name}() {error}; its arguments: {', '.join(signature.parameters)}.") from None
             weights = explicit.get("weights")
             is_path_like = isinstance(weights, (str, os.PathLike))
             if not is_path_like or os.path.isfile(weights):

@@ -44,14 +44,25 @@ class Preset:
         recipe: ``(model, dataset, variant)`` of the training recipe.
         command: the exact ``keras-capsules train`` command.
         epochs, train_seconds, hardware, library_version, date: how and where it was trained.
-        notes: deviations from the paper schedule, targets and the paper's figures.
+        description: what the model is, in a sentence or two (the card's opening).
+        limitations: intended use and limitations.
+        procedure: the training procedure in a short paragraph.
+        log: path, in the source repository, of the training log page (every pause, restart, seed
+            and schedule change of the run).
+        validation: the validation hold-out of the run, ``{"examples", "seed", "selection", ...}``, or
+            ``None``: none held out.
+        test_informed: whether any training decision (schedule, continuation, which file ships)
+            followed a test score; ``None``: not recorded.
+        decisions: one sentence on what those decisions read.
+        citation: BibTeX of the paper(s) the model comes from.
+        notes: short remarks on the evaluation (the paper's figure, a target).
         metrics: further measurements (per-class parse trees, sparsity, ...).
         url: optional download address (used only by :func:`download`).
-        evaluation: ``None`` (the model takes the dataset's images as they are) or the augmentation
-            preset whose deterministic evaluation transform its inputs need, e.g. ``"glom_fashion_mnist"``
-            (zero-pad 28x28 to 32x32): ``datasets.load(..., augment=evaluation, training=False)``.
         removable: constructor arguments that may be switched off against the preset (the decoder:
             ``reconstruction=False`` loads every other layer).
+
+    The model takes the dataset's images as they come (scaled to [0, 1]); :attr:`class_names` names
+    its outputs.
     """
 
     model: str
@@ -73,16 +84,30 @@ class Preset:
     library_version: str
     date: str
     storage_dtype: str = "float32"
+    description: str = ""
+    limitations: str = ""
+    procedure: str = ""
+    log: str = ""
+    validation: Optional[dict] = None
+    test_informed: Optional[bool] = None
+    decisions: str = ""
+    citation: str = ""
     notes: str = ""
     metrics: dict = dataclasses.field(default_factory=dict)
     url: Optional[str] = None
-    evaluation: Optional[str] = None
     removable: tuple = ("reconstruction",)
 
     @property
     def key(self):
         """``"Model/name"``."""
         return f"{self.model}/{self.name}"
+
+    @property
+    def class_names(self):
+        """The names of the model's output classes, in order: its dataset's (``keras_capsules.datasets.class_names``)."""
+        from keras_capsules.datasets import class_names
+
+        return class_names(self.dataset)
 
     def to_json(self):
         record = dataclasses.asdict(self)

@@ -86,9 +86,13 @@ class Recipe:
         augmentation: name of an augmentation preset (``keras_capsules.datasets.available_augmentations()``).
         source: where the values come from.
         pruning: REM's pruning (``keras_capsules.training.pruning.LobsterPruning``) during training:
-            ``None``, or a dict of ``LobsterPruning`` arguments plus ``validation_examples`` (the last
-            N training examples, held out for the threshold search; REM: 5,500). The optimizer is
-            wrapped in ``LobsterOptimizer`` from the start, so checkpoints resume with its state.
+            ``None``, or a dict of ``LobsterPruning`` arguments plus ``validation_examples`` (the size
+            of the hold-out the threshold search reads when ``validation_examples`` is ``None``; REM:
+            5,500, its last training images, where the library draws the run's validation hold-out).
+            The optimizer is wrapped in ``LobsterOptimizer`` from the start, so checkpoints resume
+            with its state.
+        validation_examples: size of the validation hold-out drawn from ``train_split``
+            (:mod:`keras_capsules.training.validation`); ``None``: ``min(5,000, N // 10)``; ``0``: none.
         stages: :class:`Stage` records of a multi-stage recipe, trained in order by ``train`` with
             checkpoints and resume across stages (``()``: one stage with the fields above).
         configuration: the registered application configuration trained (a name of
@@ -126,6 +130,7 @@ class Recipe:
     stages: tuple = ()
     configuration: Optional[str] = None
     pruning: Optional[dict] = None
+    validation_examples: Optional[int] = None
 
     def __post_init__(self):
         where = f"Recipe({self.model!r}, {self.dataset!r})"

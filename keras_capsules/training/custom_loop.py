@@ -54,7 +54,40 @@ def non_trainable_synchronizer(model, strategy):
     return tf.function(lambda: strategy.run(average))
 
 
-def fit_custom_loop(model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose=1):
+def evaluate_custom_loop(model, dataset, strategy):
+    """Compiled loss and metrics of ``model`` on ``dataset`` under ``strategy`` as a dict (every global batch once).
+
+    The last batch may be partial, so all workers see the same numbers.
+    """
+    steps = int(dataset.cardinality())
+    if steps <= 0:
+        errors.fail("evaluate_custom_loop", "dataset", "a finite dataset of known length", f"cardinality {steps}")
+    with strategy.scope():
+        loss_tracker = keras.metrics.Mean(name="loss")
+    iterator = distribute(dataset, strategy)
+
+    def step(data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        y_pred = model(x, training=False)
+        loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        replicas = tf.cast(tf.distribute.get_strategy().num_replicas_in_sync, loss.dtype)
+        loss_tracker.update_state(loss * replicas, sample_weight=tf.shape(tf.nest.flatten(x)[0])[0])
+
+    @tf.function
+    def test_step():
+        strategy.run(step, args=(next(iterator),))
+
+    model.reset_metrics()
+    for _ in range(steps):
+        test_step()
+    results = {name: float(value) for name, value in model.get_metrics_result().items() if name != "loss"}
+    return {"loss": float(loss_tracker.result()), **results}
+
+
+def fit_custom_loop(
+    model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose=1, validation_data=None
+):
     """Trains a compiled ``model`` on ``dataset`` under ``strategy`` with a custom loop.
 
     Build and compile the model inside ``strategy.scope()``. Every worker must run the same call with
@@ -71,6 +104,7 @@ def fit_custom_loop(model, dataset, epochs=1, strategy=None, steps_per_epoch=Non
         initial_epoch: epoch to start from (resumed training).
         callbacks: Keras callbacks.
         verbose: 0 silent, 1 progress bar, 2 one line per epoch.
+        validation_data: a finite ``tf.data.Dataset`` evaluated after every epoch (``val_*`` logs), or ``None``.
 
     Returns:
         The ``keras.callbacks.History`` of the run.
@@ -124,6 +158,8 @@ def fit_custom_loop(model, dataset, epochs=1, strategy=None, steps_per_epoch=Non
             callback_list.on_train_batch_end(batch, results() if verbose == 1 else None)
         synchronize()
         logs = results()
+        if validation_data is not None:
+            logs.update({f"val_{name}": value for name, value in evaluate_custom_loop(model, validation_data, strategy).items()})
         callback_list.on_epoch_end(epoch, logs)
         if model.stop_training:
             break

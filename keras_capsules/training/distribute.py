@@ -92,18 +92,28 @@ def worker_index(strategy):
     return task_id, task_type == "chief" or (task_type == "worker" and task_id == 0 and not has_chief)
 
 
-def distributed_fit(model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose="auto"):
+def distributed_fit(
+    model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose="auto", validation_data=None
+):
     """Trains ``model`` under its strategy: Keras ``fit``, or the custom loop under ``MultiWorkerMirroredStrategy``.
 
     The model must have been built and compiled inside ``strategy.scope()``; ``dataset`` yields global
-    batches. Returns the ``History``.
+    batches; ``validation_data`` (optional, finite) is evaluated after every epoch (``val_*`` logs).
+    Returns the ``History``.
     """
     strategy = strategy or model.distribute_strategy
     if is_multi_worker(strategy):
         verbose = 1 if verbose == "auto" else verbose
-        return fit_custom_loop(model, dataset, epochs, strategy, steps_per_epoch, initial_epoch, callbacks, verbose)
+        return fit_custom_loop(model, dataset, epochs, strategy, steps_per_epoch, initial_epoch, callbacks, verbose, validation_data)
     return model.fit(
-        dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch, callbacks=callbacks, verbose=verbose, shuffle=False
+        dataset,
+        epochs=epochs,
+        steps_per_epoch=steps_per_epoch,
+        initial_epoch=initial_epoch,
+        callbacks=callbacks,
+        verbose=verbose,
+        shuffle=False,
+        validation_data=validation_data,
     )
 
 
@@ -116,27 +126,4 @@ def distributed_evaluate(model, dataset, strategy=None, verbose="auto"):
     strategy = strategy or model.distribute_strategy
     if not is_multi_worker(strategy):
         return {k: float(v) for k, v in model.evaluate(dataset, return_dict=True, verbose=verbose).items()}
-    steps = int(dataset.cardinality())
-    if steps <= 0:
-        errors.fail("distributed_evaluate", "dataset", "a finite dataset of known length", f"cardinality {steps}")
-    with strategy.scope():
-        loss_tracker = keras.metrics.Mean(name="loss")
-    iterator = distribute(dataset, strategy)
-
-    def step(data):
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        y_pred = model(x, training=False)
-        loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
-        model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-        replicas = tf.cast(tf.distribute.get_strategy().num_replicas_in_sync, loss.dtype)
-        loss_tracker.update_state(loss * replicas, sample_weight=tf.shape(tf.nest.flatten(x)[0])[0])
-
-    @tf.function
-    def test_step():
-        strategy.run(step, args=(next(iterator),))
-
-    model.reset_metrics()
-    for _ in range(steps):
-        test_step()
-    results = {name: float(value) for name, value in model.get_metrics_result().items() if name != "loss"}
-    return {"loss": float(loss_tracker.result()), **results}
+    return evaluate_custom_loop(model, dataset, strategy)

@@ -136,7 +136,7 @@ def prune_magnitude(model, target_sparsity, scope="global", layer_types=None, ke
     Returns:
         The :func:`sparsity` report after pruning.
     """
-    if isinstance(target_sparsity, bool) or not isinstance(target_sparsity, (int, float)) or not 0 <= target_sparsity < 1:
+    if not errors.is_number(target_sparsity) or not 0 <= target_sparsity < 1:
         errors.fail("pruning.prune_magnitude", "target_sparsity", "a number in [0, 1)", target_sparsity)
     errors.check_one_of("pruning.prune_magnitude", "scope", scope, ("global", "layer"))
     variables = prunable_weights(model, layer_types)
@@ -224,7 +224,7 @@ class LobsterOptimizer(keras.optimizers.Optimizer):
     def __init__(self, inner_optimizer, strength=1e-4, variable_paths=None, name=None):
         super().__init__(learning_rate=0.0, name=name)
         self.inner_optimizer = keras.optimizers.get(inner_optimizer)
-        if isinstance(strength, bool) or not isinstance(strength, (int, float)) or strength < 0:
+        if not errors.is_number(strength) or strength < 0:
             errors.fail(self, "strength", "a number >= 0", strength)
         self.initial_strength = float(strength)
         self.variable_paths = None if variable_paths is None else tuple(variable_paths)
@@ -428,7 +428,7 @@ class MagnitudePruning(keras.callbacks.Callback):
     def __init__(self, target_sparsity, initial_sparsity=0.0, start_epoch=0, end_epoch=None, frequency=1, power=3, scope="global", layer_types=None):
         super().__init__()
         for argument, value in (("target_sparsity", target_sparsity), ("initial_sparsity", initial_sparsity)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            if not errors.is_number(value) or not 0 <= value < 1:
                 errors.fail(self, argument, "a number in [0, 1)", value)
         self.target_sparsity = float(target_sparsity)
         self.initial_sparsity = float(initial_sparsity)

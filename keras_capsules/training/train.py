@@ -12,7 +12,7 @@ import numpy as np
 
 from keras_capsules import applications, datasets, recipes
 from keras_capsules.datasets.augment import multi_view
-from keras_capsules.training import atomic, pruning
+from keras_capsules.training import atomic, pruning, validation
 from keras_capsules.training.checkpoints import (
     CheckpointError,
     EpochCheckpoint,
@@ -120,6 +120,70 @@ def _multi_view_data(recipe, stage, plain_data, steps, seed, drop_remainder):
     return views.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(tf.data.AUTOTUNE)
 
 
+@dataclasses.dataclass(frozen=True)
+class SplitData:
+    """A run's training split, less its validation hold-out.
+
+    Attributes:
+        training: ``augment -> tf.data.Dataset``: the examples trained on, shuffled, with ``augment``'s training transform.
+        validation: the hold-out as the evaluation splits are served (the augmentation's evaluation transform), or ``None``.
+        record: what ``metrics.json`` says about the hold-out (:func:`~keras_capsules.training.validation.record`).
+    """
+
+    training: object
+    validation: object
+    record: dict
+
+
+def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_worker, replicas=1):
+    """The training examples and the validation hold-out of ``recipe``'s training split (see :class:`SplitData`).
+
+    The default hold-out size is rounded up to a multiple of ``replicas``: Keras cannot evaluate a
+    last batch smaller than the replica count (some replicas would receive no example).
+    """
+    loader_options = dict(data_dir=data_dir, download=download, **recipe.dataset_options)
+    requested = recipe.validation_examples
+    if requested is None and recipe.pruning is not None:
+        requested = int(recipe.pruning.get("validation_examples", 5500))  # REM's threshold-search set
+    if datasets.info(dataset).pipeline is not None:  # derived sets are drawn on the fly: there are no fixed examples to hold out
+        if requested or recipe.pruning is not None:
+            raise ValueError(
+                f"train: argument `validation_examples` expected 0 or None for {dataset!r}, a set generated on the fly "
+                f"(pruning recipes need a hold-out), received {requested!r}."
+            )
+
+        def generated(augment):
+            return datasets.load(
+                dataset, recipe.train_split, batch_size=recipe.batch_size, seed=seed, limit=limit, drop_remainder=multi_worker, augment=augment, **loader_options
+            )
+
+        return SplitData(generated, None, validation.record(0, reason=f"{dataset} is generated on the fly"))
+
+    images, labels = datasets.load_arrays(dataset, recipe.train_split, **loader_options)
+    used = len(images) if limit is None else min(limit, len(images))
+    if requested is None:
+        requested = -(-validation.default_size(used) // replicas) * replicas
+    examples = validation.resolve_size(requested, len(images))
+    if examples == 0 and recipe.pruning is not None:
+        raise ValueError("train: argument `validation_examples` expected a positive hold-out for a pruning recipe (its threshold search reads it), received 0.")
+    train_indices, validation_indices = validation.split_indices(len(images), examples)
+    train_indices = train_indices[:limit]
+
+    def training(augment):
+        return datasets.from_arrays(
+            images[train_indices], labels[train_indices], batch_size=recipe.batch_size, augment=augment,
+            training=True, seed=seed, shuffle=True, drop_remainder=multi_worker,
+        )
+
+    held_out = None
+    if examples:
+        # Cached: it is evaluated after every epoch (and many times by a pruning search).
+        held_out = datasets.from_arrays(
+            images[validation_indices], labels[validation_indices], batch_size=max(recipe.batch_size, 64), augment=recipe.augmentation
+        ).cache()
+    return SplitData(training, held_out, {**validation.record(examples), "training_examples": len(train_indices)})
+
+
 def _check_stage(state, stage, folder):
     if state.get("stage") not in (None, stage.name):
         raise CheckpointError(
@@ -190,9 +254,17 @@ def train(
     eval_limit=None,
     callbacks=None,
     model_kwargs=None,
+    validation_examples=None,
     **overrides,
 ):
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
+
+    Validation protocol: the run trains on its training split minus a fixed validation hold-out
+    (``validation_examples`` images drawn with a fixed seed, independent of ``seed``; see
+    :mod:`keras_capsules.training.validation`) and reports validation loss and metrics after every
+    epoch (``val_*`` in the progress output and in ``metrics.json``'s ``history``). The test splits
+    are evaluated once, at the end. Decisions about a run (continue, stop, change the schedule, pick
+    a seed) should read validation only.
 
     Model selection: the model after the last epoch is the one saved, evaluated and exported; no
     epoch is chosen by its test (or validation) accuracy, where several reference codes keep their
@@ -224,6 +296,10 @@ def train(
         resume: continue from the checkpoints in ``output`` (default) or delete them and start over.
         callbacks: extra Keras callbacks.
         model_kwargs: constructor arguments replacing the recipe's.
+        validation_examples: size of the validation hold-out (default: the recipe's, else
+            ``min(5,000, N // 10)`` of the ``N`` training examples used; a pruning recipe's search
+            set otherwise); ``0`` turns validation off (``metrics.json`` records it). Derived sets
+            generated on the fly (``expanded_mnist``, ...) hold nothing out.
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or
             constructor arguments (``router=``, ``routing_iterations=``, ...).
 
@@ -239,6 +315,8 @@ def train(
     recipe = recipes.get(model, dataset, variant).replace(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate)
     recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
     recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
+    if validation_examples is not None:
+        recipe = dataclasses.replace(recipe, validation_examples=validation_examples)
     check_model_arguments(recipe.model, recipe.model_kwargs)
     strategy_name = strategy if isinstance(strategy, str) else type(strategy).__name__
     strategy = get_strategy(strategy)
@@ -253,25 +331,8 @@ def train(
     os.makedirs(output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    load_options = dict(
-        batch_size=recipe.batch_size, data_dir=data_dir, download=download, seed=seed, limit=limit, drop_remainder=multi_worker,
-        **recipe.dataset_options,
-    )
-    pruning_validation = None
-    if recipe.pruning is not None:
-        # REM holds the last `validation_examples` training images out for the pruning threshold search.
-        images, labels = datasets.load_arrays(dataset, recipe.train_split, data_dir=data_dir, download=download, **recipe.dataset_options)
-        held_out = int(recipe.pruning.get("validation_examples", 5500))
-        if not 0 < held_out < len(images):
-            raise ValueError(f"train: recipe field `pruning` expected 0 < validation_examples < {len(images)}, received {held_out}.")
-        # In the form the evaluation splits take: [0, 1], then the augmentation's evaluation transform
-        # (e.g. cifar24's central crop, which the model's input shape follows). Cached: the threshold
-        # search evaluates them many times.
-        pruning_validation = datasets.from_arrays(
-            images[-held_out:], labels[-held_out:], batch_size=recipe.batch_size, augment=recipe.augmentation
-        ).cache()
-        load_options["limit"] = min(limit or len(images), len(images) - held_out)
-    train_data = datasets.load(dataset, recipe.train_split, augment=recipe.augmentation, **load_options)
+    split_data = split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_worker, strategy.num_replicas_in_sync)
+    train_data = split_data.training(recipe.augmentation)
     # The evaluation data is resolved before training, so missing files fail in seconds, not after the run.
     eval_data = {}
     for eval_dataset, split in recipe.evaluations():
@@ -299,7 +360,7 @@ def train(
             if stage.views == 1:
                 stage_data[1] = train_data
             else:
-                plain = datasets.load(dataset, recipe.train_split, augment=None, **load_options)
+                plain = split_data.training(None)
                 stage_data[stage.views] = _multi_view_data(recipe, stage, plain, steps, seed, multi_worker)
         data = stage_data[stage.views]
         return data.repeat() if recipe.steps_per_epoch else data
@@ -338,8 +399,12 @@ def train(
         stage_callbacks = [checkpoint, *stage_recipe.make_callbacks(trained.loss), *(callbacks or [])]
         if recipe.pruning is not None:
             options = {k: v for k, v in recipe.pruning.items() if k != "validation_examples"}
-            stage_callbacks.insert(0, pruning.LobsterPruning(pruning_validation, batch_size=recipe.batch_size, verbose=verbose, **options))
-        distributed_fit(trained, data_for(stage), stage_recipe.epochs, strategy, recipe.steps_per_epoch, initial_epoch, stage_callbacks, verbose)
+            stage_callbacks.insert(0, pruning.LobsterPruning(split_data.validation, batch_size=recipe.batch_size, verbose=verbose, **options))
+        # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
+        stage_validation = split_data.validation if stage.output is None else None
+        distributed_fit(
+            trained, data_for(stage), stage_recipe.epochs, strategy, recipe.steps_per_epoch, initial_epoch, stage_callbacks, verbose, stage_validation
+        )
         history = checkpoint.history
     train_seconds = time.time() - start
     # `net` is compiled by the last stage, which trains the model itself (Recipe checks it); it is saved
@@ -364,6 +429,8 @@ def train(
         "optimizer_iterations": int(net.optimizer.iterations.numpy()),
         "train_seconds": round(train_seconds, 2),
         "history": history or {},
+        "validation": split_data.record,
+        "validation_accuracy": (history or {}).get("val_accuracy", [None])[-1],
         "recipe": dataclasses.asdict(recipe),
         "arguments": arguments,
         "parameters": int(net.count_params()),

@@ -155,9 +155,9 @@ class GlomColumns(keras.layers.Layer):
             errors.fail(self, "agreement_thresholds", f"None or a list of {self.levels} thresholds (one per level)", thresholds)
         pairs = []
         for t in thresholds:
-            if isinstance(t, (int, float)) and not isinstance(t, bool):
+            if errors.is_number(t):
                 pairs.append((float(t), float(t)))
-            elif isinstance(t, (list, tuple)) and len(t) == 2 and all(isinstance(v, (int, float)) for v in t):
+            elif isinstance(t, (list, tuple)) and len(t) == 2 and all(errors.is_number(v) for v in t):
                 pairs.append((float(t[0]), float(t[1])))
             else:
                 errors.fail(self, "agreement_thresholds", "floats or [up, down] pairs, one per level", thresholds)

@@ -31,9 +31,9 @@ class ConsensusAttention(keras.layers.Layer):
     def __init__(self, attend_self=False, radius=0, grid_shape=None, **kwargs):
         super().__init__(**kwargs)
         self.attend_self = bool(attend_self)
-        if isinstance(radius, bool) or not isinstance(radius, (int, float)) or radius < 0:
+        if not errors.is_number(radius) or radius < 0:
             errors.fail(self, "radius", "a number >= 0 (0: global)", radius)
-        self.radius = radius
+        self.radius = int(radius) if errors.is_integer(radius) else float(radius)
         self.grid_shape = None if grid_shape is None else tuple(int(g) for g in grid_shape)
         self._non_local = None
 

@@ -13,9 +13,9 @@ OUTSIDE_NEGATIVE = 1e-10
 
 
 def _thresholds(owner, argument, value):
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if errors.is_number(value):
         return float(value)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if isinstance(value, (list, tuple)) and value and all(errors.is_number(v) for v in value):
         return tuple(float(v) for v in value)
     errors.fail(owner, argument, "a float or a non-empty list of floats (one per level)", value)
 
@@ -62,9 +62,9 @@ class ContrastiveAgreement(keras.layers.Layer):
         super().__init__(**kwargs)
         self.up_threshold = _thresholds(self, "up_threshold", up_threshold)
         self.down_threshold = None if down_threshold is None else _thresholds(self, "down_threshold", down_threshold)
-        if isinstance(radius, bool) or not isinstance(radius, (int, float)) or radius < 0:
+        if not errors.is_number(radius) or radius < 0:
             errors.fail(self, "radius", "a number >= 0 (0: global)", radius)
-        self.radius = radius
+        self.radius = int(radius) if errors.is_integer(radius) else float(radius)
         self.grid_shape = None if grid_shape is None else tuple(int(g) for g in grid_shape)
         self.attend_self = bool(attend_self)
         self.normalize_negatives = bool(normalize_negatives)

@@ -1,0 +1,466 @@
+"""Writes ``BENCHMARKS.md`` from the run files committed under ``benchmarks/results/``.
+
+    python benchmarks/report.py           # rewrites BENCHMARKS.md
+    python benchmarks/report.py --check   # exits 1 if BENCHMARKS.md differs from what the run files give
+
+A run file is ``benchmarks/results/YYYY-MM-DD-<what>.json``, one per run: the host (``id``, ``cpu``,
+``cores``, ``name``), ``date``, ``command``, what was ``measured``, its ``source`` and ``rows``, each row
+naming the table it belongs to (``"target"``) and holding the figures as measured. Ratios and verdicts
+are computed here from those figures; nothing in BENCHMARKS.md is typed by hand. The scripts' own raw
+output (``benchmarks/results/<script>.json``) is not read.
+"""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "BENCHMARKS.md"
+RUN_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9-]+\.json$")
+REQUIRED = ("host", "date", "time_utc", "command", "measured", "source", "rows")
+HOST_REQUIRED = ("id", "cpu", "cores", "name")
+HISTORY = "9551769"  # the last commit whose BENCHMARKS.md held every run as recorded
+
+
+# --- loading ----------------------------------------------------------------------------------------
+
+def validate_run(run, name):
+    """Raises ``ValueError`` naming the file and the field when a run file lacks what the page needs."""
+    for field in REQUIRED:
+        if field not in run:
+            raise ValueError(f"report: run file {name} has no {field!r} field (required: {', '.join(REQUIRED)})")
+    for field in ("command", "measured", "source"):
+        if not isinstance(run[field], str) or not run[field].strip():
+            raise ValueError(f"report: run file {name}: {field!r} must be a non-empty string, got {run[field]!r}")
+    if not isinstance(run["host"], dict) or any(not run["host"].get(f) for f in HOST_REQUIRED):
+        raise ValueError(f"report: run file {name}: 'host' must give {', '.join(HOST_REQUIRED)}, got {run['host']!r}")
+    if not isinstance(run["host"]["cores"], int) or run["host"]["cores"] < 1:
+        raise ValueError(f"report: run file {name}: host 'cores' must be a positive integer, got {run['host']['cores']!r}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(run["date"])) or not name.startswith(run["date"]):
+        raise ValueError(f"report: run file {name}: 'date' must be YYYY-MM-DD and start the file name, got {run['date']!r}")
+    if not isinstance(run["rows"], list) or not run["rows"]:
+        raise ValueError(f"report: run file {name}: 'rows' must be a non-empty list")
+    for row in run["rows"]:
+        if row.get("target") not in TABLE_KEYS:
+            raise ValueError(f"report: run file {name}: row target {row.get('target')!r} is none of {sorted(TABLE_KEYS)}")
+
+
+def load_runs(folder=RESULTS):
+    """The run files of ``folder``, validated, oldest first; each gains ``file`` (its name)."""
+    runs, hosts = [], {}
+    for path in sorted(folder.iterdir()):
+        if not RUN_FILE.match(path.name):
+            continue
+        run = json.loads(path.read_text(encoding="utf-8"))
+        validate_run(run, path.name)
+        host = run["host"]
+        if hosts.setdefault(host["id"], host["name"]) != host["name"]:
+            raise ValueError(f"report: run file {path.name}: host id {host['id']!r} is named {hosts[host['id']]!r} elsewhere")
+        runs.append(dict(run, file=path.name))
+    names = list(hosts.values())
+    if len(set(names)) != len(names):
+        raise ValueError(f"report: two host ids share one name: {names}")
+    return runs
+
+
+# --- formatting -------------------------------------------------------------------------------------
+
+def num(value):
+    """A figure as recorded: thousands separated, ``—`` where there is none."""
+    if value is None:
+        return "—"
+    if isinstance(value, (int, float)):
+        return f"{value:,}"
+    return str(value)
+
+
+def ratio(numerator, denominator):
+    return None if numerator is None or denominator is None else numerator / denominator
+
+
+def r2(value):
+    return "—" if value is None else f"{value:.2f}"
+
+
+def run_label(run):
+    time = run["time_utc"]
+    return run["host"]["name"] + (f", {time.split('-')[0]} UTC" if time and time[0].isdigit() else "")
+
+
+def table(headers, lines):
+    """A Markdown table; a header starting with ">" is right-aligned."""
+    out = ["| " + " | ".join(h.lstrip("> ") for h in headers) + " |",
+           "|" + "|".join("---:" if h.startswith(">") else "---" for h in headers) + "|"]
+    out += ["| " + " | ".join(cells) + " |" for cells in lines]
+    return out
+
+
+# --- the tables -------------------------------------------------------------------------------------
+# Each: key, heading, intro, the row keys it shows, and its columns ("> " right-aligns): (header, f(row)).
+
+def col(key, header=None):
+    return (header or key, lambda row: num(row.get(key)))
+
+
+PEER_RATIO = ("> ours / peer", lambda row: r2(ratio(row.get("ours_ms"), row.get("peer_ms"))))
+RSS_PAIR = ("> peak RSS peer / ours (MB)", lambda row: f"{num(row.get('peer_rss_mb'))} / {num(row.get('ours_rss_mb'))}")
+
+
+def ratio_of(a, b):
+    return lambda row: r2(ratio(row.get(a), row.get(b)))
+
+
+def seed_pair(side):
+    return lambda row: " / ".join(num(row.get(f"{side}_{m}_ms")) for m in ("fm", "dr1", "dr3"))
+
+
+def by_policy(rows):
+    """One row per model: the step (and its share of float32's) and the accuracy under each policy."""
+    out = {}
+    for row in rows:
+        out.setdefault(row["model"], {"model": row["model"]})[row["policy"]] = row
+    return list(out.values())
+
+
+def policy_step(policy):
+    def cell(row):
+        if policy not in row:
+            return "—"
+        step = row[policy]["step_ms"]
+        return num(step) + ("" if policy == "float32" else f" ({r2(step / row['float32']['step_ms'])}×)")
+    return cell
+
+
+def accuracies(row):
+    return " / ".join(num(row[p]["accuracy_pct"]) if p in row else "—" for p in POLICIES)
+
+
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+TABLES = [
+    dict(key="idpa", heading="InvertedAttentionCapsNet against apple's PyTorch code", rows=("idpa-train",),
+         intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
+         columns=[col("configuration", "backbone"), col("iterations", "> iterations"), col("peer_ms", "> apple's (ms)"),
+                  col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
+    dict(key="idpa-b128", heading=None, rows=("idpa-b128",), intro="Training step at b128 with 3 iterations:",
+         columns=[col("configuration"), col("peer", "apple's"), col("ours_ms", "> ours, step (ms)"), col("ours_rss_gb", "> ours, peak RSS (GB)")]),
+    dict(key="conv-live", heading=None, rows=("conv-live",),
+         intro="Its convolutional capsule layers' memory in one training step: live tensors (the most TensorFlow's "
+               "tensors held at once) against the model's largest vote tensor.",
+         columns=[col("configuration"), col("batch", "> batch"), col("iterations", "> iterations"), col("rss_mib", "> peak RSS (MiB)"),
+                  col("live_mib", "> live tensors (MiB)"), col("votes_mib", "> largest vote tensor (MiB)"),
+                  ("> live / votes", ratio_of("live_mib", "votes_mib"))]),
+    dict(key="applications", heading=None, rows=("applications",), filter=lambda r: "cifar100" in r["configuration"],
+         intro="The CIFAR-100 configurations at b32 (the run file has all 26 applications):",
+         columns=[col("configuration"), col("parameters", "> parameters"), col("train_ms", "> training step (ms)"),
+                  col("infer_ms", "> inference (ms / batch of 64)"), col("rss_mib", "> peak RSS (MiB)")]),
+    dict(key="dr-rem", heading="DR-CapsNet against EIDOSLAB/REM's PyTorch code", rows=("dr-rem",), intro="Training step, b128.",
+         columns=[col("configuration"), col("peer_ms", "> REM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
+    dict(key="effcaps", heading="Efficient-CapsNet against EscVM's code", rows=("effcaps-train", "effcaps-infer"),
+         intro="With its reconstruction decoder; `fit` steps and inference.",
+         columns=[col("configuration"), col("peer_ms", "> EscVM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
+    dict(key="effcaps-floor", heading=None, rows=("effcaps-floor",),
+         intro="What its inference has left to gain (b64, shares of our own `predict_on_batch` in one process): EscVM's "
+               "network makes the same four convolutions, so their time bounds any float32 implementation of it.",
+         columns=[col("variant"), col("ms", "> ms"), ("> share", lambda row, rows: r2(row["ms"] / rows[0]["ms"]))],
+         prose=lambda cells: f"{cells[0]} {cells[1]} ms ({cells[2]})"),
+    dict(key="export", heading=None, rows=("export",), filter=lambda r: r["configuration"].startswith("EffCapsNet"),
+         intro="Exported, then run without keras_capsules, ms (the run file has all 11 exported models):",
+         columns=[col("configuration")] + [col(f"{fmt}_b{b}", f"> {label} b{b}") for fmt, label in
+                                           (("savedmodel", "SavedModel"), ("onnx", "ONNX Runtime"), ("litert", "LiteRT")) for b in (1, 64)]),
+    dict(key="effcaps-vs-cnn", heading=None, rows=("effcaps-vs-cnn",),
+         intro="Against a plain CNN with the same parameter count (1,573,744 against 1,573,955, 28×28×1):",
+         columns=[col("configuration"), col("effcaps_ms", "> EffCapsNet (ms)"), col("cnn_ms", "> CNN (ms)"),
+                  ("> ratio", ratio_of("effcaps_ms", "cnn_ms"))]),
+    dict(key="seed003", heading="Seed 003's network against bhneo/FMRouting's code", rows=("seed003",),
+         intro="Inference at b128, FM / DR(1) / DR(3) in ms; FM without the vote batch norm, as the authors' network "
+               "(FM_bn: keras-capsules' default FM router).",
+         columns=[col("call"), (">bhneo FM / DR(1) / DR(3)", seed_pair("peer")), (">ours FM / DR(1) / DR(3)", seed_pair("ours")),
+                  ("> ours FM_bn", lambda row: num(row.get("ours_fm_bn_ms"))),
+                  ("> DR(3) / FM, bhneo", ratio_of("peer_dr3_ms", "peer_fm_ms")), ("> DR(3) / FM, ours", ratio_of("ours_dr3_ms", "ours_fm_ms"))]),
+    dict(key="routers", heading="Routers against dynamic routing", rows=("routers",),
+         intro="One capsule layer; fc: `FcCaps` 1152 × 8D → 10 × 16D at b64, conv: `ConvCaps` 6×6×32 × 8D → K3 s1 32 × 8D at b16; "
+               "each router over dynamic routing of the same run, shape and iterations.",
+         columns=[col("shape"), col("router"), col("iterations", "> iterations"), col("forward_ms", "> forward (ms)"),
+                  ("> forward / dynamic", ratio_of("forward_ms", "dynamic_forward_ms")), col("train_ms", "> training step (ms)"),
+                  ("> training / dynamic", ratio_of("train_ms", "dynamic_train_ms"))]),
+    dict(key="router-memory", heading=None, rows=("router-memory",),
+         intro="Forward memory by iterations: live tensors' peak, fc shape.",
+         columns=[col("router"), col("live_1_mib", "> 1 iteration (MiB)"), col("live_3_mib", "> 3 (MiB)"), col("live_5_mib", "> 5 (MiB)")]),
+    dict(key="gpu-presets", heading="GPU checks (JAX backend)", rows=("gpu-presets",),
+         intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
+         columns=[col("preset"), col("registry", "> registry (CPU)"), col("tf32", "> JAX default (TF32)"),
+                  col("highest", '> `"highest"` precision'), col("seconds", "> seconds, compilation included")]),
+    dict(key="gpu-mixed-precision", heading=None, rows=("gpu-mixed-precision",), transform=by_policy,
+         intro="Mixed precision: two epochs from scratch on the embedded 8,000-image sample; step: median after the "
+               "first epoch (in brackets: its share of float32's); accuracy on the other 2,000 images.",
+         columns=[col("model")] + [(f"> {p} step (ms)", policy_step(p)) for p in POLICIES]
+         + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)]),
+    dict(key="gpu-checks", heading=None, rows=("gpu-checks",), intro="Correctness:", prose=lambda cells: ": ".join(cells),
+         columns=[col("check"), col("result")]),
+]
+TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
+
+
+# --- the verdicts -----------------------------------------------------------------------------------
+# Each: the target, its rows, how one run's rows give (scope, values, figure) items, and the bound.
+# A target is met on a host when every value is within the bound; with aggregate="median" the host's
+# value is the median of its runs' values (a rule fixed before the third of those runs).
+
+def peer_ratios(rows):
+    return [(row, ratio(row["ours_ms"], row["peer_ms"])) for row in rows if row.get("peer_ms") is not None]
+
+
+def joined(pairs, label):
+    return ", ".join(f"{label(row)} {r2(value)}" for row, value in pairs)
+
+
+def by_ratio(label):
+    def items(rows):
+        pairs = peer_ratios(rows)
+        return [("", [v for _, v in pairs], joined(pairs, label).strip())]
+    return items
+
+
+def idpa_items(rows):
+    pairs = peer_ratios(rows)
+    figure = "; ".join(f"{c} " + " / ".join(r2(v) for r, v in pairs if r["configuration"] == c)
+                       for c in dict.fromkeys(r["configuration"] for r, _ in pairs))
+    return [("", [v for _, v in pairs], figure + " at 1 / 2 / 3 iterations")]
+
+
+def idpa_memory_items(rows):
+    pairs = [(row, ratio(row["ours_rss_mb"], row["peer_rss_mb"])) for row in rows if row.get("peer_rss_mb")]
+    worst = max(pairs, key=lambda p: p[1])[0] if pairs else None
+    return [("", [v for _, v in pairs], f"at most {r2(max(v for _, v in pairs))} of apple's "
+             f"({num(worst['ours_rss_mb'])} against {num(worst['peer_rss_mb'])} MB, {worst['configuration']}, "
+             f"{worst['iterations']} iteration{'s' * (worst['iterations'] != 1)})")] if pairs else []
+
+
+def per_iterations(router_prefix):
+    def items(rows):
+        out = []
+        for it in sorted({r["iterations"] for r in rows if r["router"].startswith(router_prefix)}):
+            sel = [r for r in rows if r["router"].startswith(router_prefix) and r["iterations"] == it]
+            values = [ratio(r["forward_ms"], r["dynamic_forward_ms"]) for r in sel]
+            out.append((f"{it} iteration{'s' * (it != 1)}", values,
+                        " / ".join(f"{r2(v)}× {r['shape']}" for r, v in zip(sel, values))))
+        return out
+    return items
+
+
+def memory_items(rows):
+    sel = [r for r in rows if r["router"] in ("kernel", "lstm")]
+    return [(f"from {a} to {b} iterations", [r[f"live_{b}_mib"] / r[f"live_{a}_mib"] for r in sel],
+             ", ".join(f"{r['router']} {num(r[f'live_{a}_mib'])} → {num(r[f'live_{b}_mib'])} MiB" for r in sel))
+            for a, b in ((1, 3), (3, 5))]
+
+
+def seed_items(rows):
+    sel = [r for r in rows if r["call"] == "predict_on_batch"]
+    return [("", [r["ours_dr3_ms"] / r["ours_fm_ms"] for r in sel], "")]
+
+
+def max_item(key, select, unit):
+    def items(rows):
+        sel = [r for r in rows if select(r)]
+        return [("", [r[key] for r in sel], ", ".join(f"{r['configuration']} {num(r[key])} {unit}" for r in sel))]
+    return items
+
+
+def effcaps_b1(rows):
+    row = next(r for r in rows if r["configuration"] == "EffCapsNet/mnist")
+    best = min(("ONNX Runtime", row["onnx_b1"]), ("LiteRT", row["litert_b1"]), ("SavedModel", row["savedmodel_b1"]), key=lambda p: p[1])
+    return [("", [best[1]], f"{num(best[1])} ms ({best[0]}); SavedModel {num(row['savedmodel_b1'])} ms")]
+
+
+def cnn_items(rows):
+    sel = [r for r in rows if r["configuration"].startswith("training")]
+    values = [r["effcaps_ms"] / r["cnn_ms"] for r in sel]
+    return [("", values, ", ".join(f"{r['configuration'].split(', ')[1]} {r2(v)}" for r, v in zip(sel, values)))]
+
+
+VERDICTS = [
+    dict(target="InvertedAttentionCapsNet training step ≤ 0.5× apple's, b32, 1 / 2 / 3 iterations", rows="idpa-train",
+         items=idpa_items, bound=("<=", 0.5), table="idpa"),
+    dict(target="its peak memory ≤ apple's", rows="idpa-train", items=idpa_memory_items, bound=("<=", 1.0), table="idpa"),
+    dict(target="3 iterations at b128 under 8 GB", rows="idpa-b128",
+         items=max_item("ours_rss_gb", lambda r: True, "GB"), bound=("<", 8.0), table="idpa-b128"),
+    dict(target="CIFAR-100 configurations under 8 GB at b32", rows="applications",
+         items=max_item("rss_mib", lambda r: "cifar100" in r["configuration"], "MiB"), bound=("<", 8192), table="applications"),
+    dict(target="convolutional capsule layers: live tensors within 2× one vote tensor", rows="conv-live",
+         items=lambda rows: [("", [r["live_mib"] / r["votes_mib"] for r in rows],
+                              f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×")], bound=("<=", 2.0), table="conv-live"),
+    dict(target="DR-CapsNet training step ≤ 0.5× REM's, b128", rows="dr-rem",
+         items=by_ratio(lambda r: ""), bound=("<=", 0.5), table="dr-rem"),
+    dict(target="Efficient-CapsNet training ≤ 0.5× EscVM's", rows="effcaps-train",
+         items=by_ratio(lambda r: r["configuration"].split()[-1]), bound=("<=", 0.5), table="effcaps"),
+    dict(target="Efficient-CapsNet inference b64 ≤ 0.6× EscVM's", rows="effcaps-infer",
+         items=by_ratio(lambda r: f"`{r['configuration'].split(', ')[1]}`"), bound=("<=", 0.6), table="effcaps"),
+    dict(target="Efficient-CapsNet batch-1 latency under 2 ms, fastest format", rows="export",
+         items=effcaps_b1, bound=("<", 2.0), table="export"),
+    dict(target="Efficient-CapsNet training step ≤ 2.5× a plain CNN's", rows="effcaps-vs-cnn",
+         items=cnn_items, bound=("<=", 2.5), table="effcaps-vs-cnn"),
+    dict(target="seed 003 network: DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)", rows="seed003",
+         items=seed_items, bound=(">=", 1.26), aggregate="median", table="seed003"),
+    dict(target="FM forward no slower than one dynamic-routing iteration", rows="routers",
+         items=per_iterations("fm_agreement"), bound=("<=", 1.0), table="routers"),
+    dict(target="LSTM router forward ≤ 4× dynamic routing", rows="routers",
+         items=per_iterations("lstm"), bound=("<=", 4.0), table="routers"),
+    dict(target="kernel router forward ≤ 4× dynamic routing", rows="routers",
+         items=per_iterations("kernel"), bound=("<=", 4.0), table="routers"),
+    dict(target="kernel and LSTM forward memory not growing with the iterations", rows="router-memory",
+         items=memory_items, bound=("<=", 1.0), table="router-memory"),
+]
+
+
+def within(value, bound):
+    op, limit = bound
+    return {"<=": value <= limit, "<": value < limit, ">=": value >= limit}[op]
+
+
+def verdict_rows(spec, runs):
+    """[(host name, [(scope, figure, met)], runs)] for one target: one entry per host."""
+    per_host = {}
+    for run in runs:
+        rows = [r for r in run["rows"] if r["target"] == spec["rows"]]
+        for scope, values, figure in (spec["items"](rows) if rows else []):
+            if values:
+                per_host.setdefault(run["host"]["id"], {}).setdefault(scope, []).append((run, values, figure))
+    out = []
+    for scopes in per_host.values():
+        results, used = [], []
+        for scope, found in scopes.items():
+            used += [run for run, _, _ in found if run not in used]
+            if spec.get("aggregate") == "median":
+                each = [values[0] for _, values, _ in found]
+                value = statistics.median(each)
+                figure = (f"median of {len(each)} runs {r2(value)} ({', '.join(r2(v) for v in each)} in the order run)"
+                          if len(each) > 1 else r2(value))
+                results.append((scope, figure, within(value, spec["bound"])))
+                continue
+            if len(found) > 1:
+                raise ValueError(f"report: {spec['target']!r} has {len(found)} runs on host {found[0][0]['host']['name']!r}; "
+                                 "move the superseded one out of benchmarks/results/")
+            _, values, figure = found[0]
+            results.append((scope, figure, all(within(v, spec["bound"]) for v in values)))
+        out.append((used[0]["host"]["name"], results, used))
+    return out
+
+
+# --- the page ---------------------------------------------------------------------------------------
+
+METHODS = """\
+# Benchmarks
+
+Generated by `python benchmarks/report.py` from the run files in [`benchmarks/results/`](benchmarks/results/)
+(one JSON file per run: host, date, command, what was measured, the figures); a test fails when this page
+differs from them, so edit a run file, never the page. Superseded runs leave the folder; the long page that
+recorded every run is in git history: `git show {history}:BENCHMARKS.md`.
+
+## How each figure is measured
+
+- **Side by side, one run, one machine.** A speed claim is a ratio measured in one run on one machine, the
+  peer's code and ours in alternating fresh processes (the peers' public code unchanged, run by a harness
+  kept outside this repository). These 2-core machines differ by 2× and more (REM's own DR-CapsNet step:
+  1,667 ms on one AMD EPYC host, 3,529 ms on another) and drift ±25 % within a run, so a figure from another
+  machine or day is never compared with ours, and a ratio near its bound can fall either side in another run.
+- **A verdict belongs to its host.** Each verdict names the host it was measured on and does not carry to
+  another host; where two hosts disagree, both figures stand.
+- Times are medians of steady steps after warm-up (2 threads, XLA off, equal parameter counts on both sides);
+  peak RSS is the process's (TensorFlow alone takes about 0.7 GiB); live tensors are TensorFlow's allocator
+  statistics. The script computes every ratio and verdict from the recorded figures.
+- Export to ONNX and LiteRT, checked against `predict`, is a CI test (`keras_capsules/training/export_formats_test.py`).
+
+To add a run: run the script (`python benchmarks/<script>.py`; its raw output,
+`benchmarks/results/<script>.json`, is not committed), write `benchmarks/results/YYYY-MM-DD-<what>.json`
+with the host, the command and the figures, remove the run it supersedes on that host, and run
+`python benchmarks/report.py`.
+"""
+
+
+def run_stamp(run):
+    time = run["time_utc"]
+    return run["date"] + (f" {time.split('-')[0]}" if time and time[0].isdigit() else "")
+
+
+def render(runs):
+    lines = METHODS.format(history=HISTORY).splitlines()
+    anchors, current = {}, None
+    for spec in TABLES:
+        current = anchor(spec["heading"]) if spec["heading"] else current
+        anchors[spec["key"]] = current
+    lines += ["", "## Where the targets stand", "",
+              "Met: every value of that host's run within the bound. Each target links to its table.", ""]
+    cells = []
+    for spec in VERDICTS:
+        per_host = []
+        for host, results, used in verdict_rows(spec, runs):
+            found = "; ".join((f"{scope}: " if scope else "") + f"{text} — " + ("met" if met else "**missed**")
+                              for scope, text, met in results)
+            links = ", ".join(f"[{run_stamp(r)}](benchmarks/results/{r['file']})" for r in used)
+            per_host.append(f"{host}: {found} ({links})")
+        cells.append([f"[{spec['target']}](#{anchors[spec['table']]})", "<br>".join(per_host)])
+    lines += table(["target", "each host it was measured on: figure — verdict (run)"], cells)
+    for spec in TABLES:
+        sources = [run for run in runs if any(r["target"] in spec["rows"] for r in run["rows"])]
+        if not sources:
+            continue
+        lines += [""] + ([f"## {spec['heading']}", ""] if spec["heading"] else [])
+        many = len(sources) > 1
+        where = "" if many else f"[{run_label(sources[0])}](benchmarks/results/{sources[0]['file']}). "
+        if spec.get("prose"):
+            for run in sources:
+                rows = [r for r in run["rows"] if r["target"] in spec["rows"]]
+                text = "; ".join(spec["prose"]([call(f, row, rows) for _, f in spec["columns"]]) for row in rows)
+                lines += [f"{where}{spec['intro']} {text}."]
+            continue
+        if where or spec["intro"]:
+            lines += [(where + spec["intro"]).strip(), ""]
+        body = []
+        for run in sources:
+            rows = [r for r in run["rows"] if r["target"] in spec["rows"]]
+            rows = spec.get("transform", lambda rs: rs)([r for r in rows if spec.get("filter", bool)(r)])
+            body += [([run_label(run)] if many else []) + [call(f, row, rows) for _, f in spec["columns"]] for row in rows]
+        lines += table((["host"] if many else []) + [h for h, _ in spec["columns"]], body)
+    lines += ["", "## The runs", ""]
+    noted = set()
+    for run in runs:
+        note = f" ({run['host']['note']})" if run["host"].get("note") and run["host"]["id"] not in noted else ""
+        noted.add(run["host"]["id"])
+        lines.append(f"- [{run_stamp(run)}](benchmarks/results/{run['file']}), {run['host']['name']}{note}: "
+                     f"`{run['command']}`: {run['measured']}.")
+    return "\n".join(lines) + "\n"
+
+
+def call(f, row, rows):
+    return f(row, rows) if f.__code__.co_argcount == 2 else f(row)
+
+
+def anchor(heading):
+    """GitHub's anchor for a ``## heading``."""
+    text = re.sub(r"[^\w\- ]", "", heading.lower())
+    return text.replace(" ", "-")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if BENCHMARKS.md differs from the run files' page (default: rewrite it)")
+    args = parser.parse_args(argv)
+    page = render(load_runs())
+    if args.check:
+        if PAGE.read_text(encoding="utf-8") != page:
+            print("BENCHMARKS.md differs from `python benchmarks/report.py`'s output: regenerate it", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

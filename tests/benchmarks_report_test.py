@@ -1,0 +1,103 @@
+"""BENCHMARKS.md is what benchmarks/report.py makes of the committed run files, and each run file says where,
+when and how it was measured."""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+RUN_FILES = sorted(p for p in RESULTS.glob("*.json") if re.match(r"^\d{4}-\d{2}-\d{2}-", p.name))
+
+
+def load_report():
+    spec = importlib.util.spec_from_file_location("benchmarks_report", ROOT / "benchmarks" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = load_report()
+
+
+def test_benchmarks_md_is_the_reports_output():
+    expected = report.render(report.load_runs())
+    assert (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8") == expected, (
+        "BENCHMARKS.md was edited by hand or a run file changed: run `python benchmarks/report.py`")
+
+
+def test_page_stays_short():
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 230
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
+def test_each_run_file_names_its_host_date_and_command(path):
+    run = json.loads(path.read_text(encoding="utf-8"))
+    host = run["host"]
+    assert isinstance(host["cpu"], str) and host["cpu"].strip()
+    assert isinstance(host["cores"], int) and host["cores"] >= 1
+    assert isinstance(host["name"], str) and host["name"].strip()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", run["date"]) and path.name.startswith(run["date"])
+    assert isinstance(run["command"], str) and run["command"].strip()
+    assert isinstance(run["measured"], str) and run["measured"].strip()
+    assert run["rows"] and all("target" in row for row in run["rows"])
+
+
+def test_there_are_run_files():
+    assert len(RUN_FILES) >= 10
+
+
+def run(file, host, rows, time="10:00"):
+    return {"file": file, "host": {"id": host, "cpu": "CPU", "cores": 2, "name": f"host {host}"}, "date": "2026-01-01",
+            "time_utc": time, "command": "c", "measured": "m", "source": "s", "rows": rows}
+
+
+def spec(target):
+    return next(v for v in report.VERDICTS if v["target"].startswith(target))
+
+
+def test_a_verdict_belongs_to_its_host_and_both_figures_stand():
+    rows = lambda peer, ours: [{"target": "dr-rem", "configuration": "x", "peer_ms": peer, "ours_ms": ours}]
+    runs = [run("a.json", "A", rows(1000, 400)), run("b.json", "B", rows(1000, 700))]
+    found = report.verdict_rows(spec("DR-CapsNet"), runs)
+    # 400 / 1000 = 0.40 <= 0.5 on A; 700 / 1000 = 0.70 > 0.5 on B.
+    assert [(host, results) for host, results, _ in found] == [("host A", [("", "0.40", True)]),
+                                                               ("host B", [("", "0.70", False)])]
+
+
+def test_seed_003_verdict_is_the_median_of_a_hosts_runs():
+    rows = lambda fm, dr3: [{"target": "seed003", "call": "predict_on_batch", "ours_fm_ms": fm, "ours_dr3_ms": dr3}]
+    runs = [run("1.json", "A", rows(10.0, 13.0)), run("2.json", "A", rows(10.0, 12.0)), run("3.json", "A", rows(10.0, 12.5))]
+    ((host, results, used),) = report.verdict_rows(spec("seed 003"), runs)
+    # median(1.30, 1.20, 1.25) = 1.25 < 1.26.
+    assert results == [("", "median of 3 runs 1.25 (1.30, 1.20, 1.25 in the order run)", False)]
+    assert [r["file"] for r in used] == ["1.json", "2.json", "3.json"]
+
+
+def test_a_superseded_run_left_in_the_folder_is_refused():
+    rows = [{"target": "dr-rem", "configuration": "x", "peer_ms": 1000, "ours_ms": 400}]
+    with pytest.raises(ValueError, match="move the superseded one out"):
+        report.verdict_rows(spec("DR-CapsNet"), [run("a.json", "A", rows), run("b.json", "A", rows)])
+
+
+def test_a_run_file_without_a_command_is_refused(tmp_path):
+    good = json.loads(RUN_FILES[0].read_text(encoding="utf-8"))
+    del good["command"]
+    (tmp_path / RUN_FILES[0].name).write_text(json.dumps(good), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"run file {RUN_FILES[0].name} has no 'command' field"):
+        report.load_runs(tmp_path)
+
+
+def test_the_scripts_raw_output_is_not_read(tmp_path):
+    (tmp_path / "applications.json").write_text("{}", encoding="utf-8")
+    assert report.load_runs(tmp_path) == []
+
+
+def test_ratios_are_computed_from_the_recorded_figures():
+    page = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    # Issue 39's host: REM 3,529 ms against our 2,464 ms -> 0.70; the 2026-11-24 host: 1,667 against 598 -> 0.36.
+    assert "| 2-core AMD EPYC (2026-11-26) | CapsNet, 3 iterations, b128 | 3,529 | 2,464 | 0.70 |" in page
+    assert "AMD EPYC, 2 vCPUs (2026-11-24): 0.36 — met" in page and "2-core AMD EPYC (2026-11-26): 0.70 — **missed**" in page
