@@ -30,7 +30,8 @@ def code_hash(notebook):
 
 
 def tidy(notebook):
-    """Drops TensorFlow's start-up lines and writes paths of this machine short (site-packages, the repository)."""
+    """Drops TensorFlow's start-up lines, writes paths of this machine short (site-packages, the repository) and
+    joins consecutive outputs of one stream."""
     paths = {sysconfig.get_paths()["purelib"]: "site-packages", ROOT: "."}
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -41,7 +42,15 @@ def tidy(notebook):
                 for path, short in paths.items():
                     text = text.replace(path, short)
                 output.text = text
-        cell.outputs = [o for o in cell.outputs if o.output_type != "stream" or o.text]
+        merged = []
+        for output in cell.outputs:
+            if output.output_type == "stream" and not output.text:
+                continue
+            if output.output_type == "stream" and merged and merged[-1].output_type == "stream" and merged[-1].name == output.name:
+                merged[-1].text += output.text  # one block per run of printed lines, as a terminal shows them
+            else:
+                merged.append(output)
+        cell.outputs = merged
 
 
 def execute(path):

@@ -65,20 +65,28 @@ _PRESET_KEY = re.compile(r"([A-Za-z_]\w*)[/:]([\w.-]+)")
 
 
 def preset_key(text):
-    """``"EffCapsNet/mnist"`` or ``"effcapsnet:mnist"`` -> ``("EffCapsNet", "mnist")``, else ``None``.
+    """The registered preset ``text`` names, as ``(model, name)``, or ``None``.
 
-    Raises:
-        ValueError: the model part names no application (the message suggests the closest).
+    ``text`` is ``MODEL/NAME`` or ``MODEL:NAME`` in any case: ``"effcapsnet:MNIST"`` -> ``("EffCapsNet", "mnist")``.
     """
-    match = _PRESET_KEY.fullmatch(text)
-    return (_model_name(match[1]), match[2]) if match else None
+    from keras_capsules import presets
+
+    if not _PRESET_KEY.fullmatch(text):
+        return None
+    keys = {key.lower(): key for key in presets.available()}
+    key = keys.get(text.replace(":", "/", 1).lower())
+    return tuple(key.split("/", 1)) if key else None
 
 
 def _preset_option(text, flag):
-    """``preset_key(text)``, or a ValueError naming ``flag`` when ``text`` is not MODEL/NAME."""
+    """``preset_key(text)``, or a ValueError naming ``flag`` and the presets."""
+    from keras_capsules import presets
+
     key = preset_key(text)
     if key is None:
-        raise ValueError(f"argument `{flag}` expected MODEL/NAME (or MODEL:NAME), e.g. EffCapsNet/mnist, received {text!r}.")
+        raise ValueError(
+            f"argument `{flag}` expected a preset MODEL/NAME or MODEL:NAME (one of {', '.join(presets.available())}), received {text!r}."
+        )
     return key
 
 
@@ -107,11 +115,11 @@ RECIPE_FLAGS = {
     "lr_floor": (float, "RATE", "exponential schedule: lowest learning rate (0: none)"),
     "lr_milestones": (tuple[int], "EPOCH", "step schedule: epochs after which the learning rate is multiplied by --lr-gamma"),
     "lr_gamma": (float, "FACTOR", "step schedule: learning-rate factor at each milestone"),
-    "momentum": (float, "MOMENTUM", "SGD momentum"),
-    "weight_decay": (float, "DECAY", "decoupled weight decay ('none': off)"),
+    "momentum": (float, "COEFFICIENT", "SGD momentum coefficient"),
+    "weight_decay": (float, "COEFFICIENT", "decoupled weight-decay coefficient, 'none' for off"),
     "loss": (str, "NAME", "margin, spread, crossentropy, binary_crossentropy or a loss class name"),
     "metrics": (tuple[str], "NAME", "compile metrics"),
-    "augmentation": (str, "PRESET", "augmentation preset ('none': off)"),
+    "augmentation": (str, "PRESET", "augmentation preset, 'none' for off"),
     "train_split": (str, "SPLIT", "split trained on"),
     "eval_on": (tuple[str], "SPLIT", "splits evaluated after training: SPLIT or DATASET:SPLIT"),
     "configuration": (str, "NAME", "registered application configuration, e.g. EffCapsNet/mnist-reconstruction"),
@@ -121,7 +129,8 @@ RECIPE_FIELDS_WITHOUT_FLAG = (
     "model", "dataset", "variant", "source", "model_kwargs", "dataset_options", "loss_kwargs", "spread_schedule", "stages", "pruning",
     "validation_examples",
 )  # fmt: skip
-_OPTIONAL_FIELDS = {"steps_per_epoch", "lr_decay_steps", "weight_decay", "augmentation", "configuration"}
+#: The optional fields among them: 'none' gives None.
+OPTIONAL_RECIPE_FLAGS = {"steps_per_epoch", "lr_decay_steps", "weight_decay", "augmentation", "configuration"}
 
 
 def _add_recipe_flags(parser):
@@ -136,9 +145,12 @@ def _add_recipe_flags(parser):
         if getattr(kind, "__origin__", None) is tuple:
             group.add_argument(flag, nargs="*", type=kind.__args__[0], metavar=metavar, default=argparse.SUPPRESS, help=help)
         else:
-            parse = _none_or(kind) if field in _OPTIONAL_FIELDS else kind
+            parse = _none_or(kind) if field in OPTIONAL_RECIPE_FLAGS else kind
             group.add_argument(flag, type=parse, metavar=metavar, default=argparse.SUPPRESS, help=help)
-    group.add_argument("--augment", dest="augmentation", type=_none_or(str), metavar="PRESET", default=argparse.SUPPRESS, help="alias of --augmentation")
+    group.add_argument(
+        "--augment", dest="augmentation", type=_none_or(str), metavar="PRESET", default=argparse.SUPPRESS,
+        help="alias of --augmentation (default: the recipe's)",
+    )  # fmt: skip
     group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument, repeatable (default: the recipe's)")
     group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: the recipe's)")
     group.add_argument(
@@ -183,7 +195,7 @@ def _train(args):
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
     if metrics.get("already_complete"):
         print(
-            f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({metrics['epochs_completed']} epochs); "
+            f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({_epochs(metrics['epochs_completed'])}); "
             f"its stored result: {scores}. Outputs in {where} (--no-resume trains it again)."
         )
         return 0
@@ -191,10 +203,14 @@ def _train(args):
     if metrics["resumed_from_epoch"] and metrics["resumed_from_epoch"] >= metrics["epochs_completed"]:
         resumed = ", all trained by an earlier run; now evaluated and saved"
     print(
-        f"\n{metrics['model']} on {metrics['dataset']} ({metrics['epochs_completed']} epochs{resumed}, "
+        f"\n{metrics['model']} on {metrics['dataset']} ({_epochs(metrics['epochs_completed'])}{resumed}, "
         f"{metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
     )
     return 0
+
+
+def _epochs(count):
+    return f"{count} epoch" + ("" if count == 1 else "s")
 
 
 def add_train_command(commands):
@@ -561,7 +577,7 @@ def is_user_error(error):
 
 #: What TensorFlow's C++ libraries print at INFO level while they load, whatever TF_CPP_MIN_LOG_LEVEL says
 #: ("oneDNN custom operations are on ...", and absl's preamble to it).
-_NATIVE_INFO_LINE = re.compile(r"I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is called")
+_NATIVE_INFO_LINE = re.compile(r"I\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is called")
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ def run(tmp_path_factory):
     code = cli.main(
         ["train", "EffCapsNet", "--epochs", "2", "--batch-size", "16", "--limit", "96", "--eval-limit", "200", "--output", str(output),
          "--learning-rate", "0.002", "--lr-decay", "0.5", "--augment", "mnist_shift2", "--model-arg", "reconstruction=False",
-         "--no-export", "--quiet"]  # fmt: skip
+         "--no-export", "--quiet", "--validation-examples", "0"]  # fmt: skip
     )
     assert code == 0
     with open(output / "metrics.json") as handle:
@@ -35,6 +35,7 @@ def test_train_applies_every_override(run):
     assert recipe["augmentation"] == "mnist_shift2" and recipe["model_kwargs"] == {"variant": "mnist", "reconstruction": False}
     assert metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 6 and metrics["optimizer_iterations"] == 12
     assert len(metrics["history"]["loss"]) == 2
+    assert metrics["validation"]["examples"] == 0 and "val_loss" not in metrics["history"]  # --validation-examples 0: all 96 train
     # 12 steps reach 31.5 % on these 200 held-out images (TensorFlow 2.21, CPU); chance is 10 % (+-2.1 % std).
     assert metrics["test_accuracy"] >= 0.2
 

@@ -63,7 +63,7 @@ def test_rerunning_a_finished_train_reports_the_stored_result(run, capsys):
     capsys.readouterr()
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "this run was already complete (1 epochs)" in out and "resumed" not in out
+    assert "this run was already complete (1 epoch)" in out and "resumed" not in out
     assert f"accuracy {metrics['evaluations']['test']['accuracy']:.4f}" in out
     assert (output / "metrics.json").read_text() == before  # nothing retrained or rewritten
 
@@ -151,3 +151,111 @@ def test_every_subcommand_describes_itself():
     for name, command in commands.items():
         assert command.description and len(command.description) > 40, name
         assert command.description.split()[0] in command.format_help(), name
+
+
+def _options(parser):
+    """``(command, option action)`` of every optional argument of every subcommand and of the main parser."""
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name, command in [("keras-capsules", parser), *commands.items()]:
+        for action in command._actions:
+            if action.option_strings and action.dest not in ("help", "version"):
+                yield name, action
+
+
+def test_every_option_states_its_default_and_numbers_their_unit():
+    units = ("epochs", "epoch", "images", "steps", "trials", "levels", "classes", "iterations", "seed", "factor", "rate", "coefficient")
+    for name, action in _options(cli.build_parser()):
+        flag = f"{name} {action.option_strings[-1]}"
+        assert action.help and "(default: " in action.help, flag
+        if action.type in (int, float) or getattr(action.type, "__name__", None) in ("int", "float", "_positive_int"):
+            words = f"{action.metavar or ''} {action.help}".lower()
+            assert any(unit in words for unit in units), flag
+
+
+def test_recipe_flags_cover_every_recipe_field_with_its_type():
+    import dataclasses
+    import typing
+
+    from keras_capsules.recipes import Recipe
+
+    hints = typing.get_type_hints(Recipe)
+    fields = {field.name for field in dataclasses.fields(Recipe)}
+    assert set(cli.RECIPE_FLAGS) | set(cli.RECIPE_FIELDS_WITHOUT_FLAG) == fields  # a new field needs a flag or a reason
+    assert not set(cli.RECIPE_FLAGS) & set(cli.RECIPE_FIELDS_WITHOUT_FLAG)
+    for field, (kind, _, _) in cli.RECIPE_FLAGS.items():
+        declared = [t for t in typing.get_args(hints[field]) if t is not type(None)] or [hints[field]]
+        assert (tuple if getattr(kind, "__origin__", None) is tuple else kind) is declared[0], field
+        assert (type(None) in typing.get_args(hints[field])) == (field in cli.OPTIONAL_RECIPE_FLAGS), field  # 'none' accepted
+
+
+def test_presets_table_columns_line_up(capsys):
+    from keras_capsules import presets
+
+    assert cli.main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    keys = presets.available()
+    assert len(lines) == 1 + len(keys)
+    # The first column is as wide as the longest `Model(weights='name')`; the accuracy column ends at one place.
+    first = max(len(f"{key.split('/')[0]}(weights={key.split('/')[1]!r})") for key in keys)
+    accuracy_end = first + 2 + len("test accuracy")
+    assert lines[0][: first + 2] == "weights=".ljust(first + 2) and lines[0][first + 2 : accuracy_end] == "test accuracy"
+    for line, key in zip(lines[1:], keys):
+        model, name = key.split("/")
+        assert line.startswith(f"{model}(weights={name!r})".ljust(first + 2)), line
+        assert line[accuracy_end - 1] == "%" and line[accuracy_end] == " ", line
+    dataset_starts = {line.index(presets.get(*key.split("/")).dataset, accuracy_end) for line, key in zip(lines[1:], keys)}
+    assert dataset_starts == {lines[0].index("dataset")}
+
+
+def test_version_is_the_installed_distributions(capsys):
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["--version"])
+    assert exit.value.code == 0 and capsys.readouterr().out == f"keras-capsules {metadata.version('keras-capsules')}\n"
+
+
+def test_an_internal_error_keeps_its_traceback_and_a_user_error_is_one_line(monkeypatch, capsys):
+    from keras_capsules import recipes
+
+    def broken(model=None):
+        return len(model)  # a bug: TypeError from a wrong call, raised by no `raise` of the library
+
+    monkeypatch.setattr(recipes, "available", broken)
+    assert cli.main(["recipes"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in broken" in err and "return len(model)" in err
+    assert "TypeError: object of type 'NoneType' has no len()" in err and "keras-capsules recipes: unexpected TypeError" in err
+
+    def missing_module(model=None):
+        import keras_capsules.no_such_module  # noqa: F401  (an ImportError of a broken install)
+
+    monkeypatch.setattr(recipes, "available", missing_module)
+    assert cli.main(["recipes"]) == 1
+    assert "ModuleNotFoundError: No module named 'keras_capsules.no_such_module'" in capsys.readouterr().err
+    monkeypatch.undo()
+
+    # A user error: the library's own message on one line; with --verbose (before or after the command) its traceback too.
+    assert cli.main(["recipes", "NoSuchNet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-capsules recipes: error: no recipe for model 'NoSuchNet'") and err.count("\n") == 1
+    for argv in (["--verbose", "recipes", "NoSuchNet"], ["recipes", "NoSuchNet", "--verbose"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Traceback (most recent call last)" in err and "in _model_name" in err
+        assert err.splitlines()[-1].startswith("keras-capsules recipes: error: no recipe for model 'NoSuchNet'")
+
+
+def test_user_errors_are_the_librarys_raises_and_os_errors_naming_a_file():
+    def raised(function):
+        try:
+            function()
+        except Exception as error:  # noqa: BLE001
+            return error
+        raise AssertionError("nothing raised")
+
+    assert cli.is_user_error(raised(lambda: cli._key_values(["oops"], "--model-arg")))  # a `raise` in keras_capsules
+    assert cli.is_user_error(raised(lambda: open("/no/such/file")))  # FileNotFoundError naming the file
+    assert not cli.is_user_error(raised(lambda: int("x")))  # raised outside the library
+    assert not cli.is_user_error(raised(lambda: cli._key_values(3, "--x")))  # a bug inside it: not a `raise` statement
+    assert not cli.is_user_error(raised(lambda: 1 / 0))  # not a user-error type

@@ -13,6 +13,7 @@ FORBIDDEN = [
     ("layers", ("applications", "interpret", "training", "metrics")),
     ("metrics.py", ("interpret", "training", "applications")),
     ("interpret", ("training",)),
+    ("evaluation", ("interpret", "recipes", "tuning", "export", "cli")),
 ]
 
 
@@ -35,6 +36,12 @@ def test_lower_layers_do_not_import_higher_ones(source, banned):
     modules = [path] if path.is_file() else [p for p in path.rglob("*.py") if not p.name.endswith("_test.py")]
     offenders = sorted(f"{module.relative_to(ROOT)} imports {name}" for module in modules for name in _imports(module) & set(banned))
     assert not offenders, offenders
+
+
+def test_only_the_command_line_imports_evaluation():
+    modules = [p for p in ROOT.rglob("*.py") if not p.name.endswith("_test.py") and "evaluation" not in p.relative_to(ROOT).parts]
+    importers = sorted(str(m.relative_to(ROOT)) for m in modules if "evaluation" in _imports(m) and not m.name.startswith("cli"))
+    assert not importers, importers
 
 
 def test_the_checker_sees_lazy_imports(tmp_path):

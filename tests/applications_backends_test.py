@@ -25,6 +25,7 @@ TINY = {
     # 3 iterations: with fewer, some column weights cannot reach the top level yet (with 1, not even the tokenizer's).
     "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 16, "projection_dim": 32, "window": 2, "routing_iterations": 3},
     "EffConvCapsNet": {"input_shape": (40, 40, 3), "classes": 3},
+    "BaselineCNN": {"variant": "matched", "classes": 3},
 }
 #: Weights with no gradient by design: the class layer's kernel router outputs logits without the
 #: ``|theta3| sum c log a`` term (``activation_prior=False``), so its ``theta3`` is unused.

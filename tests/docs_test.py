@@ -16,6 +16,7 @@ EXECUTED_PAGES = ("routers/custom.md",)
 #: Put right above a block that must fail today: ``<!-- docs-test: expected failure (ValueError): why -->``.
 EXPECTED_FAILURE = re.compile(r"<!-- docs-test: expected failure \((\w+)\): (.+?) -->\s*$")
 NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ipynb")))
+pytestmark = pytest.mark.xdist_group("docs")  # one worker runs a page's blocks once for all its tests
 
 
 def test_docs_build_strict(tmp_path):
@@ -27,10 +28,13 @@ def test_docs_build_strict(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert 'not included in the "nav"' not in result.stderr, "a page is missing from mkdocs.yml's nav:\n" + result.stderr
     assert (tmp_path / "site" / "api" / "routing" / "index.html").is_file()
     for notebook in NOTEBOOKS:  # rendered with their stored outputs
-        page = tmp_path / "site" / "examples" / os.path.basename(notebook)[: -len(".ipynb")] / "index.html"
-        assert page.is_file(), f"{os.path.basename(notebook)} is not rendered in the site"
+        name = os.path.basename(notebook)
+        page = tmp_path / "site" / "examples" / name[: -len(".ipynb")] / "index.html"
+        assert page.is_file(), f"{name} is not in the site: link docs/examples/{name} -> ../../examples/{name} and add it to the nav"
+        assert re.search(r'class="[^"]*jp-OutputArea-output', page.read_text(encoding="utf-8")), f"the site shows no output of {name}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
@@ -87,17 +91,25 @@ def executed_pages():
 
 
 def page_namespace(executed_pages, page):
+    """``(namespace, lines of the blocks run)`` of ``page``; its blocks run once, and a failure is reported
+    by every test that needs them (never read as the expected failure of a later step)."""
+    if isinstance(executed_pages.get(page), Exception):
+        pytest.fail(f"docs/{page}: a block failed: {executed_pages[page]!r}")
     if page not in executed_pages:
         namespace = {"__name__": "docs_" + re.sub(r"\W", "_", page)}
         ran = []
-        for line, source, expected_failure in code_blocks(page):
-            if expected_failure is None:
-                before = set(namespace)
-                run_block(page, line, source, namespace)
-                # A block that defines tests (``def test_...``) is a test file: its tests run too.
-                for name in [n for n in namespace if n.startswith("test_") and n not in before]:
-                    namespace[name]()
-                ran.append(line)
+        try:
+            for line, source, expected_failure in code_blocks(page):
+                if expected_failure is None:
+                    before = set(namespace)
+                    run_block(page, line, source, namespace)
+                    # A block that defines tests (``def test_...``) is a test file: its tests run too.
+                    for name in [n for n in namespace if n.startswith("test_") and n not in before]:
+                        namespace[name]()
+                    ran.append(line)
+        except Exception as error:
+            executed_pages[page] = error
+            raise
         executed_pages[page] = (namespace, ran)
     return executed_pages[page]
 

@@ -1,6 +1,7 @@
 """The preset tools in benchmarks/presets read training logs and measure pruned presets correctly."""
 
 import importlib.util
+import json
 import os
 
 import keras
@@ -111,3 +112,36 @@ def test_train_presets_runs_the_phases_of_a_command_in_order_and_resumes_in_the_
     os.rename(os.path.join(out, "checkpoints", "epoch-0024"), os.path.join(out, "checkpoints", "epoch-0015"))
     calls = run_train_presets(tmp_path, runs)
     assert [call[call.index("--epochs") + 1] for call in calls] == ["24"]
+
+
+def test_make_preset_records_the_hold_out_and_measures_raw_images(tmp_path, monkeypatch):
+    from keras_capsules import datasets, presets
+    from keras_capsules.presets import registry
+
+    monkeypatch.setattr(registry, "REGISTRY_FILE", str(tmp_path / "registry.json"))
+    monkeypatch.setattr(registry, "PACKAGE_DIR", str(tmp_path / "files"))
+    keras.utils.set_random_seed(3)
+    run = tmp_path / "run"
+    run.mkdir()
+    model = applications.EffCapsNet(input_shape=(28, 28, 1), classes=10)
+    model.save(str(run / "model.keras"))
+    held_out = {"examples": 800, "seed": 0, "selection": "uniform draw without replacement from the training split"}
+    (run / "metrics.json").write_text(
+        '{"model": "EffCapsNet", "dataset": "mnist_sample", "variant": "default", "epochs_completed": 1, "train_seconds": 5.0, '
+        f'"validation": {json.dumps(held_out)}}}'
+    )
+    (run / "train.log").write_text("2026-11-26T22:00:00Z x: keras-capsules train EffCapsNet --dataset mnist_sample --data-dir D\n")
+    try:
+        tool("make_preset").main([
+            str(run), "--model", "EffCapsNet", "--name", "tooltest", "--dataset", "mnist_sample", "--subset-limit", "100",
+            "--test-informed", "no", "--decisions", "one run, nothing read the test set.",
+        ])
+    finally:
+        presets.unregister_preset("EffCapsNet", "tooltest")
+    (record,) = json.loads((tmp_path / "registry.json").read_text())
+    images, labels = datasets.load_arrays("mnist_sample", "test")
+    expected = np.mean(np.argmax(model.predict(images.astype("float32") / 255.0, verbose=0), axis=-1) == labels)
+    assert record["test_examples"] == 2000 and abs(record["test_accuracy"] - expected) < 1e-6
+    assert record["kwargs"]["input_shape"] == [28, 28, 1] and record["validation"] == held_out
+    assert record["test_informed"] is False and record["decisions"] == "one run, nothing read the test set."
+    assert record["log"] == "benchmarks/presets/logs/effcapsnet-tooltest.md" and "evaluation" not in record

@@ -2,13 +2,16 @@
 
     python benchmarks/presets/make_preset.py RUN_DIR --model EffCapsNet --name mnist \
         --kwargs '{"variant": "mnist", "reconstruction": true}' --dataset mnist --data-dir DATA_DIR \
-        --subset-dataset mnist_sample [--storage float16] [--notes "..."]
+        --subset-dataset mnist_sample --test-informed no --decisions "..." --description "..." \
+        --limitations "..." --procedure "..." --citation-file paper.bib [--storage float16] [--notes "..."]
 
 Steps: write the run's weights (RUN_DIR/model.keras) to keras_capsules/presets/files/<model>-<name>.npz,
 register the preset, build `Model(weights=name)` through the public constructor, measure its accuracy
-on the full test set and on the fixed subset (first --subset-limit test images), and write the record
-(with the training command from RUN_DIR/train.log and epochs/time/recipe from RUN_DIR/metrics.json)
-into keras_capsules/presets/registry.json.
+on the full test set and on the fixed subset (first --subset-limit test images, as they come: a model
+that needs another input size pads or crops inside, e.g. AgreementGLOM's input_padding), and write the
+record (with the training command from RUN_DIR/train.log, epochs/time/recipe and the validation
+hold-out from RUN_DIR/metrics.json) into keras_capsules/presets/registry.json. The card's training log
+is benchmarks/presets/logs/<model>-<name>.md (--log), written by hand from the run's notes.
 """
 
 import argparse
@@ -26,10 +29,10 @@ from keras_capsules.presets import registry
 from keras_capsules.training import load_model
 
 
-def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256, evaluation=None):
-    """Top-1 accuracy by NumPy argmax over the model's class scores (images through ``evaluation``'s transform)."""
+def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
+    """Top-1 accuracy by NumPy argmax over the model's class scores (the dataset's images as they come, in [0, 1])."""
     correct = total = 0
-    batches = datasets.load(dataset, split, batch_size=batch_size, data_dir=data_dir, shuffle=False, limit=limit, augment=evaluation, training=False)
+    batches = datasets.load(dataset, split, batch_size=batch_size, data_dir=data_dir, shuffle=False, limit=limit)
     for images, labels in batches:
         scores = model.predict_on_batch(images)
         correct += int(np.sum(np.argmax(scores, axis=-1) == labels.numpy()))
@@ -82,9 +85,15 @@ def main(argv=None):
     parser.add_argument("--subset-dataset", help="dataset of the fixed subset (default: --dataset)")
     parser.add_argument("--subset-limit", type=int, default=1000)
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
-    parser.add_argument("--notes", default="")
+    parser.add_argument("--notes", default="", help="short remarks on the evaluation (the paper's figure, a target)")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
-    parser.add_argument("--evaluation", help="augmentation preset whose evaluation transform the inputs need (GLOM: glom_fashion_mnist)")
+    parser.add_argument("--description", default="", help="what the model is (the card's opening)")
+    parser.add_argument("--limitations", default="", help="intended use and limitations")
+    parser.add_argument("--procedure", default="", help="the training procedure in a short paragraph")
+    parser.add_argument("--log", help="training log page (default benchmarks/presets/logs/<model>-<name>.md)")
+    parser.add_argument("--test-informed", required=True, choices=("yes", "no"), help="did any training decision follow a test score")
+    parser.add_argument("--decisions", required=True, help="one sentence: what the training decisions read")
+    parser.add_argument("--citation-file", help="BibTeX of the paper(s)")
     parser.add_argument(
         "--export-only", action="store_true",
         help="only write the .npz from RUN_DIR/model.keras (run it with the library version that trained the run when "
@@ -107,12 +116,9 @@ def main(argv=None):
             return
 
     kwargs = json.loads(args.kwargs)
-    input_shape = datasets.info(args.dataset).image_shape
-    if args.evaluation:  # e.g. 28x28 padded to 32x32: the shape the transform produces
-        input_shape = next(iter(datasets.load(args.dataset, "test", batch_size=1, data_dir=args.data_dir, limit=1,
-                                              augment=args.evaluation, training=False)))[0].shape[1:]
     kwargs.setdefault("classes", datasets.num_classes(args.dataset))
-    kwargs.setdefault("input_shape", list(input_shape))
+    kwargs.setdefault("input_shape", list(datasets.info(args.dataset).image_shape))
+    held_out = run_metrics.get("validation")
     subset = {"dataset": args.subset_dataset or args.dataset, "split": "test", "limit": args.subset_limit}
     draft = dict(
         model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
@@ -120,13 +126,16 @@ def main(argv=None):
         recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
         epochs=int(run_metrics["epochs_completed"]), train_seconds=float(logged_train_seconds(os.path.join(args.run_dir, "train.log")) or run_metrics["train_seconds"]),
         hardware=hardware(), library_version=keras_capsules.__version__,
-        date=datetime.date.today().isoformat(), storage_dtype=args.storage, notes=args.notes, metrics=json.loads(args.metrics),
-        evaluation=args.evaluation,
+        date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
+        limitations=args.limitations, procedure=args.procedure, log=args.log or f"benchmarks/presets/logs/{file_name[:-4]}.md",
+        validation=held_out if held_out and held_out.get("examples") else None, test_informed=args.test_informed == "yes",
+        decisions=args.decisions, citation=open(args.citation_file).read().strip() if args.citation_file else "",
+        notes=args.notes, metrics=json.loads(args.metrics),
     )
     presets.register_preset(presets.Preset(**draft))
     model = getattr(applications, args.model)(weights=args.name)  # the public path, with the file that ships
-    test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir, evaluation=args.evaluation)
-    subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit, evaluation=args.evaluation)
+    test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir)
+    subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit)
     record = dict(draft, test_accuracy=round(test_accuracy, 6), test_examples=test_examples, subset_accuracy=round(subset_accuracy, 6),
                   parameters=int(model.count_params()), recipe=list(draft["recipe"]))
     records = json.load(open(registry.REGISTRY_FILE)) if os.path.isfile(registry.REGISTRY_FILE) else []

@@ -1,4 +1,4 @@
-"""Writes the preset model cards into docs/applications/<model>.md and the preset table into README.md.
+"""Writes the preset model cards into docs/applications/<model>.md and the preset table into README.md and docs/presets.md.
 
     python benchmarks/presets/write_cards.py [--check]
 
@@ -23,7 +23,7 @@ def targets():
     for model in MODELS:
         module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
         pages.append((os.path.join(ROOT, "docs", "applications", f"{module}.md"), cards.docs_section(model)))
-    pages.append((os.path.join(ROOT, "README.md"), cards.presets_table()))
+    pages += [(os.path.join(ROOT, page), cards.presets_table()) for page in ("README.md", os.path.join("docs", "presets.md"))]
     return pages
 
 

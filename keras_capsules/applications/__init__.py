@@ -26,6 +26,7 @@ with their reference parameter counts. The shared conventions:
 """
 
 from keras_capsules.applications.agreement_glom import AgreementGLOM
+from keras_capsules.applications.baseline_cnn import BaselineCNN
 from keras_capsules.applications.capsnet import CapsNet
 from keras_capsules.applications.classifier import CapsuleClassifier, ReconstructionLoss
 from keras_capsules.applications.consensus_capsnet import ConsensusCapsNet
@@ -39,6 +40,7 @@ from keras_capsules.applications.utils import decode_predictions, preprocess_inp
 
 __all__ = [
     "AgreementGLOM",
+    "BaselineCNN",
     "CapsNet",
     "CapsuleClassifier",
     "ConsensusCapsNet",

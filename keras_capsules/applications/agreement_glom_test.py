@@ -63,7 +63,7 @@ def test_input_padding_pads_inside_the_model_without_weights():
     x16 = np.pad(x, ((0, 0), (2, 2), (2, 2), (0, 0)))  # centred zero padding by hand
     np.testing.assert_allclose(keras.ops.convert_to_numpy(padded(x)), keras.ops.convert_to_numpy(plain(x16)), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(glom_levels(padded, x), glom_levels(plain, x16), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected a padding that makes the image sides multiples of 8.*received 0 with input_shape \(12, 12, 1\)"):
+    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected a padding that makes the image sides multiples of 8.*received '0 with input_shape \(12, 12, 1\) \(a 3x3 grid\)'"):
         AgreementGLOM(**dict(TINY, input_shape=(12, 12, 1)))
     with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected an integer >= 0"):
         AgreementGLOM(input_padding=-1, **TINY)
@@ -78,7 +78,7 @@ def test_argument_errors():
         AgreementGLOM(downsampling="conv")
     with pytest.raises(ValueError, match=r"AgreementGLOM.*input_shape.*fully defined"):
         AgreementGLOM(include_top=False, input_shape=(None, None, 3))
-    with pytest.raises(ValueError, match=r"DissimilarityHead.*window=4.*pad 28x28"):
+    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding`.*input_padding=2 for 28x28 images.*7x7 grid"):
         AgreementGLOM(input_shape=(28, 28, 1))  # 7x7 grid
 
 

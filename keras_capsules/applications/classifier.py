@@ -36,16 +36,21 @@ class ReconstructionLoss(keras.losses.Loss):
 
 
 class _BatchCounter(keras.callbacks.Callback):
-    """Counts the batches a ``predict``/``evaluate`` call runs (none: the data held zero examples)."""
+    """Counts the batches a ``predict``/``evaluate`` call runs (none: the data held zero examples).
+
+    Counts at batch end: Keras calls ``on_*_batch_begin`` once before it finds the data empty.
+    """
+
+    async_safe = True  # keeps Keras's asynchronous callback dispatch on
 
     def __init__(self):
         super().__init__()
         self.batches = 0
 
-    def on_test_batch_begin(self, batch, logs=None):
+    def on_test_batch_end(self, batch, logs=None):
         self.batches += 1
 
-    def on_predict_batch_begin(self, batch, logs=None):
+    def on_predict_batch_end(self, batch, logs=None):
         self.batches += 1
 
 
@@ -188,13 +193,14 @@ class CapsuleClassifier(keras.Model):
         The decoder reads the label-masked class poses in the loss (and in :meth:`reconstruct`), so
         Keras's functional summary would leave its parameters out of the rows while counting them in
         the totals; its row (connected to ``mask(<class_capsules>)``) makes the rows add up to the total.
+        The table is printed as plain text (no terminal colours); with ``layer_range`` it is Keras's own.
         """
         arguments = dict(line_length=line_length, positions=positions, expand_nested=expand_nested, show_trainable=show_trainable)
         if self.decoder is None or layer_range is not None:
             return super().summary(print_fn=print_fn, layer_range=layer_range, **arguments)
         captured = []
         super().summary(print_fn=lambda text, *_, **__: captured.append(text), **arguments)
-        text = _with_row(captured[0], self._decoder_fields())
+        text = _with_row(captured[0], self._decoder_fields(), line_length)
         if print_fn is not None:
             print_fn(text)
         elif keras.config.is_interactive_logging_enabled():
@@ -268,10 +274,11 @@ class CapsuleClassifier(keras.Model):
         return config
 
 
-def _with_row(text, fields):
+def _with_row(text, fields, line_length=None):
     """Keras's rendered summary ``text`` with one more table row, its cells ``fields[header]`` wrapped to the column widths.
 
-    A table wider than the console comes cropped on the right (rich's behaviour); the row is cropped alike.
+    A ``line_length`` wider than the console gives a table cropped on the right (rich's behaviour);
+    the row is laid out at that full width and cropped alike.
     """
     lines = text.split("\n")
     top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
@@ -281,7 +288,11 @@ def _with_row(text, fields):
     widths = [len(segment) for segment in lines[top][1 : width - closed].split("┳")]
     shown = [cell.strip().rstrip("…") for cell in lines[top + 1][1 : width - closed].split("┃")]  # narrow: "Trai…"
     headers = [next((key for key in fields if shown_name and key.startswith(shown_name)), shown_name) for shown_name in shown]
-    cells = [textwrap.wrap(fields.get(header, ""), size - 2) or [""] for header, size in zip(headers, widths)]
+    if not closed and line_length:
+        widths[-1] = line_length - len(widths) - 1 - sum(widths[:-1])
+    # rich's layout: wrap at spaces, a word longer than the column ends in "…".
+    wrap = lambda text, size: [w if len(w) <= size else w[: size - 1] + "…" for w in textwrap.wrap(text, size, break_long_words=False)] or [""]  # noqa: E731
+    cells = [wrap(fields.get(header, ""), size - 2) for header, size in zip(headers, widths)]
     rows = []
     for row in range(max(len(cell) for cell in cells)):
         parts = []

@@ -8,6 +8,7 @@ the models are built with the small input shapes and class counts of :data:`TINY
 configuration's architecture (the registry test checks the paper-sized models).
 """
 
+import inspect
 import sys
 
 import keras
@@ -22,6 +23,7 @@ NAMES = applications.list_configurations()
 #: Per constructor: small settings that keep the architecture (``None``: the configuration's own).
 TINY = {
     "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 8, "projection_dim": 8},
+    "BaselineCNN": {"classes": 3},
     "CapsNet": {"input_shape": (20, 20, 1), "classes": 3},
     "ConsensusCapsNet": {"input_shape": (17, 17, 1), "classes": 3},
     "EffCapsNet": {"classes": 3},
@@ -31,7 +33,7 @@ TINY = {
     "MatrixCapsNet": {"input_shape": (16, 16, 1), "classes": 3},
 }
 #: Per configuration, on top of TINY.
-TINY_BY_NAME = {"FMCapsNet/cifar10": {"input_shape": (8, 8, 3)}}
+TINY_BY_NAME = {"FMCapsNet/cifar10": {"input_shape": (8, 8, 3)}, "BaselineCNN/capsnet_paper": {"input_shape": (6, 6, 1)}}
 #: The configuration each constructor's routers are checked on (default: its first registered one).
 ROUTER_CONFIGURATION = {"InvertedAttentionCapsNet": "InvertedAttentionCapsNet/cifar10-simple", "FMCapsNet": "FMCapsNet/cifar10"}
 
@@ -120,7 +122,13 @@ def test_every_router_the_model_allows_builds_and_runs(name, router):
     assert scores.shape == (2, 3) and np.all(np.isfinite(scores))
 
 
-@pytest.mark.parametrize("constructor", sorted({c for c in (_constructor_name(n) for n in NAMES) if c != "AgreementGLOM"}))
+def _routed_constructors():
+    """Constructors with a ``router`` argument (AgreementGLOM routes by its fixed GLOM attention; BaselineCNN has no capsules)."""
+    names = {_constructor_name(n) for n in NAMES}
+    return sorted(c for c in names if "router" in inspect.signature(getattr(applications, c)).parameters)
+
+
+@pytest.mark.parametrize("constructor", _routed_constructors())
 def test_a_router_the_model_does_not_know_is_refused_by_name(constructor):
     with pytest.raises(ValueError, match=rf"{constructor}: argument `router`.*'nope'"):
         getattr(applications, constructor)(router="nope")

@@ -122,6 +122,22 @@ def test_svhn_mat_maps_label_10_to_digit_0(tmp_path):
         datasets.load_arrays("svhn", "train", data_dir=tmp_path)
 
 
+def test_mat_labels_must_be_whole_numbers(tmp_path):
+    from scipy import io as scipy_io
+
+    images = np.zeros((2, 32, 32, 3), np.uint8)
+    scipy_io.savemat(tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10.0], [2.5]])})
+    with pytest.raises(formats.DataFormatError, match=r"read_svhn_mat: .*test_32x32\.mat' holds labels that are not whole numbers \(1 of 2, first 2\.5 at index 1\)"):
+        datasets.load_arrays("svhn", "test", data_dir=tmp_path)
+    scipy_io.savemat(tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10.0], [2.0]])})  # MATLAB doubles
+    assert datasets.load_arrays("svhn", "test", data_dir=tmp_path)[1].tolist() == [0, 2]
+    folder = tmp_path / "affnist"
+    folder.mkdir()
+    _affnist_mat(folder / "test.mat", np.zeros((2, 40, 40), np.uint8), np.array([3.0, 7.25]))
+    with pytest.raises(formats.DataFormatError, match=r"read_affnist_mat: .*test\.mat' holds labels that are not whole numbers .*first 7\.25"):
+        datasets.load_arrays("affnist", "test", data_dir=tmp_path)
+
+
 def _affnist_mat(path, images, labels):
     from scipy import io as scipy_io
 

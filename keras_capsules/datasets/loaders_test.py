@@ -104,6 +104,45 @@ def test_unknown_idx_files_need_verify_false(offline):
     assert tuple(batch[0].shape) == (5, 40, 40, 1)
 
 
+def test_images_of_another_shape_are_refused_even_with_verify_false(offline):
+    folder = _write_test_split(offline / "cifar_sized", np.zeros((2, 32, 32)), [1, 2])
+    for verify in (True, False):
+        with pytest.raises(
+            datasets.DataFormatError,
+            match=r"t10k-images-idx3-ubyte\.gz' holds 32x32 images \(shape \(2, 32, 32\)\); 'mnist' images are 28x28, expected shape \(N, 28, 28\)",
+        ):
+            datasets.load_arrays("mnist", "test", data_dir=folder, verify=verify)
+    with pytest.raises(datasets.DataFormatError, match=r"holds 32x32 images"):
+        datasets.load("fashion_mnist", "test", data_dir=folder, verify=False)
+
+
+def test_fractional_labels_are_refused_in_files_and_arrays(offline):
+    folder = _write_test_split(offline / "float_labels", np.zeros((3, 28, 28)), [1, 2, 3])
+    # IDX float64 labels (type code 0x0E, big-endian): 1.0, 2.7, 3.0.
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(bytes([0, 0, 0x0E, 1]) + (3).to_bytes(4, "big") + np.array([1.0, 2.7, 3.0], ">f8").tobytes())
+    with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holds labels outside 0\.\.9 \(or not whole numbers\) .*first 2\.7 at index 1"):
+        datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
+    images = np.zeros((3, 28, 28, 1), np.uint8)
+    with pytest.raises(ValueError, match=r"datasets\.from_arrays: argument `labels` expected class indices that are whole numbers .*such as 2\.7"):
+        datasets.from_arrays(images, np.array([1.0, 2.7, 3.0]))
+    with pytest.raises(ValueError, match=r"such as 0\.5"):
+        datasets.from_arrays(images, np.array([[0.5], [1.0], [2.0]], "float32"))
+    labels = [y for _, y in datasets.from_arrays(images, np.array([1.0, 2.0, 3.0]), batch_size=3).as_numpy_iterator()]
+    assert labels[0].tolist() == [1.0, 2.0, 3.0]  # whole floats are served as given
+    multi_hot = np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]], "float32")  # (N, classes) targets are not class indices
+    assert len(list(datasets.from_arrays(images, multi_hot, batch_size=3))) == 1
+
+
+def test_numpy_integer_batch_size_and_limit(offline):
+    batch = next(iter(datasets.load("mnist_sample", "test", batch_size=np.int64(4), limit=np.uint8(6))))
+    assert tuple(batch[0].shape) == (4, 28, 28, 1)
+    assert [len(y) for _, y in datasets.load("mnist_sample", "test", batch_size=np.int32(4), limit=np.int64(6)).as_numpy_iterator()] == [4, 2]
+    assert len(list(datasets.from_arrays(np.zeros((5, 2, 2, 1), np.uint8), np.arange(5), batch_size=np.int64(2)))) == 3
+    for bad in (True, 2.0):
+        with pytest.raises(ValueError, match=r"datasets\.load: argument `batch_size` expected a positive integer"):
+            datasets.load("mnist_sample", batch_size=bad)
+
+
 def test_bad_labels_empty_files_and_bad_data_dir(offline):
     folder = _write_test_split(offline / "bad", np.zeros((3, 28, 28)), [1, 13, 2])
     for verify in (True, False):

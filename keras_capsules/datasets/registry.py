@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from keras_capsules.datasets.tfds_source import TfdsNotPrepared, tfds_data_dir
 
-_DATASETS = {}
+_DATASETS: "dict[str, DatasetInfo]" = {}
 
 #: How error messages tell the user to change a loading argument: as Python keywords, or as the
 #: ``keras-capsules`` flags (inside :func:`command_line_spelling`).
@@ -132,7 +132,7 @@ def register_dataset(info):
     return info
 
 
-def class_names(name):
+def class_names(name: str) -> tuple[str, ...]:
     """The class names of dataset ``name`` in label order: ``class_names("fashion_mnist")[0] == "T-shirt/top"``.
 
     A derived set (``expanded_mnist``, ``multi_mnist``, ...) has the names of its default source (its

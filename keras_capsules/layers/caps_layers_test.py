@@ -1,3 +1,5 @@
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -159,5 +161,32 @@ def test_capsule_layer_errors_name_layer_and_argument():
         FcCaps(2, transform="matrix")(np.zeros((2, 6, 8), "float32"))
     with pytest.raises(ValueError, match=r"FcCaps.*router.*iterations.*single pass"):
         FcCaps(2, 4, router=routing.SelfAttentionRouter(), routing_iterations=2)
-    with pytest.raises(ValueError, match=r"ConvCaps.*kernel_size=3"):
+    with pytest.raises(ValueError, match=r"ConvCaps 'conv_caps.*': argument `kernel_size` expected .*input's height x width, 2x2 .*received 3"):
         ConvCaps(2, 4, kernel_size=3)(np.zeros((1, 2, 2, 2, 4), "float32"))
+
+
+def test_primary_caps_kernel_larger_than_its_input_is_named_at_build_time():
+    for kernel, received in ((9, "9"), ((3, 6), r"\(3, 6\)")):
+        layer = PrimaryCaps(4, 8, kernel_size=kernel, name="primary")
+        with pytest.raises(ValueError, match=rf"PrimaryCaps 'primary': argument `kernel_size` expected .*height x width, 5x5 \(input shape \(None, 5, 5, 3\)\).*received {received}"):
+            layer.build((None, 5, 5, 3))
+    assert PrimaryCaps(4, 8, kernel_size=5)(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (1, 1, 1, 4, 8)  # fits exactly
+    assert PrimaryCaps(4, 8, kernel_size=9, padding="same")(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (1, 5, 5, 4, 8)
+
+
+@pytest.mark.parametrize("integer", [np.int64, np.int32, np.uint8])
+def test_numpy_integer_sizes_are_accepted_and_stored_as_python_ints(integer):
+    layers = [
+        PrimaryCaps(integer(16), integer(16), kernel_size=integer(3), strides=(integer(2), integer(2))),  # 16 * 16 overflows uint8
+        ConvCaps(integer(2), integer(4), kernel_size=integer(3), strides=integer(1)),
+        FcCaps(integer(3), integer(4), routing_iterations=integer(2)),
+    ]
+    for layer in layers:
+        config = layer.get_config()
+        json.dumps(config)  # NumPy integers are not JSON-serialisable: the layers store Python ints
+        assert all(type(config[key]) in (int, tuple) for key in ("num_capsules", "capsule_dim") if key in config)
+    poses, _ = layers[0](np.zeros((1, 7, 7, 3), "float32"))
+    assert poses.shape == (1, 3, 3, 16, 16)  # (7 - 3) // 2 + 1 positions, 256 convolution channels
+    for refused in (True, 2.0, 2.5):
+        with pytest.raises(TypeError, match=r"FcCaps.*`num_capsules` expected an integer >= 1"):
+            FcCaps(refused, 4)

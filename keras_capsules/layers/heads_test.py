@@ -13,6 +13,13 @@ def test_length_and_squash_layers():
     np.testing.assert_allclose(np.linalg.norm(out[0, 0]), 25 / 26, rtol=1e-5)
 
 
+def test_length_refuses_rank_one_naming_the_expected_rank():
+    for x in (np.ones((3,), "float32"), keras.Input(shape=(), batch_size=3)):
+        with pytest.raises(ValueError, match=r"Length 'length.*': argument `inputs` expected poses of rank >= 2, \(batch, \.\.\., capsule_dim\), received 'shape \(3,\) \(rank 1\)'"):
+            Length()(x)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(Length()(np.array([[3.0, 4.0]], "float32"))), [5.0], rtol=1e-5)  # (batch, dim)
+
+
 def test_mask_by_label_and_by_length():
     poses = np.zeros((2, 3, 2), "float32")
     poses[0, 1] = [1.0, 1.0]

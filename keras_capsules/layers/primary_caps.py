@@ -122,13 +122,13 @@ class PrimaryCaps(keras.layers.Layer):
             )
         else:
             self.pose_conv = keras.layers.Conv2D(
-                num_capsules * capsule_dim, kernel_initializer=self.kernel_initializer, name="pose_conv", **conv_args
+                self.num_capsules * self.capsule_dim, kernel_initializer=self.kernel_initializer, name="pose_conv", **conv_args
             )
         self.activation_conv = None
         self.layer_norm = None
         if self.activation == "sigmoid":
             self.activation_conv = keras.layers.Conv2D(
-                num_capsules, activation="sigmoid", kernel_initializer=self.kernel_initializer, name="activation_conv",
+                self.num_capsules, activation="sigmoid", kernel_initializer=self.kernel_initializer, name="activation_conv",
                 **{**conv_args, "use_bias": True, "bias_initializer": "zeros"},
             )
         if self.activation == "layer_norm":

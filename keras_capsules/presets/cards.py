@@ -29,8 +29,11 @@ def _validation(preset):
     return text + (f", used for {held_out['used_for']}" if held_out.get("used_for") else "")
 
 
+_ANSWERS = {True: "yes", False: "no", None: "not recorded"}
+
+
 def _test_informed(preset):
-    answer = {True: "yes", False: "no", None: "not recorded"}[preset.test_informed]
+    answer = _ANSWERS[preset.test_informed]
     return f"{answer} — {preset.decisions}" if preset.decisions else answer
 
 
@@ -111,14 +114,19 @@ def docs_section(model):
 
 
 def presets_table():
-    """The README's table of every preset (Markdown, between the markers)."""
-    lines = ["| `weights=` | test accuracy (full test set) | parameters | file |", "|---|---:|---:|---|"]
+    """The table of every preset in the README and ``docs/presets.md`` (Markdown, between the markers)."""
+    lines = [
+        "| `weights=` | test accuracy (full test set) | parameters | file | validation hold-out | test-informed decisions |",
+        "|---|---:|---:|---|---|---|",
+    ]
     for key in registry.available():
         model, name = key.split("/", 1)
         preset = registry.get(model, name)
+        held_out = f"{preset.validation['examples']:,} images" if preset.validation else "none"
+        informed = _ANSWERS[preset.test_informed]
         lines.append(
             f"| `{model}(weights=\"{name}\")` | {100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images) "
-            f"| {preset.parameters:,} | {_size(preset)}, {preset.storage_dtype} |"
+            f"| {preset.parameters:,} | {_size(preset)}, {preset.storage_dtype} | {held_out} | {informed} |"
         )
     return f"{START}\n" + "\n".join(lines) + f"\n{END}"
 

@@ -1,12 +1,15 @@
 """``decode_predictions``: class scores of a preset model turned into named classes, best first."""
 
+from typing import Union
+
 import numpy as np
+import numpy.typing as npt
 
 from keras_capsules import errors
 from keras_capsules.presets import registry
 
 
-def _class_names(dataset_or_preset):
+def _class_names(dataset_or_preset) -> tuple[str, ...]:
     """The class names of a dataset name, a ``"Model/name"`` preset key or a :class:`~keras_capsules.presets.Preset`."""
     if isinstance(dataset_or_preset, registry.Preset):
         return dataset_or_preset.class_names
@@ -27,7 +30,9 @@ def _class_names(dataset_or_preset):
     return datasets.class_names(dataset_or_preset)
 
 
-def decode_predictions(predictions, dataset_or_preset, top=5):
+def decode_predictions(
+    predictions: npt.ArrayLike, dataset_or_preset: Union[str, registry.Preset], top: int = 5
+) -> list[list[tuple[int, str, float]]]:
     """The ``top`` classes of each example with their names: ``[[(class_index, class_name, score), ...], ...]``.
 
     Examples:

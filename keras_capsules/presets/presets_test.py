@@ -5,6 +5,7 @@ import functools
 import hashlib
 import http.server
 import os
+import re
 import shutil
 import threading
 
@@ -188,9 +189,9 @@ def test_presets_command_lists_cards_and_downloads(preset, capsys):
     assert cli.main(["presets", "EffCapsNet"]) == 0
     out = capsys.readouterr().out
     line = next(row for row in out.splitlines() if "weights='test'" in row)
-    assert "50.00 % mnist" in line and f"{preset.parameters:,}" in line and line.endswith("effcapsnet-test.npz")
+    assert re.search(r"50\.00 %\s+mnist", line) and f"{preset.parameters:,}" in line and line.endswith("effcapsnet-test.npz")
     assert cli.main(["presets", "--card", "EffCapsNet/test"]) == 0
-    assert "**50.00 %** on the full mnist test set" in capsys.readouterr().out
+    assert "**50.00 %** top-1 accuracy (5,000 of 10,000) on the full official mnist test set" in capsys.readouterr().out
     assert cli.main(["presets", "--download", "EffCapsNet/test"]) == 2
     assert "has no download URL" in capsys.readouterr().err
 

@@ -103,7 +103,7 @@ class Preset:
         return f"{self.model}/{self.name}"
 
     @property
-    def class_names(self):
+    def class_names(self) -> tuple[str, ...]:
         """The names of the model's output classes, in order: its dataset's (``keras_capsules.datasets.class_names``)."""
         from keras_capsules.datasets import class_names
 

@@ -6,6 +6,8 @@ from typing import Optional
 
 import keras
 
+from keras_capsules import errors
+
 _RECIPES = {}
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -155,8 +157,9 @@ class Recipe:
             raise ValueError(f"{where}: field `lr_schedule` expected one of {SCHEDULES}, received {self.lr_schedule!r}.")
         for field in ("batch_size", "epochs"):
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not errors.is_integer(value) or value < 1:
                 raise ValueError(f"{where}: field `{field}` expected a positive integer, received {value!r}.")
+            object.__setattr__(self, field, int(value))  # NumPy integers too, stored as Python ints (JSON)
         if not self.learning_rate > 0:
             raise ValueError(f"{where}: field `learning_rate` expected a positive number, received {self.learning_rate!r}.")
         if self.lr_floor and self.lr_decay_steps:
@@ -167,8 +170,8 @@ class Recipe:
         if self.stages and self.stages[-1].output is not None:
             raise ValueError(f"{where}: the last stage trains the model itself; expected output=None, received {self.stages[-1].output!r}.")
         for stage in self.stages:
-            epochs_ok = stage.epochs is None or (isinstance(stage.epochs, int) and not isinstance(stage.epochs, bool) and stage.epochs >= 1)
-            if not epochs_ok or isinstance(stage.views, bool) or not isinstance(stage.views, int) or stage.views < 1:
+            epochs_ok = stage.epochs is None or (errors.is_integer(stage.epochs) and stage.epochs >= 1)
+            if not epochs_ok or not errors.is_integer(stage.views) or stage.views < 1:
                 raise ValueError(
                     f"{where}: stage {stage.name!r} expected positive integer `epochs` (or None) and `views`, "
                     f"received epochs={stage.epochs!r}, views={stage.views!r}."
@@ -220,11 +223,12 @@ class Recipe:
             return schedules.ExponentialDecay(self.learning_rate, self.lr_decay_steps, self.lr_decay, staircase=False)
         if steps_per_epoch is None:
             return float(self.learning_rate)  # per-epoch schedules need the epoch length: constant initial rate
-        if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
+        if not errors.is_integer(steps_per_epoch) or steps_per_epoch < 1:
             raise ValueError(
                 f"Recipe.make_schedule: argument `steps_per_epoch` expected a positive integer for the {self.lr_schedule!r} "
                 f"schedule, received {steps_per_epoch!r}."
             )
+        steps_per_epoch = int(steps_per_epoch)  # a NumPy integer would reach the schedule's config
         if self.lr_schedule == "exponential" and not self.lr_floor:
             return schedules.ExponentialDecay(self.learning_rate, steps_per_epoch, self.lr_decay, staircase=True)
         # The optimizer evaluates the schedule at `iterations` before each update, so epoch e starts at step

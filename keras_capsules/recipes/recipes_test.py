@@ -89,6 +89,19 @@ def test_schedules_match_hand_computed_values():
         recipes.get("EffCapsNet", "mnist").make_optimizer(steps_per_epoch=0)
 
 
+def test_numpy_integers_are_accepted_and_stored_as_python_ints():
+    import json
+
+    recipe = Recipe("EffCapsNet", "mnist", batch_size=np.int64(8), epochs=np.uint8(3))
+    assert (type(recipe.batch_size), type(recipe.epochs)) == (int, int) and (recipe.batch_size, recipe.epochs) == (8, 3)
+    schedule = Recipe("CapsNet", "mnist", lr_schedule="exponential", lr_decay=0.9).make_schedule(steps_per_epoch=np.int32(10))
+    assert json.loads(json.dumps(keras.optimizers.schedules.serialize(schedule)))["config"]["decay_steps"] == 10
+    assert float(schedule(25)) == pytest.approx(Recipe("CapsNet", "mnist").learning_rate * 0.9**2, rel=1e-6)  # staircase: epoch 2
+    for bad in (True, 8.0):
+        with pytest.raises(ValueError, match=r"field `batch_size` expected a positive integer"):
+            Recipe("EffCapsNet", "mnist", batch_size=bad)
+
+
 def test_losses_and_callbacks():
     matrix = recipes.get("MatrixCapsNet", "smallnorb")
     loss = matrix.make_loss()

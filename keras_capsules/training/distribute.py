@@ -21,7 +21,7 @@ import keras
 import tensorflow as tf
 
 from keras_capsules import errors
-from keras_capsules.training.custom_loop import distribute, fit_custom_loop
+from keras_capsules.training.custom_loop import distribute, evaluate_custom_loop, fit_custom_loop
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
 

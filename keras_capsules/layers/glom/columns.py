@@ -147,6 +147,8 @@ class GlomColumns(keras.layers.Layer):
                 name="agreement",
                 dtype=self.dtype_policy,
             )
+            self.agreement_radius = self.agreement.radius  # checked there, a Python number (JSON configs)
+        self.attention_radius = self.attention.radius
 
     def _check_thresholds(self, thresholds):
         if thresholds is None:

@@ -1,5 +1,7 @@
 """GLOM layers against NumPy implementations of the paper's equations, written independently of the layers."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -336,6 +338,21 @@ def test_argument_errors_name_layer_and_argument():
         glom.ColumnMLP(2, activation="tanh")
     with pytest.raises(ValueError, match=r"ContrastiveHead.*dropout"):
         glom.ContrastiveHead(dropout=1.5)
+
+
+def test_numpy_numbers_are_accepted_for_radii_and_thresholds_and_stored_as_python_numbers():
+    f = np.random.default_rng(2).normal(size=(1, 9, 4)).astype("float32")
+    np.testing.assert_array_equal(_np(glom.ConsensusAttention(radius=np.int64(1))(f)), _np(glom.ConsensusAttention(radius=1)(f)))
+    layers = [
+        glom.ConsensusAttention(radius=np.uint8(2)),
+        glom.ContrastiveAgreement(radius=np.int32(3), up_threshold=np.float32(0.5), down_threshold=[np.float64(0.1)]),
+        glom.GlomColumns(levels=np.int64(2), agreement_radius=np.int16(1), attention_radius=np.int64(0)),
+    ]
+    configs = [json.loads(json.dumps(layer.get_config())) for layer in layers]  # NumPy scalars would not serialise
+    assert configs[0]["radius"] == 2 and configs[1]["radius"] == 3 and configs[2]["levels"] == 2
+    for radius in (True, -1):
+        with pytest.raises(ValueError, match=r"ConsensusAttention.*`radius` expected a number >= 0"):
+            glom.ConsensusAttention(radius=radius)
 
 
 def test_untrained_columns_hold_identical_upper_levels_after_one_iteration():
