@@ -19,6 +19,7 @@ import tempfile
 import traceback
 
 from keras_capsules.cli_predict import add_predict_command
+from keras_capsules.cli_robustness import add_robustness_command
 from keras_capsules.version import __version__
 
 
@@ -61,21 +62,11 @@ def _model_name(name):
     raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
 
 
-_PRESET_KEY = re.compile(r"([A-Za-z_]\w*)[/:]([\w.-]+)")
-
-
 def preset_key(text):
-    """The registered preset ``text`` names, as ``(model, name)``, or ``None``.
-
-    ``text`` is ``MODEL/NAME`` or ``MODEL:NAME`` in any case: ``"effcapsnet:MNIST"`` -> ``("EffCapsNet", "mnist")``.
-    """
+    """The registered preset ``text`` names, as ``(model, name)``, or ``None`` (:func:`keras_capsules.presets.find`)."""
     from keras_capsules import presets
 
-    if not _PRESET_KEY.fullmatch(text):
-        return None
-    keys = {key.lower(): key for key in presets.available()}
-    key = keys.get(text.replace(":", "/", 1).lower())
-    return tuple(key.split("/", 1)) if key else None
+    return presets.find(text)
 
 
 def _preset_option(text, flag):
@@ -90,15 +81,15 @@ def _preset_option(text, flag):
     return key
 
 
-def _trained_on(model_file):
+def trained_on(model_file):
     """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
     from keras_capsules.training.evaluation import training_record
 
     return training_record(model_file).get("dataset") or "mnist_sample"
 
 
-_DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
-_TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
+DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
+TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
 
 #: The :class:`~keras_capsules.recipes.Recipe` fields settable from ``train``: field -> (value type, metavar, help).
 #: A tuple type takes several values. Read without importing the recipes (which import Keras);
@@ -234,7 +225,7 @@ def add_train_command(commands):
         "--model-arg", action="append", metavar="KEY=VALUE",
         help="constructor argument, repeatable, e.g. reconstruction=False (default: the recipe's)",
     )  # fmt: skip
-    train.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    train.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
     train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     train.add_argument("--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)")
     train.add_argument("--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
@@ -257,7 +248,7 @@ def _evaluate(args):
     from keras_capsules.training.evaluation import training_preset
 
     augment = training_preset(args.model_file) if args.augment == "auto" else None if args.augment.lower() == "none" else args.augment
-    dataset = args.dataset or _trained_on(args.model_file)
+    dataset = args.dataset or trained_on(args.model_file)
     results = evaluate(
         args.model_file,
         dataset,
@@ -281,7 +272,7 @@ def add_evaluate_command(commands):
         "loss and metrics as JSON.",
     )
     evaluate.add_argument("model_file", metavar="MODEL.keras", help="the model file")
-    evaluate.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {_TRAINED_ON})")
+    evaluate.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
     evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
     evaluate.add_argument("--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)")
     evaluate.add_argument(
@@ -290,7 +281,7 @@ def add_evaluate_command(commands):
         metavar="PRESET",
         help="preset whose evaluation transform to apply, or 'none' (default: auto, the one in the metrics.json next to the model)",
     )
-    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
     evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     evaluate.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
     evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)")
@@ -367,7 +358,7 @@ def _explain(args):
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
 
-    dataset = args.dataset or _trained_on(args.model_file)
+    dataset = args.dataset or trained_on(args.model_file)
     model = load_model(args.model_file)
     data = datasets.load(
         dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, download=args.download, limit=args.limit, shuffle=False
@@ -399,9 +390,9 @@ def add_explain_command(commands):
         "saliency.png and parse_tree_<i>.png.",
     )
     explain.add_argument("model_file", metavar="MODEL.keras", help="the model file")
-    explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {_TRAINED_ON})")
+    explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
     explain.add_argument("--split", default="test", help="split read (default: test)")
-    explain.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    explain.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
     explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     explain.add_argument("--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)")
     explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
@@ -463,7 +454,7 @@ def add_tune_command(commands):
         help="use the first IMAGES training images, the last 10%% of them validating (default: all)",
     )  # fmt: skip
     tune.add_argument("--routers", metavar="NAMES", help="comma-separated routers to search (default: the model's and dynamic)")
-    tune.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {_DATA_DEFAULT})")
+    tune.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
     tune.add_argument("--output", metavar="FOLDER", help="tuner folder (default: runs/tune)")
     tune.add_argument("--seed", type=int, default=0, help="random seed of the search and the trials (default: 0)")
     tune.add_argument(
@@ -528,7 +519,7 @@ def add_presets_command(commands):
 #: Subcommand builders, in help order.
 COMMANDS = [
     add_train_command, add_evaluate_command, add_predict_command, add_export_command, add_recipes_command, add_explain_command,
-    add_tune_command, add_presets_command,
+    add_tune_command, add_presets_command, add_robustness_command,
 ]  # fmt: skip
 _VERBOSE_HELP = "show the traceback of user errors too (default: one line; unexpected errors always show theirs)"
 

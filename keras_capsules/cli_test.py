@@ -86,3 +86,15 @@ def test_parser_has_one_builder_per_subcommand():
     commands = next(a for a in parser._actions if a.dest == "command").choices
     assert sorted(names) == sorted(commands) and len(set(names)) == len(names)
     assert {"train", "evaluate", "export", "recipes", "explain", "tune"} <= set(commands)
+
+
+def test_robustness_command_prints_the_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert cli.main(["robustness", "effcapsnet/MNIST", "--dataset", "mnist_sample", "--limit", "16", "--transform", "scale", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert (record["model"], record["examples"], list(record["table"])) == ("EffCapsNet/mnist", 16, ["scale"])
+    # Every magnitude of the table is printed, with its accuracy as a multiple of 1/16.
+    for magnitude, accuracy in record["table"]["scale"]:
+        assert abs(accuracy * 16 - round(accuracy * 16)) < 1e-6
+    assert "scale" in printed and len(record["table"]["scale"]) == 5

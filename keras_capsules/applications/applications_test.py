@@ -86,7 +86,7 @@ def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
 
 def test_decode_and_preprocess():
     preds = np.array([[0.1, 0.9, 0.3]])
-    assert applications.decode_predictions(preds, top=2, class_names=["a", "b", "c"]) == [[("b", 1, 0.9), ("c", 2, 0.3)]]
+    assert applications.decode_predictions(preds, top=2, class_names=["a", "b", "c"]) == [[(1, "b", 0.9), (2, "c", 0.3)]]
     np.testing.assert_allclose(keras.ops.convert_to_numpy(applications.preprocess_input(np.array([255.0, 0.0]))), [1.0, 0.0])
     with pytest.raises(ValueError, match="class_names"):
         applications.decode_predictions(preds, class_names=["a"])

@@ -62,7 +62,7 @@ def _with_counter(callbacks):
     if isinstance(callbacks, keras.callbacks.CallbackList):
         return None, callbacks
     counter = _BatchCounter()
-    return counter, [*(callbacks or []), counter]
+    return counter, [*(keras.tree.flatten(callbacks) if callbacks else []), counter]
 
 
 _FIT = inspect.signature(keras.Model.fit)
@@ -274,6 +274,11 @@ class CapsuleClassifier(keras.Model):
         return config
 
 
+def _wrap(value, size):
+    """``value`` in lines of at most ``size`` characters as rich lays out a cell: wrapped at spaces, a longer word ends in "…"."""
+    return [w if len(w) <= size else w[: size - 1] + "…" for w in textwrap.wrap(value, size, break_long_words=False)] or [""]
+
+
 def _with_row(text, fields, line_length=None):
     """Keras's rendered summary ``text`` with one more table row, its cells ``fields[header]`` wrapped to the column widths.
 
@@ -290,9 +295,7 @@ def _with_row(text, fields, line_length=None):
     headers = [next((key for key in fields if shown_name and key.startswith(shown_name)), shown_name) for shown_name in shown]
     if not closed and line_length:
         widths[-1] = line_length - len(widths) - 1 - sum(widths[:-1])
-    # rich's layout: wrap at spaces, a word longer than the column ends in "…".
-    wrap = lambda text, size: [w if len(w) <= size else w[: size - 1] + "…" for w in textwrap.wrap(text, size, break_long_words=False)] or [""]  # noqa: E731
-    cells = [wrap(fields.get(header, ""), size - 2) for header, size in zip(headers, widths)]
+    cells = [_wrap(fields.get(header, ""), size - 2) for header, size in zip(headers, widths)]
     rows = []
     for row in range(max(len(cell) for cell in cells)):
         parts = []

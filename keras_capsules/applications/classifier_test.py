@@ -26,6 +26,7 @@ def _empty(images_only=False):
     return [(x, y)] + [(d, None) for d in datasets]
 
 
+@pytest.mark.filterwarnings("ignore:Your input ran out of data")  # Keras, on the empty inputs
 def test_predict_on_zero_examples_returns_empty_scores(model):
     for x in _empty(images_only=True):
         scores = model.predict(x, verbose=0)
@@ -34,6 +35,7 @@ def test_predict_on_zero_examples_returns_empty_scores(model):
     assert features.shape == (0, 1, 1, 128)  # 16 primary capsules of 8 dimensions on a 1x1 grid
 
 
+@pytest.mark.filterwarnings("ignore:Your input ran out of data")  # Keras, on the empty inputs
 def test_evaluate_on_zero_examples_names_the_model(model):
     for x, y in _empty():
         with pytest.raises(ValueError, match=r"CapsuleClassifier 'eff_capsnet'\.evaluate: argument `x` expected at least one example, received zero examples"):

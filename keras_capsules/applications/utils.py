@@ -204,26 +204,27 @@ def preprocess_input(x, data_format=None):
 
 
 def decode_predictions(preds, top=5, class_names=None):
-    """Turns class scores into ``[(class_name, index, score), ...]`` per example, best first.
+    """Turns class scores into ``[(class_index, class_name, score), ...]`` per example, best first.
 
     Args:
-        preds: ``(batch, classes)`` scores (capsule lengths or probabilities).
-        top: how many classes to return per example.
-        class_names: optional sequence of names; defaults to the class indices as strings.
+        preds: ``(batch, classes)`` scores (capsule lengths, probabilities or logits).
+        top: how many classes to return per example (at most ``classes``).
+        class_names: optional sequence of ``classes`` names; defaults to the class indices as strings
+            (``keras_capsules.presets.decode_predictions`` takes them from a dataset or a preset).
+
+    Returns:
+        One list per example of ``min(top, classes)`` tuples ``(class index, class name, score)``,
+        highest score first (equal scores: lower index first).
     """
-    preds = np.asarray(preds)
-    if preds.ndim != 2:
-        raise ValueError(f"decode_predictions: argument `preds` expected shape (batch, classes), received shape {preds.shape}.")
-    if class_names is not None and len(class_names) != preds.shape[1]:
-        raise ValueError(
-            f"decode_predictions: argument `class_names` expected {preds.shape[1]} names, received {len(class_names)}."
-        )
-    names = class_names if class_names is not None else [str(i) for i in range(preds.shape[1])]
-    results = []
-    for row in preds:
-        order = np.argsort(-row)[:top]
-        results.append([(names[i], int(i), float(row[i])) for i in order])
-    return results
+    top = errors.check_positive_int("decode_predictions", "top", top)
+    scores = np.asarray(preds)
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
+        errors.fail("decode_predictions", "preds", "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
+    names = [str(i) for i in range(scores.shape[1])] if class_names is None else list(class_names)
+    if len(names) != scores.shape[1]:
+        errors.fail("decode_predictions", "class_names", f"{scores.shape[1]} names (one per class score)", f"{len(names)} names")
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
+    return [[(int(i), names[i], float(row[i])) for i in indices] for row, indices in zip(scores, order)]
 
 
 def assemble(

@@ -219,15 +219,6 @@ def plot_comparison(results, path=None):
     return figure
 
 
-def _preset_key(text):
-    """``(model, name)`` of the preset ``text`` names (``MODEL/NAME`` or ``MODEL:NAME``, any case), else ``None``."""
-    from keras_capsules import presets
-
-    keys = {key.lower(): key for key in presets.available()}
-    key = keys.get(text.replace(":", "/", 1).lower())
-    return tuple(key.split("/", 1)) if key else None
-
-
 def _resolve_model(model):
     """``(keras model, name)`` from a model, a ``.keras`` path or a preset name."""
     import keras
@@ -240,13 +231,13 @@ def _resolve_model(model):
             from keras_capsules.training.model_files import load_model
 
             return load_model(text, compile=False), os.path.basename(text)
-        key = _preset_key(text)
+        from keras_capsules import presets
+
+        key = presets.find(text)
         if key is not None:
             from keras_capsules import applications
 
             return getattr(applications, key[0])(weights=key[1]), "/".join(key)
-        from keras_capsules import presets
-
         raise ValueError(
             f"robustness: argument `model` expected a Keras model, a .keras file or a preset MODEL/NAME "
             f"(one of {', '.join(presets.available())}), received {text!r}."

@@ -1,6 +1,6 @@
 """Pretrained weights for the applications: ``EffCapsNet(weights="mnist")``.
 
-- :func:`available` lists the presets, :func:`get` returns one's record (accuracy on the full test
+- :func:`available` lists the presets, :func:`get` returns one's record (:func:`find` the one a ``MODEL/NAME`` string names) (accuracy on the full test
   set, how it was trained, file and SHA-256, class names), :func:`model_card` renders it as Markdown.
 - :func:`decode_predictions` names a preset model's top classes: ``"T-shirt/top"``, not ``0``.
 - Files ship inside the package; :func:`search_dirs` gives the lookup order; :func:`download` is
@@ -16,6 +16,7 @@ from keras_capsules.presets.registry import (
     Preset,
     available,
     download,
+    find,
     get,
     is_preset,
     locate,
@@ -31,6 +32,7 @@ __all__ = [
     "available",
     "decode_predictions",
     "download",
+    "find",
     "get",
     "is_preset",
     "load_weights",

@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from keras_capsules import errors
+from keras_capsules.applications import utils
 from keras_capsules.presets import registry
 
 
@@ -54,7 +55,6 @@ def decode_predictions(
         ValueError: ``predictions`` is not 2-D, or its number of classes differs from the names'.
     """
     names = _class_names(dataset_or_preset)
-    top = errors.check_positive_int("decode_predictions", "top", top)
     scores = np.asarray(predictions)
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
         errors.fail("decode_predictions", "predictions", "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
@@ -65,5 +65,4 @@ def decode_predictions(
             f"{len(names)} class scores per example (the classes of {getattr(dataset_or_preset, 'key', dataset_or_preset)!r})",
             f"shape {scores.shape}",
         )
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
-    return [[(int(i), names[i], float(row[i])) for i in indices] for row, indices in zip(scores, order)]
+    return utils.decode_predictions(scores, top, names)

@@ -164,6 +164,18 @@ def get(model, name):
     return _PRESETS[key]
 
 
+def find(text):
+    """``(model, name)`` of the preset ``text`` names, or ``None``.
+
+    ``text`` is ``MODEL/NAME`` or ``MODEL:NAME`` in any case: ``"effcapsnet:MNIST"`` -> ``("EffCapsNet", "mnist")``.
+    """
+    if not isinstance(text, str):
+        return None
+    keys = {key.lower(): key for key in _PRESETS}
+    key = keys.get(text.replace(":", "/", 1).lower())
+    return tuple(key.split("/", 1)) if key else None
+
+
 def is_preset(model, name):
     """Whether ``name`` names a registered preset of ``model``."""
     return isinstance(name, str) and f"{model}/{name}" in _PRESETS

@@ -1,0 +1,65 @@
+"""``keras-capsules robustness``: accuracy of a ``.keras`` model or a preset under rotation, scale, shear and translation.
+
+Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
+"""
+
+TRANSFORMS = ("rotation", "scale", "shear", "translation")
+
+
+def _robustness(args):
+    from keras_capsules import cli, presets
+    from keras_capsules.evaluation.robustness import report
+    from keras_capsules.training.evaluation import training_preset
+
+    key = presets.find(args.model)
+    dataset = args.dataset or (presets.get(*key).dataset if key else cli.trained_on(args.model))
+    if args.augment == "auto":
+        augment = None if key else training_preset(args.model)
+    else:
+        augment = None if args.augment.lower() == "none" else args.augment
+    report(
+        args.model,
+        dataset,
+        split=args.split,
+        transforms=args.transform,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        download=args.download,
+        augment=augment,
+        plot=args.plot,
+        json_path=args.json,
+    )
+    return 0
+
+
+def add_robustness_command(commands):
+    from keras_capsules import cli
+
+    robustness = commands.add_parser(
+        "robustness",
+        help="accuracy under rotation, scale, shear and translation, per magnitude",
+        description="Evaluates MODEL.keras or a preset on deterministic rotated, scaled, sheared and translated copies of a dataset "
+        "split (the same images for every model: the seed fixes each image's draw) and prints accuracy per transform and "
+        "magnitude: rotation 0-60 degrees in 15-degree steps, scale 0.6-1.4, shear 0-0.4, translation 0-8 pixels.",
+    )
+    robustness.add_argument("model", metavar="MODEL.keras|PRESET", help="a .keras file or a preset MODEL/NAME or MODEL:NAME (e.g. EffCapsNet/mnist)")
+    robustness.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {cli.TRAINED_ON})")
+    robustness.add_argument("--split", default="test", help="split evaluated (default: test)")
+    robustness.add_argument("--transform", action="append", choices=TRANSFORMS, help="only this transform, repeatable (default: all four)")
+    robustness.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all images)")
+    robustness.add_argument("--batch-size", type=int, default=256, metavar="IMAGES", help="images per model call (default: 256 images)")
+    robustness.add_argument("--seed", type=int, default=0, help="seed of the per-image signs and directions (default: 0)")
+    robustness.add_argument(
+        "--augment",
+        default="auto",
+        metavar="PRESET",
+        help="augmentation preset whose evaluation transform follows the geometric one, or 'none' "
+        "(default: auto, the one recorded in the metrics.json next to a model file; none for a preset)",
+    )
+    robustness.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {cli.DATA_DEFAULT})")
+    robustness.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    robustness.add_argument("--plot", metavar="FILE.png", help="also draw accuracy against magnitude per transform to this PNG (default: no plot)")
+    robustness.add_argument("--json", metavar="FILE.json", help="also write the result as JSON (default: none)")
+    robustness.set_defaults(handler=_robustness)
