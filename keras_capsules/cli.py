@@ -243,11 +243,19 @@ def add_train_command(commands):
     train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")
 
 
-def _evaluate(args):
-    from keras_capsules.training import evaluate
+def augment_option(value, model_file):
+    """The ``--augment`` value: ``"auto"`` -> the preset in ``model_file``'s ``metrics.json`` (``None`` without a file), ``"none"`` -> ``None``."""
     from keras_capsules.training.evaluation import training_preset
 
-    augment = training_preset(args.model_file) if args.augment == "auto" else None if args.augment.lower() == "none" else args.augment
+    if value == "auto":
+        return training_preset(model_file) if model_file else None
+    return None if value.lower() == "none" else value
+
+
+def _evaluate(args):
+    from keras_capsules.training import evaluate
+
+    augment = augment_option(args.augment, args.model_file)
     dataset = args.dataset or trained_on(args.model_file)
     results = evaluate(
         args.model_file,

@@ -9,28 +9,12 @@ TRANSFORMS = ("rotation", "scale", "shear", "translation")
 def _robustness(args):
     from keras_capsules import cli, presets
     from keras_capsules.evaluation.robustness import report
-    from keras_capsules.training.evaluation import training_preset
 
     key = presets.find(args.model)
     dataset = args.dataset or (presets.get(*key).dataset if key else cli.trained_on(args.model))
-    if args.augment == "auto":
-        augment = None if key else training_preset(args.model)
-    else:
-        augment = None if args.augment.lower() == "none" else args.augment
-    report(
-        args.model,
-        dataset,
-        split=args.split,
-        transforms=args.transform,
-        limit=args.limit,
-        batch_size=args.batch_size,
-        data_dir=args.data_dir,
-        seed=args.seed,
-        download=args.download,
-        augment=augment,
-        plot=args.plot,
-        json_path=args.json,
-    )
+    options = dict(split=args.split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
+    augment = cli.augment_option(args.augment, None if key else args.model)
+    report(args.model, dataset, data_dir=args.data_dir, download=args.download, augment=augment, plot=args.plot, json_path=args.json, **options)
     return 0
 
 

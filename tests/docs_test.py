@@ -1,6 +1,5 @@
 """The documentation: the site builds with no warnings, guides run as written, notebooks show current outputs."""
 
-import builtins
 import glob
 import hashlib
 import os
@@ -13,8 +12,6 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 #: Pages whose ```python blocks are executed in order, in one namespace, as a reader would run them.
 EXECUTED_PAGES = ("routers/custom.md",)
-#: Put right above a block that must fail today: ``<!-- docs-test: expected failure (ValueError): why -->``.
-EXPECTED_FAILURE = re.compile(r"<!-- docs-test: expected failure \((\w+)\): (.+?) -->\s*$")
 NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ipynb")))
 pytestmark = pytest.mark.xdist_group("docs")  # one worker runs a page's blocks once for all its tests
 
@@ -54,17 +51,14 @@ def test_notebook_outputs_are_stored_and_current(path):
 
 
 def code_blocks(page):
-    """``[(line, source, expected_failure)]`` of a page's ```python blocks; ``expected_failure`` is
-    ``(exception name, reason)`` for a block marked as failing today, else ``None``."""
+    """``[(line, source)]`` of a page's ```python blocks."""
     lines = open(os.path.join(ROOT, "docs", page), encoding="utf-8").read().splitlines()
-    blocks, start, marker = [], None, None
+    blocks, start = [], None
     for number, line in enumerate(lines, 1):
         if start is None and line.strip() == "```python":
-            previous = lines[number - 2] if number > 1 else ""
-            match = EXPECTED_FAILURE.match(previous.strip())
-            start, marker = number + 1, (match.groups() if match else None)
+            start = number + 1
         elif start is not None and line.strip() == "```":
-            blocks.append((start, "\n".join(lines[start - 1 : number - 1]), marker))
+            blocks.append((start, "\n".join(lines[start - 1 : number - 1])))
             start = None
     assert start is None, f"docs/{page}: a ```python block opened at line {start - 1} is never closed"
     return blocks
@@ -87,26 +81,25 @@ def executed_pages():
     before = set(registry.available())
     yield {}
     for name in set(registry.available()) - before:
-        del registry._ROUTERS[name]
+        registry.unregister_router(name)
 
 
 def page_namespace(executed_pages, page):
     """``(namespace, lines of the blocks run)`` of ``page``; its blocks run once, and a failure is reported
-    by every test that needs them (never read as the expected failure of a later step)."""
+    by every test that needs them."""
     if isinstance(executed_pages.get(page), Exception):
         pytest.fail(f"docs/{page}: a block failed: {executed_pages[page]!r}")
     if page not in executed_pages:
         namespace = {"__name__": "docs_" + re.sub(r"\W", "_", page)}
         ran = []
         try:
-            for line, source, expected_failure in code_blocks(page):
-                if expected_failure is None:
-                    before = set(namespace)
-                    run_block(page, line, source, namespace)
-                    # A block that defines tests (``def test_...``) is a test file: its tests run too.
-                    for name in [n for n in namespace if n.startswith("test_") and n not in before]:
-                        namespace[name]()
-                    ran.append(line)
+            for line, source in code_blocks(page):
+                before = set(namespace)
+                run_block(page, line, source, namespace)
+                # A block that defines tests (``def test_...``) is a test file: its tests run too.
+                for name in [n for n in namespace if n.startswith("test_") and n not in before]:
+                    namespace[name]()
+                ran.append(line)
         except Exception as error:
             executed_pages[page] = error
             raise
@@ -119,21 +112,3 @@ def test_page_code_runs_in_order(page, executed_pages):
     namespace, ran = page_namespace(executed_pages, page)
     assert ran, f"docs/{page} has no ```python block to run"
     assert any(name.startswith("test_") for name in namespace), f"docs/{page} defines no test of its code"
-
-
-EXPECTED_FAILURES = [
-    pytest.param(page, line, source, id=f"{page}:{line}",
-                 marks=pytest.mark.xfail(strict=True, raises=getattr(builtins, error), reason=reason))
-    for page in EXECUTED_PAGES
-    for line, source, marker in code_blocks(page)
-    if marker
-    for error, reason in [marker]
-]
-
-
-@pytest.mark.parametrize("page, line, source", EXPECTED_FAILURES)
-def test_page_step_that_fails_today(page, line, source, executed_pages):
-    """A step the page says fails today (strict xfail): once it works this test fails, and the page's
-    note and marker must go."""
-    namespace, _ = page_namespace(executed_pages, page)
-    run_block(page, line, source, dict(namespace))

@@ -20,8 +20,10 @@ with their reference parameter counts. The shared conventions:
   ``Rescaling(1/255)`` layer so the model takes [0, 255] images. Any other normalisation a paper
   applies (the CIFAR standardisation of ``InvertedAttentionCapsNet``) is a layer of the model.
 - ``router`` is a registered name, a config dict or a ``Router`` instance (a template: each
-  capsule layer gets its own router built from it, :func:`keras_capsules.routing.resolve`); each
-  module lists the routers it allows in ``ROUTERS``. ``routing_iterations=None`` keeps the
+  capsule layer gets its own router built from it, :func:`keras_capsules.routing.resolve`). A model
+  takes every registered router, the user's included, with the capabilities it needs
+  (``routing.available(pose="matrix")`` for matrix capsules; its ``router`` argument says which)
+  and refuses the others with an error that lists those that fit. ``routing_iterations=None`` keeps the
   router's own iterations; a value replaces them.
 """
 

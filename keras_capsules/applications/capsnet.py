@@ -17,8 +17,6 @@ PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
 #: glorot_uniform (std 0.0027 for the 1152 x 10 x 8 x 16 kernel) starts the class capsules at lengths
 #: of ~1e-7, where squash's gradient vanishes and the margin loss does not move for hundreds of steps.
 VOTE_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.1}}
-#: Routers the class layer accepts (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 @with_presets("CapsNet")
@@ -67,7 +65,8 @@ def CapsNet(
             loss) or an activation applied by the output layer ``"predictions"``.
         name: model name.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
-        router: router of the class layer, one of :data:`ROUTERS` (name, config dict or ``Router``);
+        router: router of the class layer, any registered router that routes vector poses
+            (``routing.available(pose="vector")``; name, config dict or ``Router``);
             ``None`` is the paper's (:data:`PAPER_ROUTER`).
         routing_iterations: replaces the router's iterations (``None``: the router's own; paper: 3).
         reconstruction: add the reconstruction decoder and its loss.
@@ -94,7 +93,7 @@ def CapsNet(
         min_size=17,
     )
     router = PAPER_ROUTER if router is None else router
-    utils.check_router("CapsNet", router, ROUTERS)
+    utils.check_router("CapsNet", router, pose="vector")
     inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
     children = PrimaryCaps(

@@ -32,8 +32,6 @@ PAPER_ROUTERS = {
     # seed 001's EM baseline (emRouting.py) initialises both betas truncated-normal(0.1).
     "em": tuple({"name": "em", "beta_a_initializer": _BETA_INIT, "beta_u_initializer": _BETA_INIT} for _ in range(3)),
 }
-#: Routers the capsule layers accept (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def routing_parameter_count(model):
@@ -64,7 +62,7 @@ def _routers(router, routing_iterations):
     :data:`PAPER_ROUTERS` configurations; any other spec (another name, a config dict, an instance)
     is used for all three layers.
     """
-    utils.check_router("ConsensusCapsNet", router, ROUTERS)
+    utils.check_router("ConsensusCapsNet", router, pose="matrix")
     specs = PAPER_ROUTERS[router] if isinstance(router, str) and router in PAPER_ROUTERS else (router,) * 3
     return [routing.resolve(spec, routing_iterations, owner="ConsensusCapsNet") for spec in specs]
 
@@ -101,7 +99,8 @@ def ConsensusCapsNet(
       ``[]/[]``, ``[32, 32]/[64, 64]``, ``[64, 64]/[124, 124]``;
     - ``"em"``: EM routing (the paper's baseline), betas initialised truncated-normal(0.1) as in
       seed 001's ``emRouting.py``, otherwise the EM router's (IBM's) defaults;
-    - any other router of :data:`ROUTERS`, or a config dict or ``Router`` instance: used for all
+    - any other registered router that routes matrix poses (``routing.available(pose="matrix")``),
+      or a config dict or ``Router`` instance: used for all
       three routing layers, each getting its own router built from the spec.
 
     The scores are the class activations: with ``"kernel"`` and ``"lstm"`` logits (the code's
@@ -129,7 +128,7 @@ def ConsensusCapsNet(
             the output layer ``"predictions"``.
         name: model name.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
-        router: ``"kernel"``, ``"lstm"``, ``"em"`` or another router of :data:`ROUTERS`.
+        router: ``"kernel"``, ``"lstm"``, ``"em"`` or another router of ``routing.available(pose="matrix")``.
         routing_iterations: replaces every router's iterations (``None``: the router's own; paper: 3).
         primary_pose_activation: ``"relu"`` (the code) or ``"linear"`` on the primary poses.
 

@@ -3,13 +3,13 @@
 A configuration is tested here the moment it is registered: ``include_top=False`` with each
 ``pooling``, ``input_tensor``, ``classifier_activation``, ``include_preprocessing`` and the output
 layer ``"predictions"``, and
-(for constructors with a ``router`` argument) every router of the module's ``ROUTERS``. To stay fast
+(for constructors with a ``router`` argument) every registered router (``routing.available()``: every
+built-in router routes vector and matrix poses, so every routed model takes each). To stay fast
 the models are built with the small input shapes and class counts of :data:`TINY`, which keep each
 configuration's architecture (the registry test checks the paper-sized models).
 """
 
 import inspect
-import sys
 
 import keras
 import numpy as np
@@ -95,13 +95,25 @@ def test_input_tensor_classifier_activation_preprocessing_and_predictions_layer(
     np.testing.assert_allclose(_np(probabilities_model(x * 255.0)), expected, rtol=1e-4, atol=1e-5)
 
 
+def routed_constructors():
+    """Constructors with a ``router`` argument (AgreementGLOM routes by its fixed GLOM attention; BaselineCNN has no capsules)."""
+    names = {_constructor_name(n) for n in NAMES}
+    return sorted(c for c in names if "router" in inspect.signature(getattr(applications, c)).parameters)
+
+
+def router_configuration(constructor):
+    """The configuration a constructor's routers are checked on."""
+    return ROUTER_CONFIGURATION.get(constructor, min(n for n in NAMES if _constructor_name(n) == constructor))
+
+
 def _router_cases():
-    cases = []
-    for constructor in sorted({_constructor_name(n) for n in NAMES}):
-        module = sys.modules[getattr(applications, constructor).__module__]
-        name = ROUTER_CONFIGURATION.get(constructor, min(n for n in NAMES if _constructor_name(n) == constructor))
-        cases += [(name, router) for router in getattr(module, "ROUTERS", ())]
-    return cases
+    return [(router_configuration(constructor), router) for constructor in routed_constructors() for router in routing.available()]
+
+
+def router_options(constructor, router):
+    """``sequential_routing=True`` where a model routes concurrently and ``router`` takes no initial poses."""
+    concurrent = "sequential_routing" in inspect.signature(getattr(applications, constructor)).parameters
+    return {"sequential_routing": True} if concurrent and router not in routing.available(initial_poses=True) else {}
 
 
 def _routers_of(model):
@@ -113,8 +125,7 @@ def _routers_of(model):
 
 @pytest.mark.parametrize("name, router", _router_cases())
 def test_every_router_the_model_allows_builds_and_runs(name, router):
-    options = {"sequential_routing": True} if name.startswith("InvertedAttentionCapsNet") and router != "inverted_dot_product" else {}
-    model = _build(name, router=router, **options)
+    model = _build(name, router=router, **router_options(_constructor_name(name), router))
     routers = _routers_of(model)
     assert routers and all(r.router_name == router for r in routers)
     assert all(r.iterations == routing.get(router).iterations for r in routers)  # routing_iterations=None: the router's own
@@ -122,13 +133,7 @@ def test_every_router_the_model_allows_builds_and_runs(name, router):
     assert scores.shape == (2, 3) and np.all(np.isfinite(scores))
 
 
-def _routed_constructors():
-    """Constructors with a ``router`` argument (AgreementGLOM routes by its fixed GLOM attention; BaselineCNN has no capsules)."""
-    names = {_constructor_name(n) for n in NAMES}
-    return sorted(c for c in names if "router" in inspect.signature(getattr(applications, c)).parameters)
-
-
-@pytest.mark.parametrize("constructor", _routed_constructors())
+@pytest.mark.parametrize("constructor", routed_constructors())
 def test_a_router_the_model_does_not_know_is_refused_by_name(constructor):
     with pytest.raises(ValueError, match=rf"{constructor}: argument `router`.*'nope'"):
         getattr(applications, constructor)(router="nope")

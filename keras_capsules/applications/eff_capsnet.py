@@ -35,8 +35,6 @@ VARIANTS = {
         norm="batch",
     ),
 }
-#: Routers the class layer accepts (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _stem(x, variant):
@@ -98,7 +96,7 @@ def EffCapsNet(
             activation applied by the output layer ``"predictions"``.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"mnist"``, ``"smallnorb"`` or ``"multimnist"``.
-        router: class-layer router, one of :data:`ROUTERS` (default ``"self_attention"``).
+        router: class-layer router, any of ``routing.available(pose="vector")`` (default ``"self_attention"``).
         routing_iterations: replaces the router's iterations (``None``: the router's own).
         reconstruction: add the decoder and its loss.
         reconstruction_weight: weight on the mean squared reconstruction error.
@@ -127,7 +125,7 @@ def EffCapsNet(
         min_size=settings["input_shape"][0],
     )
     router = "self_attention" if router is None else router
-    utils.check_router("EffCapsNet", router, ROUTERS)
+    utils.check_router("EffCapsNet", router, pose="vector")
     inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     x = _stem(x, variant)
     kernel, stride = settings["primary"]

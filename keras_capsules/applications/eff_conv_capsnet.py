@@ -14,8 +14,6 @@ decode_predictions = utils.decode_predictions
 STEM = ((32, 5, 2), (64, 3, 1), (64, 3, 1), (256, 3, 2))
 #: Smallest input side: the ConvCaps layer needs a 3x3 primary grid.
 MIN_SIZE = 33
-#: Routers of the two routed layers (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 @with_presets("EffConvCapsNet")
@@ -53,7 +51,7 @@ def EffConvCapsNet(
         classifier_activation: ``None`` (default: the scores are the capsule lengths) or an
             activation applied by the output layer ``"predictions"``.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
-        router: router of both routed layers, one of :data:`ROUTERS` (name, config dict or
+        router: router of both routed layers, any of ``routing.available(pose="vector")`` (name, config dict or
             ``Router``; default ``"dynamic"`` with its 0.1 bias, as REM). Each layer gets its own
             router built from the spec (:func:`keras_capsules.routing.resolve`).
         routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for dynamic routing).
@@ -75,7 +73,7 @@ def EffConvCapsNet(
         min_size=MIN_SIZE,
     )
     router = "dynamic" if router is None else router
-    utils.check_router("EffConvCapsNet", router, ROUTERS)
+    utils.check_router("EffConvCapsNet", router, pose="vector")
     inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
     for i, (filters, kernel, stride) in enumerate(STEM):
         x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)

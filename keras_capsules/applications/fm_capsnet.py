@@ -30,8 +30,6 @@ CODE_FM = {"name": "fm_agreement", "scale": "code"}
 #: votes and squashed class capsules whose lengths are the class scores. ex4_1_light's code differs
 #: (see the FMCapsNet docstring): it feeds un-normalised votes to FM and scores the raw sums.
 LIGHT_FM = {"name": "fm_agreement", "batch_norm": False, "scale": "code", "activation": "squash"}
-#: Routers the capsule layers accept (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _resnet_v2(x, blocks, start_filters=16):
@@ -78,7 +76,7 @@ def _routers(router, layers, variant, routing_iterations):
     """One router per capsule layer from one spec (``None``: the variant's FM); FM's hidden layers keep ``s_j`` unnormalised."""
     if router is None:
         router = dict(LIGHT_FM) if variant == "light" else dict(CODE_FM)
-    fm = utils.check_router("FMCapsNet", router, ROUTERS) == "fm_agreement"
+    fm = utils.check_router("FMCapsNet", router, pose="vector" if variant == "light" else "matrix") == "fm_agreement"
     return [
         routing.resolve(router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None)
         for i in range(layers)
@@ -166,8 +164,9 @@ def FMCapsNet(
         name: model name.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"cifar"``, ``"affnist"`` or ``"light"``.
-        router: ``None`` (the variant's FM: :data:`CODE_FM` or :data:`LIGHT_FM`) or one of :data:`ROUTERS` (name, config dict or
-            ``Router``) for every capsule layer.
+        router: ``None`` (the variant's FM: :data:`CODE_FM` or :data:`LIGHT_FM`) or a registered router (name, config
+            dict or ``Router``) for every capsule layer: one of ``routing.available(pose="matrix")`` (``"cifar"``,
+            ``"affnist"``: 4x4 matrix transforms) or ``routing.available(pose="vector")`` (``"light"``).
         routing_iterations: replaces the router's iterations (``None``: the router's own; FM makes one pass).
         reconstruction: add the deconvolution decoder (``"affnist"`` only).
         reconstruction_weight: weight of the summed squared reconstruction error.

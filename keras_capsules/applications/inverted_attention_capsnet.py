@@ -26,9 +26,6 @@ DATASETS = {
 BACKBONES = ("simple", "resnet")
 #: ``variant`` values: ``"<dataset>-<backbone>"``.
 VARIANTS = {f"{dataset}-{backbone}": (dataset, backbone) for dataset in DATASETS for backbone in BACKBONES}
-#: Routers of the capsule layers: inverted dot-product attention, or with ``sequential_routing=True``
-#: any registered router (the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 #: Capsule types of the primary capsules and of both convolutional capsule layers.
 CAPSULE_TYPES = 32
 
@@ -141,8 +138,9 @@ def InvertedAttentionCapsNet(
             the standardisation).
         variant: ``"<dataset>-<backbone>"``: ``"cifar10-resnet"`` (default), ``"cifar10-simple"``,
             ``"cifar100-resnet"`` or ``"cifar100-simple"`` (the dataset selects ``d`` and the layer stack).
-        router: capsule-layer router, one of :data:`ROUTERS` (name, config dict or ``Router``;
-            ``None``: ``"inverted_dot_product"``). Other routers need ``sequential_routing=True``.
+        router: capsule-layer router (name, config dict or ``Router``; ``None``: ``"inverted_dot_product"``),
+            one of ``routing.available(pose="matrix", initial_poses=True)`` for concurrent routing; any of
+            ``routing.available(pose="matrix")`` with ``sequential_routing=True``.
         routing_iterations: replaces the router's iterations, ``t`` (``None``: the router's own; 2
             for inverted dot-product attention, apple's ``num_routing`` in its README runs).
         sequential_routing: the sequential schedule (ablation B) instead of concurrent routing.
@@ -172,7 +170,8 @@ def InvertedAttentionCapsNet(
     if input_shape[-1] != 3:
         errors.fail("InvertedAttentionCapsNet", "input_shape", "3 channels (the model standardises with CIFAR's per-channel statistics)", input_shape)
     spec = "inverted_dot_product" if router is None else router
-    utils.check_router("InvertedAttentionCapsNet", spec, ROUTERS)
+    concurrent = {} if sequential_routing else {"initial_poses": True}
+    utils.check_router("InvertedAttentionCapsNet", spec, " (sequential_routing=True takes the others)", pose="matrix", **concurrent)
     pose_dim = settings["pose_dim"]
     side = math.isqrt(pose_dim)
 

@@ -63,7 +63,8 @@ def test_errors():
         InvertedAttentionCapsNet(include_top=False, input_shape=(32, 32, 1))
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*input_shape.*\(32, 32\)"):
         InvertedAttentionCapsNet(input_shape=(28, 28, 3))
-    with pytest.raises(ValueError, match=r"ConcurrentRouting.*initial parent poses.*sequential=True"):
+    # concurrent routing: only routers that take initial poses, listed by the registry
+    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet: argument `router`.*initial_poses=True\): \['inverted_dot_product'\]\), received 'dynamic'.*sequential_routing=True"):
         InvertedAttentionCapsNet(variant="cifar10-simple", router="dynamic")
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*router.*'name'"):
         InvertedAttentionCapsNet(variant="cifar10-simple", router={"iterations": 2})

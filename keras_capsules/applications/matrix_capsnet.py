@@ -14,14 +14,13 @@ decode_predictions = utils.decode_predictions
 
 #: (A, B, C, D): Conv1 channels, primary capsule types, ConvCaps1 and ConvCaps2 types.
 VARIANTS = {"large": (32, 32, 32, 32), "small": (64, 8, 16, 16)}
-#: Routers the capsule layers accept (every registered one; the contract test builds each).
-ROUTERS = ("dynamic", "em", "fm_agreement", "inverted_dot_product", "kernel", "lstm", "self_attention")
 
 
 def _router_for(spec, iterations, child_grid, kernel_size, strides, spatial_routing):
-    """A fresh router per capsule layer; EM routers of conv layers get the layer's grid geometry."""
+    """A fresh router per capsule layer; routers that take a conv layer's geometry (EM) get it there."""
     geometry = None
-    if utils.check_router("MatrixCapsNet", spec, ROUTERS) == "em" and spatial_routing and child_grid is not None:
+    name = utils.check_router("MatrixCapsNet", spec, pose="matrix")
+    if spatial_routing and child_grid is not None and name in routing.available(child_grid=True):
         geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
     return routing.resolve(spec, iterations, owner="MatrixCapsNet", overrides=geometry)
 
@@ -84,7 +83,7 @@ def MatrixCapsNet(
         name: model name.
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"large"`` or ``"small"``.
-        router: router of the capsule layers, one of :data:`ROUTERS` (name, config dict or
+        router: router of the capsule layers, any of ``routing.available(pose="matrix")`` (name, config dict or
             ``Router``; ``None``: EM). Each layer gets its own router built from the spec; EM
             routers of the convolutional layers get the layer's geometry (``spatial_routing``).
         routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for EM).

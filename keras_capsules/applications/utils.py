@@ -107,11 +107,19 @@ def model_inputs(input_tensor, input_shape, include_preprocessing=False):
     return inputs, x
 
 
-def check_router(model_name, router, allowed):
-    """The registered name of ``router`` (a name, config dict or ``Router``), which must be one of ``allowed``.
+def check_router(model_name, router, hint="", **capabilities):
+    """The registered name of ``router`` (a name, config dict or ``Router``), which must have ``capabilities``.
+
+    Args:
+        model_name: the constructor name used in error messages.
+        router: the router spec.
+        hint: appended to the error, e.g. how to use the other routers.
+        **capabilities: the filters of :func:`keras_capsules.routing.available` the model needs,
+            e.g. ``pose="matrix"`` for matrix capsule layers.
 
     Raises:
-        ValueError: the router is not one the model allows (or not a registered router).
+        ValueError: the router is not registered, or lacks a capability the model needs; the error
+            lists the registered routers that fit.
         TypeError: ``router`` is not a router spec.
     """
     from keras_capsules import routing
@@ -120,8 +128,14 @@ def check_router(model_name, router, allowed):
         name = routing.router_name(router)
     except (ValueError, TypeError) as error:
         raise type(error)(f"{model_name}: argument `router`: {error}") from None
-    if name not in allowed:
-        raise ValueError(f"{model_name}: argument `router` expected one of the routers this model allows {list(allowed)}, received {router!r}.")
+    fitting = routing.available(**capabilities)
+    if name not in fitting:
+        needs = ", ".join(f"{key}={value!r}" for key, value in capabilities.items())
+        reason = "that is not a registered router" if name not in routing.available() else f"router {name!r} lacks one of them"
+        raise ValueError(
+            f"{model_name}: argument `router` expected a registered router with the capabilities this model needs "
+            f"(routing.available({needs}): {fitting}), received {router!r}: {reason}{hint}."
+        )
     return name
 
 

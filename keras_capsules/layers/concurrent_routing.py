@@ -27,6 +27,17 @@ class ConcurrentRouting(keras.layers.Layer):
     instead runs its first pass and ``t - 1`` refinements before the next layer starts. The routers'
     own ``iterations`` are not used: ``iterations`` here sets the schedule.
 
+    Cost: a layer's output in a sweep reaches the top output only through the sweeps after it, one
+    layer up per sweep, so the final sweep recomputes only the top layer, the one before it the top
+    two, and so on (apple's code computes the others and discards them; ``call`` skips them, unless
+    it returns every layer's coupling). With ``L`` layers a call makes ``L`` uniform first-pass
+    steps, which need only the votes' sums, and ``sum_{k=1}^{t-1} min(k, L)`` steps with full votes:
+    one sweep (``L`` steps) per iteration once ``t > L``, fewer before. With
+    ``InvertedAttentionCapsNet``'s three layers the first ConvCaps layer forms its full votes, the
+    network's largest tensor, only from ``t = 4`` on and the second from ``t = 3``: at ``t = 2`` the
+    convolutional capsule layers effectively route uniformly, and a step costs far less than at
+    ``t = 3`` or ``4``.
+
     Every router of the stack must accept initial parent poses (``supports_initial_poses``: the
     ``"inverted_dot_product"`` router) unless ``sequential=True``, in which case a layer whose router
     does not simply runs as a normal layer with its own iterations.
@@ -107,8 +118,12 @@ class ConcurrentRouting(keras.layers.Layer):
             out_poses, out_acts, coupling = layer.route_inputs((poses, activations), **routing)
         return (out_poses, out_acts), coupling
 
-    def _final_pass(self, inputs, training):
-        """The top layer's output and, per layer, ``(inputs, outputs, coupling)`` of the final pass."""
+    def _final_pass(self, inputs, training, every_layer=True):
+        """The top layer's output and, per layer, ``(inputs, outputs, coupling)`` of the final pass.
+
+        With ``every_layer=False`` a Jacobi sweep skips the layers whose outputs cannot reach the top
+        layer's final output (``records`` then holds the computed layers only).
+        """
         poses, activations = unpack_capsules(self, inputs)
         base = (poses, activations)
         records = []
@@ -124,18 +139,22 @@ class ConcurrentRouting(keras.layers.Layer):
             out, coupling = self._run(layer, values[i], None, 1, self.iterations == 1, training)
             records.append((values[i], out, coupling))
             values.append(out)
+        top = len(self.capsule_layers) - 1
         for sweep in range(self.iterations - 1):  # Jacobi sweeps over the previous sweep's values
-            final = sweep == self.iterations - 2
+            remaining = self.iterations - 2 - sweep  # sweeps after this one
             updated, records = [base], []
             for i, layer in enumerate(self.capsule_layers):
-                out, coupling = self._run(layer, values[i], values[i + 1][0], 1, final, training)
+                if not every_layer and i + remaining < top:  # reaches at most layer i + remaining: dead
+                    updated.append(None)
+                    continue
+                out, coupling = self._run(layer, values[i], values[i + 1][0], 1, remaining == 0, training)
                 records.append((values[i], out, coupling))
                 updated.append(out)
             values = updated
         return values[-1], records
 
     def call(self, inputs, training=None, return_coupling=False):
-        top, records = self._final_pass(inputs, training)
+        top, records = self._final_pass(inputs, training, every_layer=return_coupling)
         if return_coupling:
             return top[0], top[1], [coupling for _, _, coupling in records]
         return top

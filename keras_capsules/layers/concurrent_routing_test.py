@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
+from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.testing import assert_finite, run_layer_test
 
 
@@ -104,7 +105,7 @@ def randomize_layer_norms(stack, seed=0):
 PRIMARY = np.random.default_rng(1).normal(size=(2, 7, 7, 2, 4)).astype("float32")
 
 
-@pytest.mark.parametrize("iterations", [1, 2, 3])
+@pytest.mark.parametrize("iterations", [1, 2, 3, 4])
 @pytest.mark.parametrize("sequential", [False, True])
 def test_matches_numpy_schedules(iterations, sequential):
     stack, geometry = tiny_stack(iterations, sequential)
@@ -115,6 +116,60 @@ def test_matches_numpy_schedules(iterations, sequential):
     expected = reference(stack.capsule_layers, geometry, PRIMARY.astype("float64"), iterations)
     np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(to_np(shares).sum(-1), 1.0, rtol=1e-5)
+
+
+# Full-vote routing steps per layer (bottom to top) of a 3-layer stack at t = 1..5, counted by hand:
+# a layer's sweep output reaches the top output only through the sweeps after it, one layer up per
+# sweep, so the final sweep routes only the top layer, the one before it the top two, ...
+FULL_VOTE_STEPS = {1: [0, 0, 0], 2: [0, 0, 1], 3: [0, 1, 2], 4: [1, 2, 3], 5: [2, 3, 4]}
+
+
+@pytest.mark.parametrize("iterations", sorted(FULL_VOTE_STEPS))
+def test_computes_only_the_sweeps_that_reach_the_output(iterations, monkeypatch):
+    stack, _ = tiny_stack(iterations)
+    stack.build(PRIMARY.shape)
+    calls = []
+    original = InvertedDotProductRouter.call
+
+    def spy(router, votes, *args, **kwargs):
+        calls.append((router, kwargs.get("initial_poses") is not None))
+        return original(router, votes, *args, **kwargs)
+
+    monkeypatch.setattr(InvertedDotProductRouter, "call", spy)
+    stack(PRIMARY)
+    routers = [layer.router for layer in stack.capsule_layers]
+    assert [sum(r is router and full for r, full in calls) for router in routers] == FULL_VOTE_STEPS[iterations]
+    calls.clear()
+    stack(PRIMARY, return_coupling=True)  # every layer's final coupling: every sweep computes every layer
+    assert [sum(r is router for r, _ in calls) for router in routers] == [iterations - 1] * 3
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the ops of a TensorFlow graph")
+def test_training_graph_grows_by_one_sweep_per_iteration():
+    """Forward + gradient graph size at t = 3, 4, 5 on a 2-layer stack: once t > 2 layers, every
+    iteration adds one sweep, so the increments are equal (a cost superlinear in t would grow them)."""
+    import tensorflow as tf
+
+    primary = tf.constant(PRIMARY[:, :5, :5])
+    sizes = []
+    for iterations in (3, 4, 5):
+        layers = [
+            ConvCaps(2, kernel_size=3, strides=2, transform="matrix", router="inverted_dot_product"),
+            FcCaps(3, transform="matrix", router="inverted_dot_product"),
+        ]
+        stack = ConcurrentRouting(layers, iterations=iterations)
+        stack.build(primary.shape)
+
+        @tf.function
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(stack(x, training=False)[0])
+            return tape.gradient(loss, stack.trainable_variables)
+
+        graph = gradients.get_concrete_function(primary).graph.as_graph_def()
+        sizes.append(len(graph.node) + sum(len(f.node_def) for f in graph.library.function))
+    first, second = sizes[1] - sizes[0], sizes[2] - sizes[1]
+    assert first > 0 and abs(second - first) <= 0.01 * first, sizes
 
 
 def test_concurrent_and_sequential_differ_after_the_first_pass():

@@ -66,6 +66,10 @@ class RoutedCapsules(keras.layers.Layer):
             kernel_regularizer,
             name="votes",
         )
+        if transform not in self.router.pose_kinds:
+            fitting = routing.available(pose=transform)
+            errors.fail(self, "router", f"a router that routes {transform} poses (routing.available(pose={transform!r}): {fitting})",
+                        f"{type(self.router).__name__}, which routes {'/'.join(self.router.pose_kinds)} poses only")
 
     def record_input_shape(self, poses_shape):
         """Called by ``build``: the non-batch poses shape every later call must have."""

@@ -1,12 +1,14 @@
 """Routers: every published routing algorithm behind one interface.
 
-``keras_capsules.routing.get(name, **kwargs)`` returns a :class:`Router`; ``available()`` lists the names;
+``keras_capsules.routing.get(name, **kwargs)`` returns a :class:`Router`; ``available()`` lists the names,
+``available(pose="matrix", initial_poses=True, ...)`` those of the routers with the capabilities a model
+needs (each router class declares them: see :class:`Router`);
 ``resolve(spec, routing_iterations)`` is how every capsule layer and application turns a router spec
 (name, config dict or instance) into a fresh router.
 """
 
 from keras_capsules.routing.base import Router
-from keras_capsules.routing.registry import available, get, register_router
+from keras_capsules.routing.registry import available, get, register_router, unregister_router
 from keras_capsules.routing.dynamic import DynamicRouter
 from keras_capsules.routing.self_attention import SelfAttentionRouter
 from keras_capsules.routing.em import EMRouter
@@ -30,4 +32,5 @@ __all__ = [
     "register_router",
     "resolve",
     "router_name",
+    "unregister_router",
 ]

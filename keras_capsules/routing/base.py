@@ -49,11 +49,32 @@ class Router(keras.layers.Layer):
     also takes ``votes_layout="parent_major"``, which lets a capsule layer whose vote transform can
     write that layout (``VectorVotes``, ``MatrixVotes``) skip a transpose of the votes
     forward and backward.
+
+    Capabilities: each router class declares what it can do as class attributes, which
+    :func:`keras_capsules.routing.available` filters on and the layers and applications check. The
+    defaults fit a router that only implements ``route``: it routes vector and matrix poses (matrix
+    poses reach a router flattened, ``p*p`` entries), iterates, and takes no initial poses or layer
+    geometry.
+
+    - ``pose_kinds`` (filter ``pose=``): the poses whose votes it routes, ``"vector"`` and/or
+      ``"matrix"`` (a capsule layer's ``transform``); restrict it if the router relies on one kind.
+    - ``iterative`` (filter ``iterative=``): ``False`` for a single pass (``iterations`` must be 1).
+    - ``supports_initial_poses`` (filter ``initial_poses=``): ``call`` takes ``initial_poses``,
+      ``steps`` and ``finalize``, as :class:`~keras_capsules.layers.ConcurrentRouting` needs.
+    - ``accepts_child_grid`` (filter ``child_grid=``): the constructor takes a convolutional layer's
+      geometry (``child_grid``, ``kernel_size``, ``strides``, ``padding``) to normalise each child's
+      coupling over every parent it feeds across positions (EM).
     """
 
     router_name = None
+    #: The pose kinds (a capsule layer's ``transform``) whose votes this router routes.
+    pose_kinds = ("vector", "matrix")
     #: Whether this router supports more than one iteration.
     iterative = True
+    #: Whether ``call`` takes ``initial_poses``, ``steps`` and ``finalize`` (concurrent routing).
+    supports_initial_poses = False
+    #: Whether the constructor takes a convolutional layer's ``child_grid``, ``kernel_size``, ``strides`` and ``padding``.
+    accepts_child_grid = False
     #: Whether ``call`` accepts ``votes_layout="parent_major"`` (the router implements ``route_parent_major``).
     accepts_parent_major = False
     #: Whether a single uniform pass can be made from the votes' sums over the children (``route_vote_sums``).

@@ -153,6 +153,8 @@ class EMRouter(Router):
         kernel_size, strides, padding: that layer's geometry (used only with ``child_grid``).
     """
 
+    accepts_child_grid = True
+
     def __init__(
         self,
         iterations=3,

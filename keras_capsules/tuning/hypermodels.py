@@ -5,10 +5,6 @@ import inspect
 
 from keras_capsules import applications, errors, recipes, routing
 
-#: Routers a vector-pose class layer can use (all routers accept any pose size except the
-#: inverted dot-product router, whose LayerNorm'd parents need d_in = d_out).
-VECTOR_ROUTERS = ("dynamic", "self_attention", "fm_agreement", "em", "kernel", "lstm")
-
 
 def _import_keras_tuner():
     try:
@@ -88,7 +84,7 @@ class CapsuleHyperModel(_base()):
         if "router" in self.parameters:
             router = hp.Choice("router", self.routers, default=self.default_router)
             kwargs["router"] = router
-            iterative = [r for r in self.routers if routing.get(r).iterative]
+            iterative = [r for r in self.routers if r in routing.available(iterative=True)]
             if "routing_iterations" in self.parameters and iterative:
                 with hp.conditional_scope("router", iterative):
                     if router in iterative:
