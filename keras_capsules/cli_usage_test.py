@@ -259,3 +259,13 @@ def test_user_errors_are_the_librarys_raises_and_os_errors_naming_a_file():
     assert not cli.is_user_error(raised(lambda: int("x")))  # raised outside the library
     assert not cli.is_user_error(raised(lambda: cli._key_values(3, "--x")))  # a bug inside it: not a `raise` statement
     assert not cli.is_user_error(raised(lambda: 1 / 0))  # not a user-error type
+
+
+def test_the_cuda_builds_no_driver_line_is_dropped_only_without_a_driver(monkeypatch):
+    line = "E0000 00:00:1795735104.529952   24332 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n"
+    other_error = "E0000 00:00:1795735104.529952   24332 some_kernel.cc:12] out of memory\n"
+    exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda path: False if path == "/proc/driver/nvidia" else exists(path))
+    assert cli._dropped(line) and not cli._dropped(other_error)
+    monkeypatch.setattr(os.path, "exists", lambda path: True if path == "/proc/driver/nvidia" else exists(path))
+    assert not cli._dropped(line)  # with a driver loaded, a failing cuInit is news

@@ -1,5 +1,8 @@
 """Agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; seed 000; docs/reference/glom.md)."""
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import keras
 import numpy as np
 
@@ -24,7 +27,7 @@ from keras_capsules.presets import with_presets
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
-DOWNSAMPLING = {"dissimilarity": DissimilarityHead, "avg": WindowAveragePooling, "max": WindowMaxPooling, None: None}
+DOWNSAMPLING: dict[str | None, Any] = {"dissimilarity": DissimilarityHead, "avg": WindowAveragePooling, "max": WindowMaxPooling, None: None}
 
 #: Layer names the two-stage helpers rely on.
 BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "downsampling", "projection_head")
@@ -33,36 +36,36 @@ CLASSIFIER_LAYERS = ("classification_head", "predictions")
 
 @with_presets("AgreementGLOM")
 def AgreementGLOM(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=10,
-    classifier_activation=None,
-    name="agreement_glom",
-    include_preprocessing=False,
-    levels=2,
-    routing_iterations=None,
-    embedding_dim=128,
-    patch_size=1,
-    downsampling="dissimilarity",
-    window=4,
-    projection_dim=512,
-    projection_hidden_dim=None,
-    dropout=0.3,
-    classifier_hidden_dim=None,
-    agreement_thresholds=None,
-    agreement_radius=3,
-    normalize_negatives=True,
-    attention_radius=0,
-    use_agreement=True,
-    top_down_weight=CODE_TOP_DOWN_WEIGHT,
-    trainable_top_down_weight=False,
-    divide_by_contributions=True,
-    column_depth=4,
-    input_padding=0,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 10,
+    classifier_activation: str | Callable | None = None,
+    name: str = "agreement_glom",
+    include_preprocessing: bool = False,
+    levels: int = 2,
+    routing_iterations: int | None = None,
+    embedding_dim: int = 128,
+    patch_size: int = 1,
+    downsampling: str | None = "dissimilarity",
+    window: int = 4,
+    projection_dim: int = 512,
+    projection_hidden_dim: int | None = None,
+    dropout: float = 0.3,
+    classifier_hidden_dim: int | None = None,
+    agreement_thresholds: Sequence[float | Sequence[float]] | None = None,
+    agreement_radius: float = 3,
+    normalize_negatives: bool = True,
+    attention_radius: float = 0,
+    use_agreement: bool = True,
+    top_down_weight: float = CODE_TOP_DOWN_WEIGHT,
+    trainable_top_down_weight: bool = False,
+    divide_by_contributions: bool = True,
+    column_depth: int = 4,
+    input_padding: int = 0,
+) -> CapsuleClassifier:
     """GLOM with the contrastive agreement enhancer (CAE) and the dissimilarity-focused head ``H_d``.
 
     ``ConvTokenizer`` (32x32 -> 8x8x128) -> ``PatchEmbedding`` (``r = 1``: 64 columns of ``d = 128``)

@@ -1,11 +1,15 @@
 """CapsNet: dynamic routing between capsules (Sabour, Frosst & Hinton 2017; docs/reference/models.md#capsnet)."""
 
+from collections.abc import Callable, Sequence
+
 import keras
 
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -21,23 +25,23 @@ VOTE_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stdde
 
 @with_presets("CapsNet")
 def CapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=10,
-    classifier_activation=None,
-    name="capsnet",
-    include_preprocessing=False,
-    router=None,
-    routing_iterations=None,
-    reconstruction=False,
-    reconstruction_weight=0.0005,
-    primary_capsule_dim=8,
-    class_capsule_dim=16,
-    primary_pose_scale=1.0,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 10,
+    classifier_activation: str | Callable | None = None,
+    name: str = "capsnet",
+    include_preprocessing: bool = False,
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+    reconstruction: bool = False,
+    reconstruction_weight: float = 0.0005,
+    primary_capsule_dim: int = 8,
+    class_capsule_dim: int = 16,
+    primary_pose_scale: float = 1.0,
+) -> CapsuleClassifier:
     """The MNIST CapsNet of Sabour et al. (2017).
 
     Conv 9x9x256 ReLU -> PrimaryCaps (32 types x 8D, 9x9, stride 2, squash; 6x6x32 = 1152 capsules on

@@ -21,7 +21,13 @@ class ReconstructionLoss(keras.losses.Loss):
     ``y_true`` are images, ``y_pred`` reconstructions, both ``(batch, *image_shape)``.
     """
 
-    def __init__(self, weight=0.0005, pixel_reduction="sum", name="reconstruction_loss", **kwargs):
+    def __init__(
+        self,
+        weight: float = 0.0005,
+        pixel_reduction: str = "sum",
+        name: str = "reconstruction_loss",
+        **kwargs,
+    ) -> None:
         super().__init__(name=name, **kwargs)
         self.weight = float(weight)
         self.pixel_reduction = pixel_reduction
@@ -106,8 +112,15 @@ class CapsuleClassifier(keras.Model):
     """
 
     def __init__(
-        self, *args, decoder=None, class_capsules="class_caps", reconstruction_weight=0.0005, pixel_reduction="sum", mask_top_k=1, **kwargs
-    ):
+        self,
+        *args,
+        decoder: keras.layers.Layer | None = None,
+        class_capsules: str = "class_caps",
+        reconstruction_weight: float = 0.0005,
+        pixel_reduction: str = "sum",
+        mask_top_k: int = 1,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         errors.check_one_of(self, "pixel_reduction", pixel_reduction, ("sum", "mean"))
         if isinstance(decoder, dict):

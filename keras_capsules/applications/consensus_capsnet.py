@@ -1,15 +1,18 @@
 """ConsensusCapsNet: the learned-routing network of seed 001, "Learning to compute inner consensus" (docs/reference/models.md#consensuscapsnet)."""
 
 import math
+from collections.abc import Callable, Sequence
 
 import keras
 
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.layers.initializers import IdentityPlusUniform
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -69,19 +72,19 @@ def _routers(router, routing_iterations):
 
 @with_presets("ConsensusCapsNet")
 def ConsensusCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=5,
-    classifier_activation=None,
-    name="consensus_capsnet",
-    include_preprocessing=False,
-    router="kernel",
-    routing_iterations=None,
-    primary_pose_activation="relu",
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 5,
+    classifier_activation: str | Callable | None = None,
+    name: str = "consensus_capsnet",
+    include_preprocessing: bool = False,
+    router: str | dict | Router = "kernel",
+    routing_iterations: int | None = None,
+    primary_pose_activation: str = "relu",
+) -> CapsuleClassifier:
     """The 86K-parameter smallNORB network of seed 001 with learned routing (paper Table 1).
 
     Conv 5x5 s2 VALID 64 + ReLU + BatchNorm -> PrimaryCaps (1x1, 8 types of 4x4 matrix poses, ReLU on

@@ -1,18 +1,23 @@
 """Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021; docs/reference/models.md#effcapsnet)."""
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import keras
 
 from keras_capsules import errors
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps, UpsamplingDecoder
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
 
 #: Per-variant settings: input shape, classes, stem (filters, kernel, stride), primary kernel and stride.
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "mnist": dict(
         input_shape=(28, 28, 1),
         classes=10,
@@ -54,23 +59,23 @@ def _stem(x, variant):
 
 @with_presets("EffCapsNet")
 def EffCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=None,
-    classifier_activation=None,
-    name="eff_capsnet",
-    include_preprocessing=False,
-    variant="mnist",
-    router=None,
-    routing_iterations=None,
-    reconstruction=False,
-    reconstruction_weight=0.392,
-    primary_capsule_dim=8,
-    class_capsule_dim=16,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int | None = None,
+    classifier_activation: str | Callable | None = None,
+    name: str = "eff_capsnet",
+    include_preprocessing: bool = False,
+    variant: str = "mnist",
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+    reconstruction: bool = False,
+    reconstruction_weight: float = 0.392,
+    primary_capsule_dim: int = 8,
+    class_capsule_dim: int = 16,
+) -> CapsuleClassifier:
     """Efficient-CapsNet (Mazzia et al. 2021) in its MNIST, smallNORB and MultiMNIST configurations.
 
     Four convolutions (BatchNorm after ReLU; smallNORB: LeakyReLU then instance norm, implemented as

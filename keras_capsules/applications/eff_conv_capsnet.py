@@ -1,11 +1,15 @@
 """Eff-ConvCapsNet: REM's convolutional Efficient-CapsNet for larger images (Renzulli et al., App. B.1; docs/reference/models.md#effconvcapsnet)."""
 
+from collections.abc import Callable, Sequence
+
 import keras
 
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -18,18 +22,18 @@ MIN_SIZE = 33
 
 @with_presets("EffConvCapsNet")
 def EffConvCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=10,
-    classifier_activation=None,
-    name="eff_conv_capsnet",
-    include_preprocessing=False,
-    router=None,
-    routing_iterations=None,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 10,
+    classifier_activation: str | Callable | None = None,
+    name: str = "eff_conv_capsnet",
+    include_preprocessing: bool = False,
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+) -> CapsuleClassifier:
     """Eff-ConvCapsNet (REM, App. B.1): an Efficient-CapsNet backbone with three capsule layers and dynamic routing.
 
     Conv(32, 5, s2) -> Conv(64, 3) -> Conv(64, 3) -> Conv(256, 3, s2) (each ReLU + BatchNorm, valid

@@ -1,12 +1,17 @@
 """FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang, seed 003; docs/reference/models.md#fmcapsnet)."""
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import keras
 
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import DeconvDecoder, FcCaps, Length, PrimaryCaps, Squash
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -14,7 +19,7 @@ decode_predictions = utils.decode_predictions
 WEIGHT_DECAY = 1e-4
 
 #: Per-variant settings: input shape, residual blocks per stage, hidden capsule layers, decoder.
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     # ex4_2 (CIFAR-10, SVHN, F-MNIST; paper Table 2): ResNet-v2 [8, 8, 8] + capsules 32/16/classes.
     "cifar": dict(input_shape=(32, 32, 3), blocks=(8, 8, 8), hidden_capsules=(32, 16)),
     # ex4_3_1 (trained on MNIST padded to 40x40, tested on affNIST): [1, 1, 1] + one class layer.
@@ -85,21 +90,21 @@ def _routers(router, layers, variant, routing_iterations):
 
 @with_presets("FMCapsNet")
 def FMCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=10,
-    classifier_activation=None,
-    name="fm_capsnet",
-    include_preprocessing=False,
-    variant="cifar",
-    router=None,
-    routing_iterations=None,
-    reconstruction=False,
-    reconstruction_weight=0.0005,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 10,
+    classifier_activation: str | Callable | None = None,
+    name: str = "fm_capsnet",
+    include_preprocessing: bool = False,
+    variant: str = "cifar",
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+    reconstruction: bool = False,
+    reconstruction_weight: float = 0.0005,
+) -> CapsuleClassifier:
     """The FM-agreement capsule networks of seed 003 (Zhao, Wang & Huang).
 
     ResNet-v2 backbone (16 start filters) -> PrimaryCaps (conv 5x5 s2 "same", 4 groups x 16 atoms,

@@ -1,14 +1,18 @@
 """Capsules with inverted dot-product attention routing (Tsai et al., ICLR 2020; docs/reference/models.md#invertedattentioncapsnet)."""
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleLogits, ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -19,7 +23,7 @@ CIFAR_STD = (0.2023, 0.1994, 0.2010)
 
 
 #: Per-dataset settings (apple's configs): classes, pose size d, simple-backbone width, FC capsule layers.
-DATASETS = {
+DATASETS: dict[str, dict[str, Any]] = {
     "cifar10": dict(classes=10, pose_dim=16, simple_filters=256, hidden_fc=()),
     "cifar100": dict(classes=100, pose_dim=36, simple_filters=128, hidden_fc=(20,)),
 }
@@ -81,21 +85,21 @@ def _router(spec, dropout, iterations):
 
 @with_presets("InvertedAttentionCapsNet")
 def InvertedAttentionCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=None,
-    classifier_activation=None,
-    name="inverted_attention_capsnet",
-    include_preprocessing=False,
-    variant="cifar10-resnet",
-    router=None,
-    routing_iterations=None,
-    sequential_routing=False,
-    dropout=0.0,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int | None = None,
+    classifier_activation: str | Callable | None = None,
+    name: str = "inverted_attention_capsnet",
+    include_preprocessing: bool = False,
+    variant: str = "cifar10-resnet",
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+    sequential_routing: bool = False,
+    dropout: float = 0.0,
+) -> CapsuleClassifier:
     """The CIFAR capsule networks of Tsai et al. (2020), with inverted dot-product attention routing.
 
     Per-channel standardisation with apple's CIFAR statistics (a ``Normalization`` layer named

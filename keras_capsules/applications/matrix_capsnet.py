@@ -1,13 +1,17 @@
 """Matrix capsules with EM routing (Hinton, Sabour & Frosst 2018), smallNORB network (docs/reference/models.md#matrixcapsnet)."""
 
+from collections.abc import Callable, Sequence
+
 import keras
 
 from keras_capsules import errors, routing
 from keras_capsules.applications import utils
+from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.layers.conv_caps import output_size
 from keras_capsules.presets import with_presets
+from keras_capsules.routing import Router
 
 preprocess_input = utils.preprocess_input
 decode_predictions = utils.decode_predictions
@@ -27,21 +31,21 @@ def _router_for(spec, iterations, child_grid, kernel_size, strides, spatial_rout
 
 @with_presets("MatrixCapsNet")
 def MatrixCapsNet(
-    include_top=True,
-    weights=None,
-    input_tensor=None,
-    input_shape=None,
-    pooling=None,
-    classes=5,
-    classifier_activation=None,
-    name="matrix_capsnet",
-    include_preprocessing=False,
-    variant="large",
-    router=None,
-    routing_iterations=None,
-    spatial_routing=True,
-    coordinate_addition=True,
-):
+    include_top: bool = True,
+    weights: str | None = None,
+    input_tensor: keras.KerasTensor | None = None,
+    input_shape: Sequence[int] | None = None,
+    pooling: str | None = None,
+    classes: int = 5,
+    classifier_activation: str | Callable | None = None,
+    name: str = "matrix_capsnet",
+    include_preprocessing: bool = False,
+    variant: str = "large",
+    router: str | dict | Router | None = None,
+    routing_iterations: int | None = None,
+    spatial_routing: bool = True,
+    coordinate_addition: bool = True,
+) -> CapsuleClassifier:
     """The smallNORB network of matrix capsules with EM routing, in IBM's implementation.
 
     BatchNorm on the input (no centre, no scale: TF-slim's defaults with ``center=False``) ->

@@ -1,8 +1,9 @@
 """Registry of application configurations (timm style): every registered entry is tested automatically."""
 
 import dataclasses
+from collections.abc import Callable
 
-_ENTRIES = {}
+_ENTRIES: dict[str, "ApplicationEntry"] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,8 +24,8 @@ class ApplicationEntry:
     name: str
     constructor: object
     kwargs: dict
-    trainable_params: int = None
-    total_params: int = None
+    trainable_params: int | None = None
+    total_params: int | None = None
     source: str = ""
     roundtrip: bool = True
 
@@ -32,7 +33,15 @@ class ApplicationEntry:
         return self.constructor(**{**self.kwargs, **overrides})
 
 
-def register_configuration(name, constructor, kwargs=None, trainable_params=None, total_params=None, source="", roundtrip=True):
+def register_configuration(
+    name: str,
+    constructor: Callable,
+    kwargs: dict | None = None,
+    trainable_params: int | None = None,
+    total_params: int | None = None,
+    source: str = "",
+    roundtrip: bool = True,
+) -> ApplicationEntry:
     """Registers a paper configuration under ``name``."""
     if name in _ENTRIES:
         raise ValueError(f"register_configuration: {name!r} is already registered.")
@@ -40,12 +49,12 @@ def register_configuration(name, constructor, kwargs=None, trainable_params=None
     return _ENTRIES[name]
 
 
-def list_configurations():
+def list_configurations() -> list[str]:
     """Names of every registered configuration, sorted."""
     return sorted(_ENTRIES)
 
 
-def get_configuration(name):
+def get_configuration(name: str) -> ApplicationEntry:
     """The :class:`ApplicationEntry` registered under ``name``."""
     if name not in _ENTRIES:
         raise ValueError(f"get_configuration: argument `name` expected one of {list_configurations()}, received {name!r}.")

@@ -2,9 +2,12 @@
 
 import os
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
+import numpy.typing as npt
 from keras import ops
 
 from keras_capsules import errors
@@ -205,7 +208,7 @@ def load_weights(model, weights):
     return model
 
 
-def preprocess_input(x, data_format=None):
+def preprocess_input(x: Any, data_format: str | None = None) -> Any:
     """Scales uint8-range images to [0, 1] floats, the input range of every application built with
     ``include_preprocessing=False`` (the default, and what ``keras_capsules.datasets.load`` gives).
 
@@ -217,7 +220,11 @@ def preprocess_input(x, data_format=None):
     return ops.cast(x, "float32") / 255.0
 
 
-def decode_predictions(preds, top=5, class_names=None):
+def decode_predictions(
+    preds: npt.ArrayLike,
+    top: int = 5,
+    class_names: Sequence[str] | None = None,
+) -> list[list[tuple[int, str, float]]]:
     """Turns class scores into ``[(class_index, class_name, score), ...]`` per example, best first.
 
     Args:

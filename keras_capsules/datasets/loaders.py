@@ -5,6 +5,9 @@ standard files, then the TFDS cache, then a TFDS download only when ``download=T
 found the error names the files expected and where to put them, without touching the network.
 """
 
+import os
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from keras_capsules import errors
@@ -13,6 +16,9 @@ from keras_capsules import errors
 from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noqa: F401
 from keras_capsules.datasets.augment import get_augmentation
 from keras_capsules.datasets.registry import available, check_data_dir, check_options, check_split, get_info, resolve_arrays
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 __all__ = ["available", "from_arrays", "info", "load", "load_arrays", "num_classes"]
 
@@ -57,19 +63,19 @@ def load_arrays(name, split="train", data_dir=None, download=False, seed=0, **op
 
 
 def load(
-    name,
-    split="train",
-    batch_size=32,
-    data_dir=None,
-    download=False,
-    shuffle=None,
-    seed=0,
-    limit=None,
-    drop_remainder=False,
-    augment=None,
-    training=None,
+    name: str,
+    split: str = "train",
+    batch_size: int = 32,
+    data_dir: str | os.PathLike | None = None,
+    download: bool = False,
+    shuffle: bool | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    drop_remainder: bool = False,
+    augment: str | None = None,
+    training: bool | None = None,
     **options,
-):
+) -> "tf.data.Dataset":
     """A batched, prefetched ``tf.data.Dataset`` of ``(image float32, label)``.
 
     Args:

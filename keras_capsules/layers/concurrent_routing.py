@@ -1,5 +1,7 @@
 """Concurrent routing over a stack of capsule layers (Tsai et al., ICLR 2020, Procedure 2; docs/reference/routers.md#concurrent-routing)."""
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
@@ -66,7 +68,13 @@ class ConcurrentRouting(keras.layers.Layer):
         >>> class_poses, mass_shares = stack(primary_capsules)     # (batch, 10, 16), (batch, 10)
     """
 
-    def __init__(self, capsule_layers, iterations=2, sequential=False, **kwargs):
+    def __init__(
+        self,
+        capsule_layers: Sequence[keras.layers.Layer],
+        iterations: int = 2,
+        sequential: bool = False,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(capsule_layers, (list, tuple)) or not capsule_layers:
             errors.fail(self, "capsule_layers", "a non-empty list of ConvCaps/FcCaps layers", capsule_layers)

@@ -46,7 +46,16 @@ class ConvCaps(RoutedCapsules):
         Other arguments: see :class:`~keras_capsules.layers.routed_capsules.RoutedCapsules`.
     """
 
-    def __init__(self, num_capsules, capsule_dim=None, kernel_size=3, strides=1, padding="valid", remat=True, **kwargs):
+    def __init__(
+        self,
+        num_capsules: int,
+        capsule_dim: int | None = None,
+        kernel_size: int = 3,
+        strides: int = 1,
+        padding: str = "valid",
+        remat: bool = True,
+        **kwargs,
+    ) -> None:
         super().__init__(num_capsules, capsule_dim, **kwargs)
         self.kernel_size = errors.check_positive_int(self, "kernel_size", kernel_size)
         self.strides = errors.check_positive_int(self, "strides", strides)

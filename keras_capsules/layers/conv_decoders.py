@@ -5,6 +5,8 @@ Both map the masked class capsules ``(batch, classes * capsule_dim)`` (the outpu
 created in ``__init__`` and built in ``build``.
 """
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
@@ -25,7 +27,13 @@ class UpsamplingDecoder(keras.layers.Layer):
         filters: widths of the three upsampling convolutions ((64, 128, 128)).
     """
 
-    def __init__(self, image_shape, seed_size=8, filters=(64, 128, 128), **kwargs):
+    def __init__(
+        self,
+        image_shape: Sequence[int],
+        seed_size: int = 8,
+        filters: Sequence[int] = (64, 128, 128),
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         self.seed_size = int(seed_size)
@@ -89,7 +97,15 @@ class DeconvDecoder(keras.layers.Layer):
         weight_decay: L2 factor of the transposed-convolution kernels (1e-4).
     """
 
-    def __init__(self, image_shape, capsule_dim=16, base=10, filters=64, weight_decay=1e-4, **kwargs):
+    def __init__(
+        self,
+        image_shape: Sequence[int],
+        capsule_dim: int = 16,
+        base: int = 10,
+        filters: int = 64,
+        weight_decay: float = 1e-4,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)

@@ -1,6 +1,7 @@
 """Fully connected reconstruction decoder (Sabour et al. 2017; Efficient-CapsNet MNIST)."""
 
 import math
+from collections.abc import Sequence
 
 import keras
 from keras import ops
@@ -28,12 +29,12 @@ class CapsuleDecoder(keras.layers.Layer):
 
     def __init__(
         self,
-        image_shape,
-        hidden_units=(512, 1024),
-        hidden_initializer="glorot_uniform",
-        output_initializer="glorot_uniform",
+        image_shape: Sequence[int],
+        hidden_units: Sequence[int] = (512, 1024),
+        hidden_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+        output_initializer: str | keras.initializers.Initializer = "glorot_uniform",
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.image_shape = tuple(int(d) for d in image_shape)
         if not self.image_shape or any(d < 1 for d in self.image_shape):

@@ -6,6 +6,7 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
+from keras_capsules.routing import Router
 from keras_capsules.serialization import register
 
 
@@ -63,15 +64,15 @@ class FcCaps(RoutedCapsules):
 
     def __init__(
         self,
-        num_capsules,
-        capsule_dim=None,
-        router="dynamic",
-        routing_iterations=None,
-        transform="vector",
-        shared_weights=False,
-        coordinate_addition=False,
+        num_capsules: int,
+        capsule_dim: int | None = None,
+        router: str | dict | Router = "dynamic",
+        routing_iterations: int | None = None,
+        transform: str = "vector",
+        shared_weights: bool | str = False,
+        coordinate_addition: bool = False,
         **kwargs,
-    ):
+    ) -> None:
         by_position = isinstance(shared_weights, str) and shared_weights == "positions"
         if not (by_position or isinstance(shared_weights, bool)):
             errors.fail(f"FcCaps '{kwargs.get('name')}'", "shared_weights", "False, True or 'positions'", shared_weights)

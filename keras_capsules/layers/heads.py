@@ -22,7 +22,7 @@ class Squash(keras.layers.Layer):
         epsilon: numerical guard.
     """
 
-    def __init__(self, kind="squash", epsilon=1e-7, **kwargs):
+    def __init__(self, kind: str = "squash", epsilon: float = 1e-7, **kwargs) -> None:
         super().__init__(**kwargs)
         self.kind = errors.check_one_of(self, "kind", kind, ("squash", "squash_efficient"))
         self.epsilon = float(epsilon)
@@ -48,7 +48,7 @@ class Length(keras.layers.Layer):
     Output: ``(batch, ..., num_capsules)``, ``sqrt(sum(v^2) + epsilon)``.
     """
 
-    def __init__(self, epsilon=1e-7, **kwargs):
+    def __init__(self, epsilon: float = 1e-7, **kwargs) -> None:
         super().__init__(**kwargs)
         self.epsilon = float(epsilon)
 
@@ -82,7 +82,7 @@ class Mask(keras.layers.Layer):
         top_k: capsules kept when no labels are given (1; MultiMNIST uses 2).
     """
 
-    def __init__(self, top_k=1, **kwargs):
+    def __init__(self, top_k: int = 1, **kwargs) -> None:
         super().__init__(**kwargs)
         self.top_k = errors.check_positive_int(self, "top_k", top_k)
 

@@ -24,7 +24,7 @@ class IdentityPlusUniform(keras.initializers.RandomUniform):
         seed: optional seed (int or ``keras.random.SeedGenerator``) for reproducible draws.
     """
 
-    def __init__(self, scale=0.1, seed=None):
+    def __init__(self, scale: float = 0.1, seed: int | keras.random.SeedGenerator | None = None) -> None:
         if not errors.is_number(scale) or scale < 0:
             errors.fail("IdentityPlusUniform", "scale", "a number >= 0", scale)
         self.scale = float(scale)

@@ -74,21 +74,21 @@ class PrimaryCaps(keras.layers.Layer):
 
     def __init__(
         self,
-        num_capsules,
-        capsule_dim,
-        kernel_size=9,
-        strides=1,
-        padding="valid",
-        depthwise=False,
-        activation="squash",
-        use_bias=True,
-        pose_scale=1.0,
-        bias_initializer="zeros",
-        epsilon=1e-7,
-        kernel_initializer="glorot_uniform",
-        kernel_regularizer=None,
+        num_capsules: int,
+        capsule_dim: int,
+        kernel_size: int | tuple[int, int] = 9,
+        strides: int | tuple[int, int] = 1,
+        padding: str = "valid",
+        depthwise: bool = False,
+        activation: str = "squash",
+        use_bias: bool = True,
+        pose_scale: float = 1.0,
+        bias_initializer: str | keras.initializers.Initializer = "zeros",
+        epsilon: float = 1e-7,
+        kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+        kernel_regularizer: str | keras.regularizers.Regularizer | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.num_capsules = errors.check_positive_int(self, "num_capsules", num_capsules)
         self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)

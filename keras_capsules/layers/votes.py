@@ -80,14 +80,14 @@ class VectorVotes(_VoteTransform):
 
     def __init__(
         self,
-        num_capsules,
-        capsule_dim,
-        shared=False,
-        kernel_initializer="glorot_uniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
+        num_capsules: int,
+        capsule_dim: int,
+        shared: bool = False,
+        kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+        kernel_regularizer: str | keras.regularizers.Regularizer | None = None,
+        kernel_constraint: str | keras.constraints.Constraint | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(num_capsules, shared, kernel_initializer, kernel_regularizer, kernel_constraint, **kwargs)
         self.capsule_dim = errors.check_positive_int(self, "capsule_dim", capsule_dim)
 
@@ -159,16 +159,16 @@ class MatrixVotes(_VoteTransform):
 
     def __init__(
         self,
-        num_capsules,
-        shared=False,
-        side="right",
-        normalize=False,
-        epsilon=1e-5,
-        kernel_initializer="glorot_uniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
+        num_capsules: int,
+        shared: bool = False,
+        side: str = "right",
+        normalize: bool = False,
+        epsilon: float = 1e-5,
+        kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+        kernel_regularizer: str | keras.regularizers.Regularizer | None = None,
+        kernel_constraint: str | keras.constraints.Constraint | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(num_capsules, shared, kernel_initializer, kernel_regularizer, kernel_constraint, **kwargs)
         self.side = errors.check_one_of(self, "side", side, ("right", "left"))
         self.normalize = bool(normalize)

@@ -46,7 +46,7 @@ def _paragraph(label, text):
     return [f"**{label}.** {text}", ""] if text else []
 
 
-def model_card(model, name):
+def model_card(model: str, name: str) -> str:
     """Markdown model card of preset ``model/name``: what it is, its use and limits, data, training, evaluation, use, license, citation."""
     preset = registry.get(model, name)
     subset = preset.subset
@@ -97,7 +97,7 @@ def model_card(model, name):
     return "\n".join(lines) + "\n"
 
 
-def model_cards(model):
+def model_cards(model: str) -> str:
     """The cards of every preset of ``model`` (an empty string when it has none)."""
     return "\n".join(model_card(model, key.split("/", 1)[1]) for key in registry.available(model))
 

@@ -10,12 +10,16 @@ with random weights, then loads the preset file by layer name, so ``include_top=
 import functools
 import inspect
 import os
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from keras_capsules.presets import registry
 from keras_capsules.presets.weights_file import load_weights
 
+#: A constructor: :func:`with_presets` returns it with the same signature.
+F = TypeVar("F", bound=Callable[..., Any])
 #: Keras Applications arguments that never change the weights a preset needs.
 FREE_ARGUMENTS = ("include_top", "weights", "input_tensor", "pooling", "classifier_activation", "include_preprocessing", "name")
 #: Arguments that must match the preset only when the top (class layer) is kept.
@@ -66,7 +70,7 @@ def preset_arguments(model_name, preset, signature, explicit):
     return arguments
 
 
-def with_presets(model_name):
+def with_presets(model_name: str) -> Callable[[F], F]:
     """Decorator: ``constructor(weights=<preset name>, ...)`` builds the preset's model and loads its file.
 
     ``weights=None`` or a file path passes through to the constructor unchanged.

@@ -32,7 +32,9 @@ def _class_names(dataset_or_preset) -> tuple[str, ...]:
 
 
 def decode_predictions(
-    predictions: npt.ArrayLike, dataset_or_preset: Union[str, registry.Preset], top: int = 5
+    predictions: npt.ArrayLike,
+    dataset_or_preset: Union[str, registry.Preset],
+    top: int = 5,
 ) -> list[list[tuple[int, str, float]]]:
     """The ``top`` classes of each example with their names: ``[[(class_index, class_name, score), ...], ...]``.
 

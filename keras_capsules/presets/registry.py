@@ -132,23 +132,23 @@ def _read_registry(path=REGISTRY_FILE):
 _PRESETS = _read_registry()
 
 
-def register_preset(preset):
+def register_preset(preset: Preset) -> Preset:
     """Adds ``preset`` to the registry of this process (tests and private presets); returns it."""
     _PRESETS[preset.key] = preset
     return preset
 
 
-def unregister_preset(model, name):
+def unregister_preset(model: str, name: str) -> None:
     """Removes a preset registered with :func:`register_preset`."""
     _PRESETS.pop(f"{model}/{name}", None)
 
 
-def available(model=None):
+def available(model: str | None = None) -> list[str]:
     """``["Model/name", ...]`` of every registered preset (only ``model``'s when given), sorted."""
     return sorted(key for key, preset in _PRESETS.items() if model is None or preset.model == model)
 
 
-def get(model, name):
+def get(model: str, name: str) -> Preset:
     """The :class:`Preset` ``name`` of constructor ``model``.
 
     Raises:
@@ -164,7 +164,7 @@ def get(model, name):
     return _PRESETS[key]
 
 
-def find(text):
+def find(text: str) -> tuple[str, str] | None:
     """``(model, name)`` of the preset ``text`` names, or ``None``.
 
     ``text`` is ``MODEL/NAME`` or ``MODEL:NAME`` in any case: ``"effcapsnet:MNIST"`` -> ``("EffCapsNet", "mnist")``.
@@ -176,12 +176,12 @@ def find(text):
     return tuple(key.split("/", 1)) if key else None
 
 
-def is_preset(model, name):
+def is_preset(model: str, name: object) -> bool:
     """Whether ``name`` names a registered preset of ``model``."""
     return isinstance(name, str) and f"{model}/{name}" in _PRESETS
 
 
-def search_dirs():
+def search_dirs() -> list[str]:
     """Folders searched for preset files, in order: the package, ``$KERAS_CAPSULES_PRESETS``, the Keras cache."""
     folders = [PACKAGE_DIR]
     if os.environ.get(ENVIRONMENT_VARIABLE):
@@ -195,7 +195,7 @@ def keras_cache_dir():
     return os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
 
 
-def locate(preset):
+def locate(preset: Preset) -> str:
     """Path of the preset's file, checked against its SHA-256.
 
     Raises:
@@ -222,7 +222,7 @@ def locate(preset):
     raise PresetFileError(f"preset {preset.key!r}: file {preset.file!r} not found in {search_dirs()}; {how}.")
 
 
-def download(model, name):
+def download(model: str, name: str) -> str:
     """Downloads the file of preset ``model/name`` into the Keras cache, checking its SHA-256; returns its path.
 
     The only way a preset file is ever downloaded (constructors never download).

@@ -42,7 +42,7 @@ def weighted_layers(model):
     return found
 
 
-def save_weights(model, path, dtype="float32"):
+def save_weights(model: keras.Model, path: str | os.PathLike, dtype: str = "float32") -> str:
     """Writes every weight of ``model`` to the ``.npz`` file ``path`` atomically.
 
     Args:
@@ -92,7 +92,7 @@ def read_weights(path):
         raise PresetFileError(f"preset file {path!r} is truncated or corrupt ({error}).") from None
 
 
-def load_weights(model, path, arrays=None):
+def load_weights(model: keras.Model, path: str | os.PathLike, arrays: dict[str, np.ndarray] | None = None) -> list[str]:
     """Assigns the weights stored in ``path`` to every weighted layer of ``model``.
 
     Every weighted layer of the model must be in the file with the same number and shapes of
@@ -111,7 +111,7 @@ def load_weights(model, path, arrays=None):
         PresetFileError: a layer of the model is missing from the file, or a shape differs.
     """
     arrays = read_weights(path) if arrays is None else arrays
-    stored = {}
+    stored: dict[str, dict[int, np.ndarray]] = {}
     for key, value in arrays.items():
         name, _, index = key.rpartition("/")
         stored.setdefault(name, {})[int(index)] = value

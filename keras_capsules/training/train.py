@@ -6,6 +6,8 @@ import inspect
 import json
 import os
 import time
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -23,6 +25,9 @@ from keras_capsules.training.checkpoints import (
 )
 from keras_capsules.training.distribute import distributed_evaluate, distributed_fit, get_strategy, is_multi_worker, worker_index
 from keras_capsules.training.model_files import export_saved_model, save_model
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 def construct_model(recipe, classes, input_shape=None, **model_overrides):
@@ -235,28 +240,28 @@ def weights_fingerprint(model):
 
 
 def train(
-    model="EffCapsNet",
-    dataset="mnist_sample",
-    epochs=None,
-    batch_size=None,
-    learning_rate=None,
-    output=None,
-    data_dir=None,
-    limit=None,
-    seed=0,
-    verbose=1,
-    export=True,
+    model: str = "EffCapsNet",
+    dataset: str = "mnist_sample",
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
+    output: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    verbose: int = 1,
+    export: bool = True,
     *,
-    variant="default",
-    download=False,
-    strategy="default",
-    resume=True,
-    eval_limit=None,
-    callbacks=None,
-    model_kwargs=None,
-    validation_examples=None,
+    variant: str = "default",
+    download: bool = False,
+    strategy: "str | tf.distribute.Strategy" = "default",
+    resume: bool = True,
+    eval_limit: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] | None = None,
+    model_kwargs: dict | None = None,
+    validation_examples: int | None = None,
     **overrides,
-):
+) -> dict:
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
 
     Validation protocol: the run trains on its training split minus a fixed validation hold-out
@@ -373,7 +378,9 @@ def train(
     done = found[-1][0] if found else 0  # epochs of all stages completed at the newest checkpoint
     # The stage that wrote it: offsets[i] < done <= offsets[i + 1] (the last stage when done is beyond the plan).
     resume_stage = next((i for i in range(len(plan)) if done <= offsets[i + 1]), len(plan) - 1) if done else 0
-    frozen, history, checkpoints = set(), None, []
+    frozen: set[str] = set()
+    history = None
+    checkpoints: list[EpochCheckpoint] = []
     iterations_at_start = 0
     start = time.time()
     for index, (stage, stage_recipe) in enumerate(plan):

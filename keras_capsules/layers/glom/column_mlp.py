@@ -49,7 +49,15 @@ class ColumnMLP(keras.layers.Layer):
         epsilon: LayerNorm epsilon (PyTorch's 1e-5).
     """
 
-    def __init__(self, groups, depth=4, activation="gelu", hidden_multiplier=1, epsilon=1e-5, **kwargs):
+    def __init__(
+        self,
+        groups: int,
+        depth: int = 4,
+        activation: str = "gelu",
+        hidden_multiplier: int = 1,
+        epsilon: float = 1e-5,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.groups = errors.check_positive_int(self, "groups", groups)
         self.depth = errors.check_positive_int(self, "depth", depth)

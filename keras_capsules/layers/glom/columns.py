@@ -1,5 +1,7 @@
 """``GlomColumns``: K levels of embeddings per column, refined for T iterations (docs/reference/glom.md#column-networks, eq. 8)."""
 
+from collections.abc import Sequence
+
 import keras
 import numpy as np
 from keras import ops
@@ -89,25 +91,25 @@ class GlomColumns(keras.layers.Layer):
 
     def __init__(
         self,
-        levels=2,
-        iterations=None,
-        grid_shape=None,
-        agreement_thresholds=None,
-        agreement_radius=3,
-        normalize_negatives=True,
-        attention_radius=0,
-        attend_self=False,
-        use_agreement=True,
-        fusion_init=0.2,
-        top_down_weight=CODE_TOP_DOWN_WEIGHT,
-        trainable_top_down_weight=False,
-        divide_by_contributions=True,
-        column_depth=4,
-        hidden_multiplier=1,
-        return_iterations=False,
-        epsilon=1e-5,
+        levels: int = 2,
+        iterations: int | None = None,
+        grid_shape: Sequence[int] | None = None,
+        agreement_thresholds: Sequence[float | Sequence[float]] | None = None,
+        agreement_radius: float = 3,
+        normalize_negatives: bool = True,
+        attention_radius: float = 0,
+        attend_self: bool = False,
+        use_agreement: bool = True,
+        fusion_init: float = 0.2,
+        top_down_weight: float = CODE_TOP_DOWN_WEIGHT,
+        trainable_top_down_weight: bool = False,
+        divide_by_contributions: bool = True,
+        column_depth: int = 4,
+        hidden_multiplier: int = 1,
+        return_iterations: bool = False,
+        epsilon: float = 1e-5,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.levels = errors.check_positive_int(self, "levels", levels)
         self.iterations = 2 * self.levels if iterations is None else errors.check_positive_int(self, "iterations", iterations)
@@ -259,7 +261,7 @@ class SelectLevel(keras.layers.Layer):
         level: level index (negative counts from the top; -1 is the top level).
     """
 
-    def __init__(self, level=-1, **kwargs):
+    def __init__(self, level: int = -1, **kwargs) -> None:
         super().__init__(**kwargs)
         if not errors.is_integer(level):
             errors.fail(self, "level", "an integer level index", level, TypeError)

@@ -1,6 +1,7 @@
 """Simplified self-attention ``A_SA`` between the columns of one GLOM level (docs/reference/glom.md#attention-between-columns, eq. 1)."""
 
 import math
+from collections.abc import Sequence
 
 import keras
 from keras import ops
@@ -28,7 +29,13 @@ class ConsensusAttention(keras.layers.Layer):
         grid_shape: ``(h, w)`` of the columns, needed with ``radius > 0``; ``None`` means a square grid.
     """
 
-    def __init__(self, attend_self=False, radius=0, grid_shape=None, **kwargs):
+    def __init__(
+        self,
+        attend_self: bool = False,
+        radius: float = 0,
+        grid_shape: Sequence[int] | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.attend_self = bool(attend_self)
         if not errors.is_number(radius) or radius < 0:

@@ -1,5 +1,7 @@
 """Contrastive agreement enhancer ``A_CAE`` (Zeng et al., eqs. 2-7; docs/reference/glom.md#contrastive-agreement-enhancer)."""
 
+from collections.abc import Sequence
+
 import keras
 import numpy as np
 from keras import ops
@@ -51,14 +53,14 @@ class ContrastiveAgreement(keras.layers.Layer):
 
     def __init__(
         self,
-        up_threshold=0.0,
-        down_threshold=None,
-        radius=3,
-        grid_shape=None,
-        attend_self=False,
-        normalize_negatives=True,
+        up_threshold: float | Sequence[float] = 0.0,
+        down_threshold: float | Sequence[float] | None = None,
+        radius: float = 3,
+        grid_shape: Sequence[int] | None = None,
+        attend_self: bool = False,
+        normalize_negatives: bool = True,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.up_threshold = _thresholds(self, "up_threshold", up_threshold)
         self.down_threshold = None if down_threshold is None else _thresholds(self, "down_threshold", down_threshold)

@@ -33,7 +33,15 @@ class ContrastiveHead(keras.layers.Layer):
         epsilon: LayerNorm epsilon.
     """
 
-    def __init__(self, projection_dim=512, hidden_dim=None, dropout=0.3, normalize=True, epsilon=1e-5, **kwargs):
+    def __init__(
+        self,
+        projection_dim: int = 512,
+        hidden_dim: int | None = None,
+        dropout: float = 0.3,
+        normalize: bool = True,
+        epsilon: float = 1e-5,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.projection_dim = errors.check_positive_int(self, "projection_dim", projection_dim)
         self.hidden_dim = None if hidden_dim is None else errors.check_positive_int(self, "hidden_dim", hidden_dim)
@@ -112,7 +120,7 @@ class ClassifierHead(keras.layers.Layer):
         hidden_dim: hidden width; ``None`` is the input size (code); 0 for a single linear layer.
     """
 
-    def __init__(self, classes, hidden_dim=None, **kwargs):
+    def __init__(self, classes: int, hidden_dim: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.classes = errors.check_positive_int(self, "classes", classes)
         self.hidden_dim = None if hidden_dim is None else errors.check_positive_int(self, "hidden_dim", hidden_dim, minimum=0)

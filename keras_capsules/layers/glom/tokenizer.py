@@ -27,7 +27,12 @@ class ConvTokenizer(keras.layers.Layer):
         kernel_initializer: of the four convolutions.
     """
 
-    def __init__(self, embedding_dim=128, kernel_initializer="he_uniform", **kwargs):
+    def __init__(
+        self,
+        embedding_dim: int = 128,
+        kernel_initializer: str | keras.initializers.Initializer = "he_uniform",
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.embedding_dim = errors.check_positive_int(self, "embedding_dim", embedding_dim, minimum=2)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -90,7 +95,7 @@ class PatchEmbedding(keras.layers.Layer):
         patch_size: ``r``; must divide ``H'`` and ``W'``.
     """
 
-    def __init__(self, patch_size=1, **kwargs):
+    def __init__(self, patch_size: int = 1, **kwargs) -> None:
         super().__init__(**kwargs)
         self.patch_size = errors.check_positive_int(self, "patch_size", patch_size)
 

@@ -1,5 +1,7 @@
 """Base of the window-wise downsampling heads (``DissimilarityHead``, ``WindowAveragePooling``, ``WindowMaxPooling``)."""
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
@@ -24,7 +26,7 @@ class WindowHead(keras.layers.Layer):
         grid_shape: ``(h, w)`` for token inputs; ``None`` means a square grid.
     """
 
-    def __init__(self, window=4, grid_shape=None, **kwargs):
+    def __init__(self, window: int = 4, grid_shape: Sequence[int] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.window = errors.check_positive_int(self, "window", window)
         self.grid_shape = None if grid_shape is None else tuple(int(g) for g in grid_shape)

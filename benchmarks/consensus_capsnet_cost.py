@@ -1,0 +1,323 @@
+"""What one ConsensusCapsNet training step costs: floating-point operations per image, counted from the graph.
+
+For each router (``dynamic`` and the paper's ``em``, ``kernel``, ``lstm``;
+``keras_capsules.applications.consensus_capsnet.PAPER_ROUTERS``) builds
+``ConsensusCapsNet(input_shape=..., classes=..., router=...)``, traces one training step (the loss and
+``tape.gradient``: forward + backward, batch ``--batch``) as a ``tf.function`` and counts its graph's
+operations:
+
+- flops: TensorFlow's own per-op flop statistics (what ``tf.compat.v1.profiler`` with
+  ``ProfileOptionBuilder.float_operation()`` sums; the script checks it gets the same total), plus the
+  op types that have none registered: ``Einsum`` (:func:`einsum_flops`), the element-wise ops of
+  :data:`ELEMENTWISE` (one per output element) and the :data:`REDUCTIONS` (one per input element);
+- transcendental elements (``Exp``, ``Cos``, ``Tanh``, ``Sigmoid``, ...; an exp costs far more than a
+  multiply-add), also in the flops as one each;
+- elements copied by data-movement ops (``Transpose``, ``Tile``, ``GatherV2``, ...; no flops) and
+  elements written by every op: flops per byte written is how much arithmetic the step does per
+  float32 it stores, the lower the more memory-bound;
+- all broken down by op type and by layer: the ops a top-level layer's or its router's methods create
+  (the recomputation of rematerialised layers included), each backward op counted for the forward
+  op whose name scope it carries.
+
+Counted: the traced graph, so ``ConvCaps``' rematerialisation (votes and routing recomputed in the
+backward pass) is in, and so is a gradient nothing uses (the first convolution's input gradient,
+0.6 MFLOP per image), which TensorFlow may prune when it runs the step. The Adam update (about 10
+flops per parameter per step) is not in the graph and is negligible. Counts do not depend on the
+machine or its load; step times (``--time``: median ``fit`` step after warm-up) do, so measure them
+on an otherwise idle machine.
+
+Usage: ``python benchmarks/consensus_capsnet_cost.py [--routers dynamic,em,kernel,lstm]
+[--input-shape 28,28,1] [--classes 10] [--batch 64] [--top 8] [--time]``
+"""
+
+import argparse
+import collections
+import functools
+import inspect
+import math
+import os
+import re
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+ROUTERS = ("dynamic", "em", "kernel", "lstm")
+#: Transcendental op types: counted as output elements.
+TRANSCENDENTAL = frozenset({"Exp", "Expm1", "Log", "Log1p", "Tanh", "Sigmoid", "Softplus", "Sqrt", "Rsqrt", "Pow", "Erf", "Lgamma", "Digamma", "Sin", "Cos"})
+#: Element-wise float op types without registered flops: one flop per output element.
+ELEMENTWISE = TRANSCENDENTAL | frozenset(
+    {"Relu", "ReluGrad", "TanhGrad", "SigmoidGrad", "SqrtGrad", "Abs", "Sign", "DivNoNan", "Xdivy", "Xlogy", "Selu", "Elu", "EluGrad", "Softsign", "LeakyRelu", "LeakyReluGrad"}
+)
+#: Reductions without registered flops: one per input element.
+REDUCTIONS = frozenset({"Max", "Min", "Prod", "UnsortedSegmentSum"})
+#: Op types that only copy data: counted as elements written (memory traffic, no flops).
+COPIES = frozenset({"Transpose", "Tile", "GatherV2", "ConcatV2", "Slice", "StridedSlice", "StridedSliceGrad", "BroadcastTo", "Fill", "Pad", "ZerosLike", "OnesLike", "SelectV2"})
+#: Op types that do no work when run (no flops, no copy).
+FREE = frozenset({"Const", "Placeholder", "NoOp", "Identity", "IdentityN", "ReadVariableOp", "AssignVariableOp", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Shape", "ShapeN"})
+
+
+def einsum_flops(equation, shapes):
+    """Floating-point operations of ``einsum(equation, *operands)`` with operands of ``shapes``.
+
+    ``P`` is the product of the sizes of all distinct indices: ``(operands - 1) * P`` multiplications,
+    plus ``P`` additions when an index is summed away (TensorFlow's convention for ``MatMul``: 2 per
+    multiply-add). ``"bij,bjk->bik"``: ``2 * b * i * j * k``. ``...`` stands for the leading dimensions
+    an operand has beyond its letters.
+    """
+    inputs, _, output = equation.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum_flops: argument `shapes` expected {len(terms)} shapes for {equation!r}, received {len(shapes)}.")
+    sizes = {}
+    for term, shape in zip(terms, shapes):
+        letters = list(term.replace("...", ""))
+        ellipsis = len(shape) - len(letters)
+        if ellipsis < 0 or (ellipsis and "..." not in term):
+            raise ValueError(f"einsum_flops: operand {term!r} of {equation!r} does not match shape {tuple(shape)}.")
+        head, _, tail = term.partition("...")
+        names = list(head) + [f"...{k}" for k in range(ellipsis)] + list(tail)
+        for name, size in zip(names, shape):
+            if size != 1 or name not in sizes:  # broadcasting: a 1 never hides a larger size
+                sizes[name] = size
+    kept = {name for name in sizes if name.startswith("...")} | set(output.replace("...", ""))
+    product = math.prod(sizes.values())
+    return (len(terms) - 1) * product + (product if set(sizes) - kept else 0)
+
+
+def _elements(shape):
+    return math.prod(shape) if shape.is_fully_defined() else 0
+
+
+#: One op's cost: ``flops`` (TensorFlow's own statistic when ``registered``, else this script's rule, or
+#: 0), ``transcendental`` output elements, ``copied``: elements written by a :data:`COPIES` op,
+#: ``written``: elements of its (first) output, whatever the op (a floor on its memory traffic).
+OpCost = collections.namedtuple("OpCost", "type name flops transcendental copied written registered")
+
+
+def op_costs(graph):
+    """An :class:`OpCost` for every op of ``graph`` that runs a kernel (all but :data:`FREE` types).
+
+    Raises:
+        ValueError: an op with a flop rule has a shape the graph does not fix.
+    """
+    from tensorflow.python.framework import ops as tf_ops
+
+    rows = []
+    for op in graph.get_operations():
+        out = op.outputs[0].shape if op.outputs else None
+        flops, registered = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value, True
+        if flops is None:
+            registered = False
+            if op.type == "Einsum":
+                shapes = [tuple(t.shape) for t in op.inputs]
+                if not all(t.shape.is_fully_defined() for t in op.inputs):
+                    raise ValueError(f"consensus_capsnet_cost: einsum {op.name} has unknown input shapes {shapes}.")
+                flops = einsum_flops(op.get_attr("equation").decode(), shapes)
+            elif op.type in ELEMENTWISE:
+                flops = _elements(out)
+            elif op.type in REDUCTIONS:
+                flops = _elements(op.inputs[0].shape)
+        transcendental = _elements(out) if op.type in TRANSCENDENTAL else 0
+        written = _elements(out) if out is not None else 0
+        if op.type not in FREE:
+            rows.append(OpCost(op.type, op.name, int(flops or 0), transcendental, written if op.type in COPIES else 0, written, registered))
+    return rows
+
+
+def profiler_flops(graph):
+    """Total float operations of ``graph`` by TensorFlow's graph profiler (registered op types only)."""
+    import tensorflow as tf
+
+    builder = tf.compat.v1.profiler.ProfileOptionBuilder
+    options = builder(builder.float_operation()).with_empty_output().build()
+    return tf.compat.v1.profiler.profile(graph, options=options).total_float_ops
+
+
+def _loss(router):
+    """The loss the library trains with: cross-entropy on the kernel/LSTM logits, margin on activations."""
+    import keras
+
+    from keras_capsules import losses
+
+    if router in ("kernel", "lstm"):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return losses.MarginLoss()
+
+
+def build(router, input_shape, classes):
+    from keras_capsules import applications
+
+    return applications.ConsensusCapsNet(input_shape=input_shape, classes=classes, router=router)
+
+
+def train_step_graph(model, loss_fn, batch):
+    """One traced training step (forward, loss and ``tape.gradient`` at a fixed batch size).
+
+    Returns:
+        ``(graph, owners)``: the step's graph and ``{op name: label}`` for the ops created while a
+        method of a top-level layer of ``model`` (label: its name) or of its router (``"<layer>
+        router"``) ran, including the forward ops a rematerialising layer recomputes in the backward pass.
+    """
+    import tensorflow as tf
+
+    import keras
+
+    def methods(obj):
+        """The methods ``obj``'s own classes define (below ``keras.layers.Layer``): ``call``, and what a
+        ``keras.remat`` recomputes in the backward pass, outside ``call`` (``vote_and_route``, a
+        router's iteration)."""
+        names = set()
+        for cls in type(obj).__mro__:
+            if cls is keras.layers.Layer:
+                break
+            names.update(name for name, attr in vars(cls).items() if inspect.isfunction(attr) and not name.startswith("__"))
+        return sorted(names)
+
+    variables, owners = model.trainable_variables, {}
+    tagged = [(layer, layer.name) for layer in model.layers]
+    tagged += [(layer.router, f"{layer.name} router") for layer in model.layers if getattr(layer, "router", None) is not None]
+    tagged = [(obj, method, label) for obj, label in tagged for method in methods(obj)]
+
+    def tag(obj, method, label):
+        original = getattr(obj, method)
+
+        @functools.wraps(original)
+        def tagging(*args, **kwargs):
+            graph = tf.compat.v1.get_default_graph()
+            before = len(graph.get_operations())
+            try:
+                return original(*args, **kwargs)
+            finally:
+                for op in graph.get_operations()[before:]:
+                    owners.setdefault(op.name, label)  # an inner (router) call has set its ops first
+
+        setattr(obj, method, tagging)
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        return tape.gradient(loss, variables)
+
+    shape = (batch,) + tuple(model.inputs[0].shape[1:])
+    for obj, method, label in tagged:
+        tag(obj, method, label)
+    try:
+        graph = step.get_concrete_function(tf.TensorSpec(shape, tf.float32), tf.TensorSpec((batch,), tf.int32)).graph
+    finally:
+        for obj, method, _ in tagged:
+            delattr(obj, method)
+    return graph, owners
+
+
+def scope_owners(owners):
+    """``{name scope: label}`` for every scope prefix of the labelled op names (the first label seen)."""
+    scopes = {}
+    for name, label in owners.items():
+        parts = name.split("/")
+        for end in range(1, len(parts) + 1):
+            scopes.setdefault("/".join(parts[:end]), label)
+    return scopes
+
+
+def owner_of(name, owners, scopes):
+    """The label of op ``name``: its own (``owners``), else, for a gradient op
+    ``gradient_tape/<forward scope>/...``, that of the longest forward scope it names (``scopes``:
+    :func:`scope_owners`); ``"(gradient sums)"`` for ``AddN`` accumulations, else ``"(loss and other)"``."""
+    if name in owners:
+        return owners[name]
+    parts = name.split("/")
+    if parts[0] == "gradient_tape":
+        for end in range(len(parts), 1, -1):
+            label = scopes.get("/".join(parts[1:end]))
+            if label:
+                return label
+    return "(gradient sums)" if re.fullmatch(r"(gradient_tape/)?AddN(_\d+)?", name) else "(loss and other)"
+
+
+def measure_step_seconds(model, loss_fn, batch, steps=10, warmup=3):
+    """Median ``fit`` step in seconds (Adam) on random data: valid only on an otherwise idle machine."""
+    import keras
+    import numpy as np
+
+    from common import time_fit_step
+
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss_fn)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(batch,) + tuple(model.inputs[0].shape[1:])).astype("float32")
+    y = rng.integers(0, model.outputs[0].shape[-1], batch)
+    return time_fit_step(model, x, y, batch, steps=steps, warmup=warmup)
+
+
+def summarize(rows, key):
+    """Totals of ``rows`` per ``key(row)``: ``{key: [ops, flops, transcendental, copied, written]}``."""
+    totals = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
+    for row in rows:
+        total = totals[key(row)]
+        for i, value in enumerate((1, row.flops, row.transcendental, row.copied, row.written)):
+            total[i] += value
+    return totals
+
+
+def _table(title, totals, batch, top):
+    ranked = sorted(totals.items(), key=lambda item: -item[1][1])
+    grand = sum(t[1] for t in totals.values()) or 1
+    lines = [f"\n| {title} | ops | MFLOP per image | share | M transcendental per image | M copied per image | M written per image |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    rest = ranked[top:]
+    shown = ranked[:top] + ([(f"({len(rest)} more)", [sum(t[i] for _, t in rest) for i in range(5)])] if rest else [])
+    for name, (ops, flops, trans, copied, written) in shown:
+        per_image = " | ".join(f"{value / batch / 1e6:.2f}" for value in (trans, copied, written))
+        lines.append(f"| {name} | {ops} | {flops / batch / 1e6:.2f} | {100 * flops / grand:.1f} % | {per_image} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--routers", default=",".join(ROUTERS), help="comma-separated router names")
+    parser.add_argument("--input-shape", default="28,28,1", help="H,W,C (default: MNIST)")
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--top", type=int, default=8, help="rows per breakdown table")
+    parser.add_argument("--time", action="store_true", help="also time the fit step (needs an idle machine)")
+    args = parser.parse_args()
+    input_shape = tuple(int(v) for v in args.input_shape.split(","))
+
+    from common import machine_description
+
+    print(f"ConsensusCapsNet(input_shape={input_shape}, classes={args.classes}), one training step at batch {args.batch}; {machine_description()}")
+    summary = []
+    for router in args.routers.split(","):
+        model = build(router, input_shape, args.classes)
+        loss_fn = _loss(router)
+        graph, owners = train_step_graph(model, loss_fn, args.batch)
+        scopes = scope_owners(owners)
+        rows = op_costs(graph)
+        registered, profiled = sum(row.flops for row in rows if row.registered), profiler_flops(graph)
+        if profiled != registered:
+            raise RuntimeError(f"consensus_capsnet_cost: the profiler counts {profiled} flops, the per-op walk {registered}.")
+        ops, flops, trans, copied, written = summarize(rows, lambda row: "all")["all"]
+        row = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
+               "registered": registered / flops, "transcendental": trans / args.batch, "copied": copied / args.batch,
+               "intensity": flops / (4 * written)}
+        if args.time:
+            row["step_s"] = measure_step_seconds(model, loss_fn, args.batch)
+        summary.append(row)
+        print(f"\n## {router}: {row['gflop']:.3f} GFLOP per image per step ({100 * row['registered']:.0f} % in op types with "
+              f"TensorFlow-registered flops), {ops} ops per step, {trans / args.batch / 1e6:.2f} M transcendental and "
+              f"{copied / args.batch / 1e6:.2f} M copied elements per image; {row['intensity']:.2f} flops per float32 byte written")
+        print(_table("op type", summarize(rows, lambda row: row.type), args.batch, args.top))
+        print(_table("layer", summarize(rows, lambda row: owner_of(row.name, owners, scopes)), args.batch, args.top))
+
+    timed = " step (s) |" if args.time else ""
+    print(f"\n| router | parameters | ops per step | GFLOP per image per step | M transcendental per image | M copied per image | flops per byte written |{timed}")
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.time else ""))
+    for row in summary:
+        step = f" {row['step_s']:.2f} |" if args.time else ""
+        print(f"| {row['router']} | {row['params']:,} | {row['ops']:,} | {row['gflop']:.3f} | {row['transcendental'] / 1e6:.2f} | "
+              f"{row['copied'] / 1e6:.2f} | {row['intensity']:.2f} |{step}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""benchmarks/consensus_capsnet_cost.py counts a training step's operations correctly: the einsum rule,
+TensorFlow's per-op statistics, transcendental elements and the attribution of backward ops to layers,
+against hand-computed counts."""
+
+import importlib.util
+from pathlib import Path
+
+import keras
+import pytest
+import tensorflow as tf
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_cost():
+    spec = importlib.util.spec_from_file_location("consensus_capsnet_cost", ROOT / "benchmarks" / "consensus_capsnet_cost.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cost = load_cost()
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, expected",
+    [
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], 2 * 2 * 3 * 4 * 5),  # a batched matmul: 2 per multiply-add
+        ("abd,abc->abcd", [(2, 3, 4), (2, 3, 5)], 2 * 3 * 4 * 5),  # an outer product: one multiply each
+        ("...ij,jk->...ik", [(7, 2, 3), (3, 4)], 2 * 7 * 2 * 3 * 4),  # the ellipsis is a batch index
+        ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)], 2 * 2 * 3 * 4 * 5),  # a broadcast 1 takes the other size
+        ("ij->i", [(3, 4)], 3 * 4),  # a sum: one addition per element
+    ],
+)
+def test_einsum_flops_hand_cases(equation, shapes, expected):
+    assert cost.einsum_flops(equation, shapes) == expected
+
+
+def test_einsum_flops_rejects_a_shape_that_does_not_fit():
+    with pytest.raises(ValueError, match="einsum_flops.*'bij'"):
+        cost.einsum_flops("bij,bjk->bik", [(2, 3), (2, 4, 5)])
+
+
+def test_op_costs_matmul_einsum_and_transcendentals():
+    @tf.function
+    def f(a, b):
+        product = tf.linalg.matmul(a, b)  # (2, 3) @ (3, 4): 2 * 2 * 3 * 4 flops
+        return tf.exp(product), tf.einsum("ij,jk->ik", a, b), tf.transpose(product)
+
+    graph = f.get_concrete_function(tf.TensorSpec((2, 3)), tf.TensorSpec((3, 4))).graph
+    rows = {row.type: row for row in cost.op_costs(graph)}
+    assert rows["MatMul"].flops == 48 and rows["MatMul"].registered
+    assert rows["Einsum"].flops == 48 and not rows["Einsum"].registered
+    assert (rows["Exp"].flops, rows["Exp"].transcendental) == (8, 8)
+    assert (rows["Transpose"].flops, rows["Transpose"].copied) == (0, 8)
+    assert cost.profiler_flops(graph) == sum(row.flops for row in rows.values() if row.registered) == 48
+
+
+def test_backward_matmuls_count_for_their_forward_layer():
+    inputs = keras.Input((4,))
+    hidden = keras.layers.Dense(3, name="first")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="second")(hidden))
+    graph, owners = cost.train_step_graph(model, lambda y, scores: keras.ops.mean(scores**2), batch=5)
+    scopes = cost.scope_owners(owners)
+    matmul_flops = {}
+    for row in cost.op_costs(graph):
+        if row.type == "MatMul":
+            owner = cost.owner_of(row.name, owners, scopes)
+            matmul_flops[owner] = matmul_flops.get(owner, 0) + row.flops
+    # first: forward and kernel gradient (the input needs none), 2 * 5 * 4 * 3 each;
+    # second: forward, kernel gradient and input gradient, 2 * 5 * 3 * 2 each.
+    assert matmul_flops == {"first": 2 * 120, "second": 3 * 60}
