@@ -86,7 +86,15 @@ def einsum_flops(equation, shapes):
 
 
 def _elements(shape):
+    """Elements of a tensor of ``shape``; 0 when the graph does not fix it (an integer shape vector
+    or index, never a float tensor of a step traced at a fixed batch size)."""
     return math.prod(shape) if shape.is_fully_defined() else 0
+
+
+def _fixed(op, shape):
+    if not shape.is_fully_defined():
+        raise ValueError(f"consensus_capsnet_cost: op {op.name} ({op.type}) has shape {shape}, expected a fixed one to count its flops.")
+    return tuple(shape)
 
 
 #: One op's cost: ``flops`` (TensorFlow's own statistic when ``registered``, else this script's rule, or
@@ -99,7 +107,7 @@ def op_costs(graph):
     """An :class:`OpCost` for every op of ``graph`` that runs a kernel (all but :data:`FREE` types).
 
     Raises:
-        ValueError: an op with a flop rule has a shape the graph does not fix.
+        ValueError: an op counted by this script's rules has a shape the graph does not fix.
     """
     from tensorflow.python.framework import ops as tf_ops
 
@@ -110,14 +118,11 @@ def op_costs(graph):
         if flops is None:
             registered = False
             if op.type == "Einsum":
-                shapes = [tuple(t.shape) for t in op.inputs]
-                if not all(t.shape.is_fully_defined() for t in op.inputs):
-                    raise ValueError(f"consensus_capsnet_cost: einsum {op.name} has unknown input shapes {shapes}.")
-                flops = einsum_flops(op.get_attr("equation").decode(), shapes)
+                flops = einsum_flops(op.get_attr("equation").decode(), [_fixed(op, t.shape) for t in op.inputs])
             elif op.type in ELEMENTWISE:
-                flops = _elements(out)
+                flops = math.prod(_fixed(op, out))
             elif op.type in REDUCTIONS:
-                flops = _elements(op.inputs[0].shape)
+                flops = math.prod(_fixed(op, op.inputs[0].shape))
         transcendental = _elements(out) if op.type in TRANSCENDENTAL else 0
         written = _elements(out) if out is not None else 0
         if op.type not in FREE:
@@ -145,12 +150,6 @@ def _loss(router):
     return losses.MarginLoss()
 
 
-def build(router, input_shape, classes):
-    from keras_capsules import applications
-
-    return applications.ConsensusCapsNet(input_shape=input_shape, classes=classes, router=router)
-
-
 def train_step_graph(model, loss_fn, batch):
     """One traced training step (forward, loss and ``tape.gradient`` at a fixed batch size).
 
@@ -159,9 +158,8 @@ def train_step_graph(model, loss_fn, batch):
         method of a top-level layer of ``model`` (label: its name) or of its router (``"<layer>
         router"``) ran, including the forward ops a rematerialising layer recomputes in the backward pass.
     """
-    import tensorflow as tf
-
     import keras
+    import tensorflow as tf
 
     def methods(obj):
         """The methods ``obj``'s own classes define (below ``keras.layers.Layer``): ``call``, and what a
@@ -286,10 +284,12 @@ def main():
 
     from common import machine_description
 
+    from keras_capsules import applications
+
     print(f"ConsensusCapsNet(input_shape={input_shape}, classes={args.classes}), one training step at batch {args.batch}; {machine_description()}")
     summary = []
     for router in args.routers.split(","):
-        model = build(router, input_shape, args.classes)
+        model = applications.ConsensusCapsNet(input_shape=input_shape, classes=args.classes, router=router)
         loss_fn = _loss(router)
         graph, owners = train_step_graph(model, loss_fn, args.batch)
         scopes = scope_owners(owners)
@@ -298,15 +298,15 @@ def main():
         if profiled != registered:
             raise RuntimeError(f"consensus_capsnet_cost: the profiler counts {profiled} flops, the per-op walk {registered}.")
         ops, flops, trans, copied, written = summarize(rows, lambda row: "all")["all"]
-        row = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
+        result = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
                "registered": registered / flops, "transcendental": trans / args.batch, "copied": copied / args.batch,
                "intensity": flops / (4 * written)}
         if args.time:
-            row["step_s"] = measure_step_seconds(model, loss_fn, args.batch)
-        summary.append(row)
-        print(f"\n## {router}: {row['gflop']:.3f} GFLOP per image per step ({100 * row['registered']:.0f} % in op types with "
+            result["step_s"] = measure_step_seconds(model, loss_fn, args.batch)
+        summary.append(result)
+        print(f"\n## {router}: {result['gflop']:.3f} GFLOP per image per step ({100 * result['registered']:.0f} % in op types with "
               f"TensorFlow-registered flops), {ops} ops per step, {trans / args.batch / 1e6:.2f} M transcendental and "
-              f"{copied / args.batch / 1e6:.2f} M copied elements per image; {row['intensity']:.2f} flops per float32 byte written")
+              f"{copied / args.batch / 1e6:.2f} M copied elements per image; {result['intensity']:.2f} flops per float32 byte written")
         print(_table("op type", summarize(rows, lambda row: row.type), args.batch, args.top))
         print(_table("layer", summarize(rows, lambda row: owner_of(row.name, owners, scopes)), args.batch, args.top))
 

@@ -136,12 +136,13 @@ def test_computes_only_the_sweeps_that_reach_the_output(iterations, monkeypatch)
         return original(router, votes, *args, **kwargs)
 
     monkeypatch.setattr(InvertedDotProductRouter, "call", spy)
-    stack(PRIMARY)
+    poses, _ = stack(PRIMARY)
     routers = [layer.router for layer in stack.capsule_layers]
     assert [sum(r is router and full for r, full in calls) for router in routers] == FULL_VOTE_STEPS[iterations]
     calls.clear()
-    stack(PRIMARY, return_coupling=True)  # every layer's final coupling: every sweep computes every layer
+    every_layer = stack(PRIMARY, return_coupling=True)  # every layer's final coupling: every sweep computes every layer
     assert [sum(r is router for r, _ in calls) for router in routers] == [iterations - 1] * 3
+    np.testing.assert_array_equal(to_np(poses), to_np(every_layer[0]))
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the ops of a TensorFlow graph")
