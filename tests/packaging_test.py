@@ -2,6 +2,7 @@
 as extras), its license and ``py.typed``; and the errors naming an extra when an optional dependency is missing."""
 
 import email.parser
+import json
 import os
 import re
 import shutil
@@ -157,3 +158,42 @@ def test_mat_file_without_scipy_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy.io", None)
     with pytest.raises(ImportError, match=re.escape('pip install "keras-capsules[mat]"')):
         formats.load_mat(b"", "test_32x32.mat")
+
+
+def _stub_wheel(folder, name, version):
+    """A wheel of an empty distribution ``name`` ``version`` (a stand-in for the real package: only its name and version matter to pip)."""
+    stem = f"{name.replace('-', '_')}-{version}"
+    path = os.path.join(folder, f"{stem}-py3-none-any.whl")
+    files = {
+        f"{stem}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{stem}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: keras-capsules-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{file},,\n" for file in files) + f"{stem}.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for file, text in {**files, f"{stem}.dist-info/RECORD": record}.items():
+            archive.writestr(file, text)
+    return path
+
+
+def test_installing_the_wheel_after_tensorflow_keeps_tensorflow(wheel, tmp_path):
+    """The issue's sequence, offline, with stand-ins: ``pip install tensorflow==2.21.0`` into a fresh environment,
+    then the wheel. pip must install keras-capsules and its other requirements only: no ``tensorflow-cpu``
+    (which would overwrite the CUDA build's files) and no second ``tensorflow``."""
+    stubs = tmp_path / "index"
+    stubs.mkdir()
+    for name, release in (("tensorflow", "2.21.0"), ("tensorflow-cpu", "2.21.0"), ("keras", "3.15.1"), ("numpy", "2.3.0")):
+        _stub_wheel(str(stubs), name, release)
+    environment = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True)
+    python = str(environment / "bin" / "python")
+    offline = ["--no-index", "--find-links", str(stubs), "--disable-pip-version-check", "--quiet"]
+    subprocess.run([python, "-m", "pip", "install", *offline, "tensorflow==2.21.0"], check=True)
+    report = tmp_path / "report.json"
+    wheel_copy = tmp_path / os.path.basename(wheel.filename)
+    shutil.copy(wheel.filename, wheel_copy)
+    result = subprocess.run(
+        [python, "-m", "pip", "install", *offline, "--dry-run", "--report", str(report), str(wheel_copy)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    planned = {canonicalize_name(item["metadata"]["name"]) for item in json.loads(report.read_text())["install"]}
+    assert planned == {"keras-capsules", "keras", "numpy"}, planned
