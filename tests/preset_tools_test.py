@@ -1,4 +1,4 @@
-"""The preset tools in benchmarks/presets read training logs and measure pruned presets correctly."""
+"""The preset tools in tools/presets read training logs and measure pruned presets correctly."""
 
 import importlib.util
 import json
@@ -9,7 +9,7 @@ import numpy as np
 
 from keras_capsules import applications
 
-TOOLS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "presets")
+TOOLS = os.path.join(os.path.dirname(__file__), "..", "tools", "presets")
 
 
 def tool(name):
@@ -144,4 +144,4 @@ def test_make_preset_records_the_hold_out_and_measures_raw_images(tmp_path, monk
     assert record["test_examples"] == 2000 and abs(record["test_accuracy"] - expected) < 1e-6
     assert record["kwargs"]["input_shape"] == [28, 28, 1] and record["validation"] == held_out
     assert record["test_informed"] is False and record["decisions"] == "one run, nothing read the test set."
-    assert record["log"] == "benchmarks/presets/logs/effcapsnet-tooltest.md" and "evaluation" not in record
+    assert record["log"] == "tools/presets/logs/effcapsnet-tooltest.md" and "evaluation" not in record

@@ -18,7 +18,7 @@ def test_card_of_a_registered_preset():
         subset={"dataset": "fashion_mnist", "split": "test", "limit": 1000}, parameters=1573744,
         recipe=("EffCapsNet", "fashion_mnist", "default"), command="keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 50",
         epochs=50, train_seconds=7200.0, hardware="AMD EPYC, 2 CPU cores", library_version="0.1.0", date="2026-11-23",
-        description="A test model.", limitations="Only for this test.", procedure="Fifty epochs.", log="benchmarks/presets/logs/x.md",
+        description="A test model.", limitations="Only for this test.", procedure="Fifty epochs.", log="tools/presets/logs/x.md",
         validation={"examples": 5000, "seed": 0, "selection": "uniform draw"}, test_informed=True,
         decisions="the schedule was extended after a test score.", citation="@article{key,\n  title={T}\n}",
         notes="Paper: 94.0 %.", metrics={"routing_entropy": 2.6},
@@ -32,7 +32,7 @@ def test_card_of_a_registered_preset():
                 "**Training procedure.** Fifty epochs.", "**Evaluation.**", "**How to use.**", "**License.**", "**Citation.**"]
     positions = [card.index(section) for section in sections]
     assert positions == sorted(positions)  # the sections of a Hugging Face / Kaggle model card, in that order
-    assert "Training log: `benchmarks/presets/logs/x.md`" in card
+    assert "Training log: `tools/presets/logs/x.md`" in card
     assert "**93.17 %** top-1 accuracy (9,317 of 10,000) on the full official fashion_mnist test set" in card
     assert "93.80 % on the first 1,000 images of `fashion_mnist` / `test`" in card
     assert "Validation hold-out: 5,000 training images (uniform draw, seed 0)." in card
@@ -60,12 +60,12 @@ def test_every_shipped_card_states_its_validation_and_test_decisions(key):
 def test_docs_pages_carry_the_current_cards(model):
     module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
     page = open(os.path.join(ROOT, "docs", "applications", f"{module}.md")).read()
-    assert cards.docs_section(model) in page, f"run python benchmarks/presets/write_cards.py to refresh docs/applications/{module}.md"
+    assert cards.docs_section(model) in page, f"run python tools/presets/write_cards.py to refresh docs/applications/{module}.md"
 
 
 def test_readme_table_is_current():
     readme = open(os.path.join(ROOT, "README.md")).read()
-    assert cards.presets_table() in readme, "run python benchmarks/presets/write_cards.py to refresh README.md"
+    assert cards.presets_table() in readme, "run python tools/presets/write_cards.py to refresh README.md"
     for key in presets.available():
         model, name = key.split("/", 1)
         assert re.search(rf"`{model}\(weights=\\\"{re.escape(name)}\\\"\)`", readme) or f'`{model}(weights="{name}")`' in readme

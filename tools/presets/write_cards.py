@@ -1,6 +1,6 @@
 """Writes the preset model cards into docs/applications/<model>.md and the preset table into README.md and docs/presets.md.
 
-    python benchmarks/presets/write_cards.py [--check]
+    python tools/presets/write_cards.py [--check]
 
 Both are generated from keras_capsules/presets/registry.json (keras_capsules.presets.cards) between the
 markers ``<!-- presets:start -->`` and ``<!-- presets:end -->``; keras_capsules/presets/cards_test.py

@@ -1,8 +1,8 @@
 """REM card entries of a pruned preset: sparsity, routing entropy and parse trees per class, as JSON for make_preset.
 
-    python benchmarks/presets/rem_metrics.py --model EffCapsNet --name mnist_rem --dataset mnist \
+    python tools/presets/rem_metrics.py --model EffCapsNet --name mnist_rem --dataset mnist \
         --data-dir DATA_DIR [--levels 11] > rem_metrics.json
-    python benchmarks/presets/make_preset.py ... --skip-export --metrics "$(cat rem_metrics.json)"
+    python tools/presets/make_preset.py ... --skip-export --metrics "$(cat rem_metrics.json)"
 
 The preset is loaded through the public constructor (``Model(weights=name)``, the file that ships);
 the parse-tree dictionaries are filled over the whole test set with ``q_K`` applied inside the

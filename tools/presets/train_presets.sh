@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains the preset models one after another with `keras-capsules train`, each resumable.
 #
-#   bash benchmarks/presets/train_presets.sh DATA_DIR RUNS_DIR [PRESET ...]
+#   bash tools/presets/train_presets.sh DATA_DIR RUNS_DIR [PRESET ...]
 #
 # DATA_DIR holds mnist/ and fashion-mnist/ (the standard IDX files); RUNS_DIR receives one folder per
 # preset (checkpoints/, metrics.json, model.keras, train.log). Killing the script loses at most the
@@ -25,7 +25,7 @@ shift 2
 # weights=mnist, when that name held the 40-epoch file), because its 40-epoch checkpoint predated the
 # model format; here the second phase resumes the checkpoint, optimizer state included.
 # Efficient-CapsNet Fashion-MNIST: the recipe's full 150-epoch schedule (an earlier file: 40 epochs at x0.93).
-# The training logs behind every shipped preset are in benchmarks/presets/logs/.
+# The training logs behind every shipped preset are in tools/presets/logs/.
 # Efficient-CapsNet REM: REM's recipe as REM runs it (learning rate x0.99 per epoch) for 200 epochs,
 # about 80 s each; trained as 100 epochs, then continued to 200 (REM's code trains until 200 epochs pass
 # without a validation-loss improvement; its configs name 100). An earlier file used --lr-decay 0.97 for

@@ -5,7 +5,7 @@
 # validation hold-out of 5,000 training images, and the test set read once at the end. No decision
 # reads the test score; the file ships as the baseline whatever it measures.
 #
-#   nohup setsid bash benchmarks/presets/in_progress/baselinecnn-mnist/run.sh DATA_DIR >/dev/null 2>&1 &
+#   nohup setsid bash tools/presets/in_progress/baselinecnn-mnist/run.sh DATA_DIR >/dev/null 2>&1 &
 #
 # Run it after the GLOM run A has finished (both are CPU-bound; one at a time keeps each run's training
 # time meaningful). Resumable: rerun the same command. WORK (default /work/runs/baselinecnn-mnist) holds a

@@ -1,6 +1,6 @@
 """Turns a finished `keras-capsules train` run into a shipped preset: weights file, measured accuracy, registry record.
 
-    python benchmarks/presets/make_preset.py RUN_DIR --model EffCapsNet --name mnist \
+    python tools/presets/make_preset.py RUN_DIR --model EffCapsNet --name mnist \
         --kwargs '{"variant": "mnist", "reconstruction": true}' --dataset mnist --data-dir DATA_DIR \
         --subset-dataset mnist_sample --test-informed no --decisions "..." --description "..." \
         --limitations "..." --procedure "..." --citation-file paper.bib [--storage float16] [--notes "..."]
@@ -11,7 +11,7 @@ on the full test set and on the fixed subset (first --subset-limit test images, 
 that needs another input size pads or crops inside, e.g. AgreementGLOM's input_padding), and write the
 record (with the training command from RUN_DIR/train.log, epochs/time/recipe and the validation
 hold-out from RUN_DIR/metrics.json) into keras_capsules/presets/registry.json. The card's training log
-is benchmarks/presets/logs/<model>-<name>.md (--log), written by hand from the run's notes.
+is tools/presets/logs/<model>-<name>.md (--log), written by hand from the run's notes.
 """
 
 import argparse
@@ -90,7 +90,7 @@ def main(argv=None):
     parser.add_argument("--description", default="", help="what the model is (the card's opening)")
     parser.add_argument("--limitations", default="", help="intended use and limitations")
     parser.add_argument("--procedure", default="", help="the training procedure in a short paragraph")
-    parser.add_argument("--log", help="training log page (default benchmarks/presets/logs/<model>-<name>.md)")
+    parser.add_argument("--log", help="training log page (default tools/presets/logs/<model>-<name>.md)")
     parser.add_argument("--test-informed", required=True, choices=("yes", "no"), help="did any training decision follow a test score")
     parser.add_argument("--decisions", required=True, help="one sentence: what the training decisions read")
     parser.add_argument("--citation-file", help="BibTeX of the paper(s)")
@@ -127,7 +127,7 @@ def main(argv=None):
         epochs=int(run_metrics["epochs_completed"]), train_seconds=float(logged_train_seconds(os.path.join(args.run_dir, "train.log")) or run_metrics["train_seconds"]),
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
-        limitations=args.limitations, procedure=args.procedure, log=args.log or f"benchmarks/presets/logs/{file_name[:-4]}.md",
+        limitations=args.limitations, procedure=args.procedure, log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
         validation=held_out if held_out and held_out.get("examples") else None, test_informed=args.test_informed == "yes",
         decisions=args.decisions, citation=open(args.citation_file).read().strip() if args.citation_file else "",
         notes=args.notes, metrics=json.loads(args.metrics),
