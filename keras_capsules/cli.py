@@ -62,18 +62,11 @@ def _model_name(name):
     raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
 
 
-def preset_key(text):
-    """The registered preset ``text`` names, as ``(model, name)``, or ``None`` (:func:`keras_capsules.presets.find`)."""
-    from keras_capsules import presets
-
-    return presets.find(text)
-
-
 def _preset_option(text, flag):
-    """``preset_key(text)``, or a ValueError naming ``flag`` and the presets."""
+    """``presets.find(text)``, or a ValueError naming ``flag`` and the presets."""
     from keras_capsules import presets
 
-    key = preset_key(text)
+    key = presets.find(text)
     if key is None:
         raise ValueError(
             f"argument `{flag}` expected a preset MODEL/NAME or MODEL:NAME (one of {', '.join(presets.available())}), received {text!r}."

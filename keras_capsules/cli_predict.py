@@ -98,23 +98,20 @@ def to_model_input(label, image, height, width, channels):
 
 def _load(args):
     """``(model, names)``: the model, and whose class names its outputs have (a dataset, a Preset, or ``None``: indices)."""
-    from keras_capsules import cli, presets
+    from keras_capsules import presets
+    from keras_capsules.training.evaluation import training_record
+    from keras_capsules.training.model_files import open_model
 
-    if os.path.isfile(args.model) or args.model.endswith(".keras"):
-        from keras_capsules.training import load_model
-        from keras_capsules.training.evaluation import training_record
-
-        return load_model(args.model, compile=False), args.dataset or training_record(args.model).get("dataset")
-    key = cli.preset_key(args.model)
-    if key is None:
+    opened = open_model(args.model)
+    if opened is None:
         raise ValueError(
             f"predict: argument `MODEL` expected a .keras file or a preset MODEL/NAME (one of {', '.join(presets.available())}), "
             f"received {args.model!r}: no such file or preset."
         )
-    from keras_capsules import applications
-
-    model, name = key
-    return getattr(applications, model)(weights=name), args.dataset or presets.get(model, name)
+    model, key = opened
+    if key is None:
+        return model, args.dataset or training_record(args.model).get("dataset")
+    return model, args.dataset or presets.get(*key)
 
 
 def _predict(args):

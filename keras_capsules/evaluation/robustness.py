@@ -227,17 +227,12 @@ def _resolve_model(model):
         return model, model.name
     if isinstance(model, (str, os.PathLike)) and not isinstance(model, bool):
         text = os.fspath(model)
-        if text.endswith(".keras") or os.path.isfile(text):
-            from keras_capsules.training.model_files import load_model
-
-            return load_model(text, compile=False), os.path.basename(text)
         from keras_capsules import presets
+        from keras_capsules.training.model_files import open_model
 
-        key = presets.find(text)
-        if key is not None:
-            from keras_capsules import applications
-
-            return getattr(applications, key[0])(weights=key[1]), "/".join(key)
+        opened = open_model(text)
+        if opened is not None:
+            return opened[0], "/".join(opened[1]) if opened[1] else os.path.basename(text)
         raise ValueError(
             f"robustness: argument `model` expected a Keras model, a .keras file or a preset MODEL/NAME "
             f"(one of {', '.join(presets.available())}), received {text!r}."

@@ -55,6 +55,22 @@ def load_model(path, compile=True):
         raise ModelFileError(f"load_model: {path!r} could not be loaded ({error}).") from None
 
 
+
+def open_model(text):
+    """The model a command-line argument names: ``(model, preset key)`` for a preset written ``MODEL/NAME``
+    or ``MODEL:NAME`` (any case; the application built with those weights), ``(model, None)`` for a
+    ``.keras`` file (loaded uncompiled), or ``None`` when ``text`` names neither.
+    """
+    if text.endswith(".keras") or os.path.isfile(text):
+        return load_model(text, compile=False), None
+    from keras_capsules import applications, presets
+
+    key = presets.find(text)
+    if key is None:
+        return None
+    return getattr(applications, key[0])(weights=key[1]), key
+
+
 def _check_file(function, path):
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{function}: argument `path` expected a file path (str or os.PathLike), received {path!r}.")
