@@ -1,7 +1,7 @@
 """Inference latency of the exported applications: SavedModel (TensorFlow), ONNX Runtime and LiteRT, batch 1 and 64.
 
 Each registered application configuration (random weights: latency does not depend on them) is
-exported once to the three formats with ``keras_capsules.training.export_model``; then every
+exported once to the three formats with ``keras_capsules.export.export_model``; then every
 (model, runtime) pair is timed in its own fresh process that does not import ``keras_capsules``:
 the median wall time of ``--repeats`` calls after ``--warmup`` calls, per batch size. LiteRT and
 ONNX Runtime use every core (``num_threads`` / their default), like TensorFlow.
@@ -78,7 +78,7 @@ print("RESULT " + json.dumps(result))
 def export_all(name, folder):
     """Builds configuration ``name`` and exports it to every format under ``folder``; returns its input shape."""
     from keras_capsules import applications
-    from keras_capsules.training import export_model
+    from keras_capsules.export import export_model
 
     model = applications.get_configuration(name).build()
     inputs = model.inputs if getattr(model, "inputs", None) else model.encoder.inputs

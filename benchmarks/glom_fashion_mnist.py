@@ -58,7 +58,8 @@ def main():
     from keras_capsules.applications.agreement_glom import glom_levels
     from keras_capsules.datasets.augment import pad_to
     from keras_capsules.interpret import plot_arrows, plot_islands
-    from keras_capsules.training import load_model, train
+    from keras_capsules.saving import load_model
+    from keras_capsules.training import train
 
     start = time.time()
     test_x, _ = datasets.load_arrays("fashion_mnist", "test", data_dir=args.data_dir)

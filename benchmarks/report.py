@@ -375,7 +375,7 @@ recorded every run is in git history: `git show {history}:BENCHMARKS.md`.
 - Times are medians of steady steps after warm-up (2 threads, XLA off, equal parameter counts on both sides);
   peak RSS is the process's (TensorFlow alone takes about 0.7 GiB); live tensors are TensorFlow's allocator
   statistics. The script computes every ratio and verdict from the recorded figures.
-- Export to ONNX and LiteRT, checked against `predict`, is a CI test (`keras_capsules/training/export_formats_test.py`).
+- Export to ONNX and LiteRT, checked against `predict`, is a CI test (`keras_capsules/export/formats_test.py`).
 
 To add a run: run the script (`python benchmarks/<script>.py`; its raw output,
 `benchmarks/results/<script>.json`, is not committed), write `benchmarks/results/YYYY-MM-DD-<what>.json`

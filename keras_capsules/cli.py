@@ -246,10 +246,11 @@ def augment_option(value, model_file):
 
 
 def _evaluate(args):
+    from keras_capsules.datasets import evaluation_dataset
     from keras_capsules.training import evaluate
 
     augment = augment_option(args.augment, args.model_file)
-    dataset = args.dataset or trained_on(args.model_file)
+    dataset = evaluation_dataset(args.dataset or trained_on(args.model_file), args.split, args.data_dir)
     results = evaluate(
         args.model_file,
         dataset,
@@ -273,7 +274,11 @@ def add_evaluate_command(commands):
         "loss and metrics as JSON.",
     )
     evaluate.add_argument("model_file", metavar="MODEL.keras", help="the model file")
-    evaluate.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
+    evaluate.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help=f"dataset name; 'affnist|affine_mnist' is affNIST when its files are present, else the generated affine_mnist (default: {TRAINED_ON})",
+    )
     evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
     evaluate.add_argument("--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)")
     evaluate.add_argument(
@@ -290,7 +295,7 @@ def add_evaluate_command(commands):
 
 
 def _export(args):
-    from keras_capsules.training import export_keras_file
+    from keras_capsules.export import export_keras_file
 
     export_keras_file(args.model_file, args.output_dir, overwrite=args.overwrite, format=args.format)
     if args.format == "savedmodel":
@@ -355,7 +360,7 @@ def _explain(args):
     from keras_capsules import datasets
     from keras_capsules.interpret import explain
     from keras_capsules.interpret.explain import check_pictures
-    from keras_capsules.training import load_model
+    from keras_capsules.saving import load_model
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
 

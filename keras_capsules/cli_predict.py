@@ -100,9 +100,8 @@ def _load(args):
     """``(model, names)``: the model, and whose class names its outputs have (a dataset, a Preset, or ``None``: indices)."""
     from keras_capsules import presets
     from keras_capsules.training.evaluation import training_record
-    from keras_capsules.training.model_files import open_model
 
-    opened = open_model(args.model)
+    opened = presets.open_model(args.model)
     if opened is None:
         raise ValueError(
             f"predict: argument `MODEL` expected a .keras file or a preset MODEL/NAME (one of {', '.join(presets.available())}), "

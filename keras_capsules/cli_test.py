@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import cli, datasets
-from keras_capsules.training import load_model
+from keras_capsules.saving import load_model
 
 # Under pytest-xdist (--dist loadgroup) the module-scoped fixture runs once: every test here on one worker.
 pytestmark = pytest.mark.xdist_group("cli_run")

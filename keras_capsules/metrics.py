@@ -8,8 +8,8 @@ Sections:
   :class:`ParseTreeDictionary` (parse-tree keys and per-class counts, also exported by
   ``keras_capsules.interpret``), :class:`RoutingEntropy` (per-class parse-tree entropies and their
   mean, eq. 15, accumulated over batches).
-- Pruning (REM): :data:`PRUNING_LAYERS`, :func:`prunable_weights`, :func:`sparsity` (also in
-  ``keras_capsules.training.pruning``).
+- Model sparsity (REM): :func:`sparsity`, the zero fraction of the prunable weights (the scope is
+  :mod:`keras_capsules.pruning_scope`; also in ``keras_capsules.training.pruning``).
 """
 
 import collections
@@ -19,11 +19,10 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.introspection import all_layers
-from keras_capsules.layers.votes import MatrixVotes, VectorVotes
 from keras_capsules.ops.normalize import l2_normalize
 from keras_capsules.ops.patches import resolve_grid
 from keras_capsules.ops.quantize import quantize_bins
+from keras_capsules.pruning_scope import prunable_weights
 from keras_capsules.serialization import register
 
 # ---------------------------------------------------------------------------------------------------
@@ -293,57 +292,16 @@ class RoutingEntropy:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Pruning (REM, docs/reference/rem.md#pruning): which weights are prunable, and how many are zero
+# Model sparsity (REM, docs/reference/rem.md#pruning): how many prunable weights are zero
 # ---------------------------------------------------------------------------------------------------
-
-
-#: Layer types whose kernels are pruned (REM: Conv2d, Conv3d and the capsule layers' W).
-PRUNING_LAYERS = (
-    keras.layers.Conv1D,
-    keras.layers.Conv2D,
-    keras.layers.Conv3D,
-    keras.layers.Conv1DTranspose,
-    keras.layers.Conv2DTranspose,
-    keras.layers.Conv3DTranspose,
-    keras.layers.DepthwiseConv1D,
-    keras.layers.DepthwiseConv2D,
-    keras.layers.SeparableConv1D,
-    keras.layers.SeparableConv2D,
-    VectorVotes,
-    MatrixVotes,
-)
-#: Variable names of the prunable weights inside a pruning layer (REM: parameters named ``weight``).
-KERNEL_NAMES = ("kernel", "depthwise_kernel", "pointwise_kernel")
-
-
-def pruning_layers(model, layer_types=None):
-    """The layers of ``model`` (nested ones included) that are instances of ``layer_types`` (default :data:`PRUNING_LAYERS`)."""
-    types = PRUNING_LAYERS if layer_types is None else tuple(layer_types)
-    return [layer for layer in all_layers(model) if isinstance(layer, types)]
-
-
-def unique_variables(variables):
-    """``variables`` without repeats (shared weights), in order."""
-    return list({id(v): v for v in variables}.values())
-
-
-def prunable_weights(model, layer_types=None):
-    """The kernels that magnitude pruning zeroes, in model order.
-
-    Args:
-        model: a Keras model.
-        layer_types: layer classes to prune (default :data:`PRUNING_LAYERS`).
-    """
-    found = unique_variables(v for layer in pruning_layers(model, layer_types) for v in layer.trainable_weights if v.name in KERNEL_NAMES)
-    if not found:
-        errors.fail("pruning.prunable_weights", "model", f"a model with trainable kernels in {[t.__name__ for t in (layer_types or PRUNING_LAYERS)]}", model.name)
-    return found
 
 
 def sparsity(model, layer_types=None):
     """Fraction of exactly-zero prunable weights, per weight and globally.
 
-    Counts the kernels only, the weights that pruning zeroes. REM's figure (its ``architecture_stat``)
+    Counts the kernels only, the weights that pruning zeroes
+    (:func:`~keras_capsules.pruning_scope.prunable_weights` of ``layer_types``, default
+    :data:`~keras_capsules.pruning_scope.PRUNING_LAYERS`). REM's figure (its ``architecture_stat``)
     divides the same zeros by every parameter of the pruning layers, biases and routing bias included
     (BatchNorm and the decoder not): for ``EffCapsNet(weights="mnist_rem")`` 75.65 % of 161,248 against
     this function's 75.92 % of 160,672.

@@ -44,6 +44,33 @@ def test_logged_train_seconds_sums_each_epochs_elapsed_time_over_restarts():
         os.remove(path)
 
 
+
+def test_a_background_runs_log_gives_its_command_and_its_one_line_epochs(tmp_path):
+    # run_in_background.sh's restart lines, and verbose=2's one line per epoch (a training API log).
+    log = (
+        "start 2026-11-27T00:15:31Z from 2aae3bb: keras-capsules train BaselineCNN --dataset expanded_mnist --epochs 9\n"
+        "Epoch 1/9\n3438/3438 - 92s - 27ms/step - accuracy: 0.89 - val_accuracy: 0.95\n"
+        "Epoch 2/9\n"  # killed here
+        "start 2026-11-27T01:15:31Z from 2aae3bb: keras-capsules train BaselineCNN --dataset expanded_mnist --epochs 9 --data-dir D\n"
+        "Epoch 2/9\n3438/3438 - 150s - 44ms/step - accuracy: 0.96 - val_accuracy: 0.96\n"
+    )
+    path = tmp_path / "train.log"
+    path.write_text(log)
+    make_preset = tool("make_preset")
+    assert make_preset.logged_train_seconds(str(path)) == 92 + 150
+    assert make_preset.last_command(str(path)) == "keras-capsules train BaselineCNN --dataset expanded_mnist --epochs 9"
+    path.write_text("Epoch 1/9\n")
+    assert make_preset.last_command(str(path)) is None
+
+
+def test_run_in_background_refuses_anything_but_a_keras_capsules_command(tmp_path):
+    import subprocess
+
+    script = os.path.join(TOOLS, "run_in_background.sh")
+    done = subprocess.run(["bash", script, str(tmp_path / "work"), "--", "python", "-c", "1"], capture_output=True, text=True)
+    assert done.returncode == 2 and "expected '-- keras-capsules train ...'" in done.stderr
+    assert not (tmp_path / "work").exists()
+
 def test_rem_metrics_reports_the_zero_fraction_of_conv_and_vote_kernels():
     keras.utils.set_random_seed(0)
     model = applications.EffCapsNet(input_shape=(28, 28, 1), classes=10)

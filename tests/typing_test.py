@@ -15,6 +15,7 @@ pytestmark = pytest.mark.xdist_group("packaging")
 
 TYPED_MODULES = [
     "keras_capsules/applications/agreement_glom.py",
+    "keras_capsules/applications/builder.py",
     "keras_capsules/applications/capsnet.py",
     "keras_capsules/applications/classifier.py",
     "keras_capsules/applications/consensus_capsnet.py",
@@ -22,9 +23,9 @@ TYPED_MODULES = [
     "keras_capsules/applications/eff_conv_capsnet.py",
     "keras_capsules/applications/fm_capsnet.py",
     "keras_capsules/applications/inverted_attention_capsnet.py",
+    "keras_capsules/applications/io.py",
     "keras_capsules/applications/matrix_capsnet.py",
     "keras_capsules/applications/registry.py",
-    "keras_capsules/applications/utils.py",
     "keras_capsules/datasets/loaders.py",
     "keras_capsules/hashing.py",
     "keras_capsules/layers/concurrent_routing.py",
@@ -45,6 +46,7 @@ TYPED_MODULES = [
     "keras_capsules/layers/votes.py",
     "keras_capsules/presets/cards.py",
     "keras_capsules/presets/constructor.py",
+    "keras_capsules/presets/models.py",
     "keras_capsules/presets/predictions.py",
     "keras_capsules/presets/registry.py",
     "keras_capsules/presets/weights_file.py",

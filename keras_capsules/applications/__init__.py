@@ -25,6 +25,11 @@ with their reference parameter counts. The shared conventions:
   (``routing.available(pose="matrix")`` for matrix capsules; its ``router`` argument says which)
   and refuses the others with an error that lists those that fit. ``routing_iterations=None`` keeps the
   router's own iterations; a value replaces them.
+
+A new application is one module: its body and settings as a :class:`builder.Application`, a constructor
+with the signature above that returns ``builder.build(APPLICATION, locals())``, and its configurations
+registered with their parameter counts and ``test_settings`` (the registry and contract tests then
+check it).
 """
 
 from keras_capsules.applications.agreement_glom import AgreementGLOM
@@ -38,7 +43,7 @@ from keras_capsules.applications.fm_capsnet import FMCapsNet
 from keras_capsules.applications.inverted_attention_capsnet import InvertedAttentionCapsNet
 from keras_capsules.applications.matrix_capsnet import MatrixCapsNet
 from keras_capsules.applications.registry import get_configuration, list_configurations, register_configuration
-from keras_capsules.applications.utils import decode_predictions, preprocess_input
+from keras_capsules.applications.io import decode_predictions, preprocess_input
 
 __all__ = [
     "AgreementGLOM",

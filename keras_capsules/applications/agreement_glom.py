@@ -7,7 +7,7 @@ import keras
 import numpy as np
 
 from keras_capsules import errors
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers.glom import (
@@ -24,14 +24,68 @@ from keras_capsules.layers.glom import (
 from keras_capsules.layers.glom.columns import CODE_TOP_DOWN_WEIGHT
 from keras_capsules.presets import with_presets
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 DOWNSAMPLING: dict[str | None, Any] = {"dissimilarity": DissimilarityHead, "avg": WindowAveragePooling, "max": WindowMaxPooling, None: None}
 
 #: Layer names the two-stage helpers rely on.
 BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "downsampling", "projection_head")
 CLASSIFIER_LAYERS = ("classification_head", "predictions")
+
+
+def _body(x, a):
+    """Tokenizer -> patches -> GLOM columns -> top level; the top: downsampling -> H1 -> H2."""
+    if None in a.input_shape:
+        errors.fail("AgreementGLOM", "input_shape", "a fully defined (H, W, C) (one LayerNorm scale per patch)", a.input_shape)
+    if a.downsampling not in DOWNSAMPLING:
+        errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", a.downsampling)
+    errors.check_positive_int("AgreementGLOM", "embedding_dim", a.embedding_dim, minimum=2)
+    input_padding = errors.check_positive_int("AgreementGLOM", "input_padding", a.input_padding, minimum=0)
+    if input_padding:
+        x = keras.layers.ZeroPadding2D(input_padding, name="input_padding")(x)
+    feature_map = ConvTokenizer(a.embedding_dim, name="tokenizer")(x)
+    grid = (feature_map.shape[1] // a.patch_size, feature_map.shape[2] // a.patch_size)
+    if a.include_top and a.downsampling is not None and (grid[0] % a.window or grid[1] % a.window):
+        side = 4 * a.patch_size * a.window
+        errors.fail(
+            "AgreementGLOM",
+            "input_padding",
+            f"a padding that makes the image sides multiples of {side} (4 x patch_size x window) for the {a.window}x{a.window} windows "
+            f"of downsampling={a.downsampling!r} (e.g. input_padding=2 for 28x28 images)",
+            f"{input_padding} with input_shape {tuple(a.input_shape)} (a {grid[0]}x{grid[1]} grid)",
+        )
+    tokens = PatchEmbedding(a.patch_size, name="patch_embedding")(feature_map)
+    columns = GlomColumns(
+        levels=a.levels,
+        iterations=a.routing_iterations,
+        grid_shape=grid,
+        agreement_thresholds=a.agreement_thresholds,
+        agreement_radius=a.agreement_radius,
+        normalize_negatives=a.normalize_negatives,
+        attention_radius=a.attention_radius,
+        use_agreement=a.use_agreement,
+        top_down_weight=a.top_down_weight,
+        trainable_top_down_weight=a.trainable_top_down_weight,
+        divide_by_contributions=a.divide_by_contributions,
+        column_depth=a.column_depth,
+        name="columns",
+    )(tokens)
+    top = SelectLevel(-1, name="top_level")(columns)
+    if not a.include_top:
+        return builder.Network(keras.layers.Reshape(grid + (top.shape[-1],), name="top_level_features")(top))
+
+    def head(top):
+        if DOWNSAMPLING[a.downsampling] is not None:
+            top = DOWNSAMPLING[a.downsampling](window=a.window, grid_shape=grid, name="downsampling")(top)
+        projection = ContrastiveHead(a.projection_dim, hidden_dim=a.projection_hidden_dim, dropout=a.dropout, name="projection_head")(top)
+        hidden = a.projection_dim if a.classifier_hidden_dim is None else a.classifier_hidden_dim
+        return ClassifierHead(a.classes, hidden_dim=hidden, name="classification_head")(projection)
+
+    return builder.Network(top, head=head)
+
+
+APPLICATION = builder.Application("AgreementGLOM", _body, input_shape=(32, 32, 3), min_size=lambda a: 4 * a.patch_size)
 
 
 @with_presets("AgreementGLOM")
@@ -124,67 +178,7 @@ def AgreementGLOM(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``).
     """
-    input_shape = utils.validate_application_args(
-        "AgreementGLOM",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(32, 32, 3),
-        min_size=4 * patch_size,
-    )
-    if None in input_shape:
-        errors.fail("AgreementGLOM", "input_shape", "a fully defined (H, W, C) (one LayerNorm scale per patch)", input_shape)
-    if downsampling not in DOWNSAMPLING:
-        errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", downsampling)
-    errors.check_positive_int("AgreementGLOM", "embedding_dim", embedding_dim, minimum=2)
-    input_padding = errors.check_positive_int("AgreementGLOM", "input_padding", input_padding, minimum=0)
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    if input_padding:
-        x = keras.layers.ZeroPadding2D(input_padding, name="input_padding")(x)
-    feature_map = ConvTokenizer(embedding_dim, name="tokenizer")(x)
-    grid = (feature_map.shape[1] // patch_size, feature_map.shape[2] // patch_size)
-    if include_top and downsampling is not None and (grid[0] % window or grid[1] % window):
-        side = 4 * patch_size * window
-        errors.fail(
-            "AgreementGLOM",
-            "input_padding",
-            f"a padding that makes the image sides multiples of {side} (4 x patch_size x window) for the {window}x{window} windows "
-            f"of downsampling={downsampling!r} (e.g. input_padding=2 for 28x28 images)",
-            f"{input_padding} with input_shape {tuple(input_shape)} (a {grid[0]}x{grid[1]} grid)",
-        )
-    tokens = PatchEmbedding(patch_size, name="patch_embedding")(feature_map)
-    columns = GlomColumns(
-        levels=levels,
-        iterations=routing_iterations,
-        grid_shape=grid,
-        agreement_thresholds=agreement_thresholds,
-        agreement_radius=agreement_radius,
-        normalize_negatives=normalize_negatives,
-        attention_radius=attention_radius,
-        use_agreement=use_agreement,
-        top_down_weight=top_down_weight,
-        trainable_top_down_weight=trainable_top_down_weight,
-        divide_by_contributions=divide_by_contributions,
-        column_depth=column_depth,
-        name="columns",
-    )(tokens)
-    top = SelectLevel(-1, name="top_level")(columns)
-    utils.check_pooling("AgreementGLOM", include_top, pooling)
-    if include_top:
-        if DOWNSAMPLING[downsampling] is not None:
-            top = DOWNSAMPLING[downsampling](window=window, grid_shape=grid, name="downsampling")(top)
-        projection = ContrastiveHead(projection_dim, hidden_dim=projection_hidden_dim, dropout=dropout, name="projection_head")(top)
-        hidden = projection_dim if classifier_hidden_dim is None else classifier_hidden_dim
-        scores = ClassifierHead(classes, hidden_dim=hidden, name="classification_head")(projection)
-        outputs = utils.predictions(scores, classifier_activation)
-    else:
-        outputs = utils.pooled_features(keras.layers.Reshape(grid + (top.shape[-1],), name="top_level_features")(top), pooling)
-    model = CapsuleClassifier(inputs, outputs, name=name)
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 def _layer(model, name, what):
@@ -250,8 +244,10 @@ def glom_levels(model, images, return_iterations=False, return_agreement=False, 
 
 
 SOURCE = "docs/reference/glom.md#parameter-counts (zengru001usst/GLOM models.py, GLOM_settings.py; counted from the layer shapes)"
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 8, "projection_dim": 8}
 register_configuration(
-    "AgreementGLOM/cifar10", AgreementGLOM, {}, trainable_params=2_031_182, total_params=2_032_590, source=SOURCE
+    "AgreementGLOM/cifar10", AgreementGLOM, {}, trainable_params=2_031_182, total_params=2_032_590, source=SOURCE, test_settings=TEST_SETTINGS
 )
 register_configuration(
     "AgreementGLOM/cifar10-no-hd",
@@ -261,22 +257,16 @@ register_configuration(
     total_params=72_865_230,
     source=SOURCE + ": ablation baseline without H_d, 64 tokens into H1 (the paper's 72M)",
     roundtrip=False,
+    test_settings=TEST_SETTINGS,
 )
-register_configuration(
-    "AgreementGLOM/cifar10-avg-pool",
-    AgreementGLOM,
-    {"downsampling": "avg"},
-    trainable_params=2_031_182,
-    total_params=2_032_590,
-    source=SOURCE + ": Table 3 average-pooling head (no parameters)",
-    roundtrip=False,
-)
-register_configuration(
-    "AgreementGLOM/cifar10-max-pool",
-    AgreementGLOM,
-    {"downsampling": "max"},
-    trainable_params=2_031_182,
-    total_params=2_032_590,
-    source=SOURCE + ": Table 3 max-pooling head (no parameters)",
-    roundtrip=False,
-)
+for _pooling, _head in (("avg", "average"), ("max", "max")):
+    register_configuration(
+        f"AgreementGLOM/cifar10-{_pooling}-pool",
+        AgreementGLOM,
+        {"downsampling": _pooling},
+        trainable_params=2_031_182,
+        total_params=2_032_590,
+        source=SOURCE + f": Table 3 {_head}-pooling head (no parameters)",
+        roundtrip=False,
+        test_settings=TEST_SETTINGS,
+    )

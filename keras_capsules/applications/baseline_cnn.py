@@ -12,13 +12,13 @@ from typing import Any, Callable
 import keras
 
 from keras_capsules import errors
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.presets import with_presets
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: Per variant: input shape, convolutions (filters, kernel, stride), padding, BatchNorm after each
 #: convolution, the top's global pooling (``None``: flatten), hidden dense widths, dropout before the
@@ -73,6 +73,40 @@ def _features(x, settings):
     return x
 
 
+def _check(a):
+    errors.check_one_of("BaselineCNN", "variant", a.variant, tuple(VARIANTS))
+    a.dropout = VARIANTS[a.variant]["dropout"] if a.dropout is None else a.dropout
+    if not (errors.is_number(a.dropout) and 0 <= a.dropout < 1):
+        errors.fail("BaselineCNN", "dropout", "None or a number in [0, 1)", a.dropout)
+
+
+def _body(x, a):
+    """The convolutions; the top pools or flattens them into the dense layers and the ``"logits"`` layer."""
+    settings = VARIANTS[a.variant]
+
+    def head(x):
+        if settings["top_pooling"] == "avg":
+            x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+        else:
+            x = keras.layers.Flatten(name="flatten")(x)
+        for i, width in enumerate(settings["hidden"], 1):
+            x = keras.layers.Dense(width, activation="relu", kernel_initializer="he_normal", name=f"fc{i}")(x)
+        if a.dropout:
+            x = keras.layers.Dropout(a.dropout, name="dropout")(x)
+        return keras.layers.Dense(a.classes, name="logits")(x)
+
+    return builder.Network(_features(x, settings), head=head)
+
+
+APPLICATION = builder.Application(
+    "BaselineCNN",
+    _body,
+    input_shape=lambda a: VARIANTS[a.variant]["input_shape"],
+    min_size=lambda a: VARIANTS[a.variant]["min_size"],
+    check=_check,
+)
+
+
 @with_presets("BaselineCNN")
 def BaselineCNN(
     include_top: bool = True,
@@ -115,39 +149,7 @@ def BaselineCNN(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` (no decoder) taking images in
         [0, 1] ([0, 255] with ``include_preprocessing=True``).
     """
-    errors.check_one_of("BaselineCNN", "variant", variant, tuple(VARIANTS))
-    settings = VARIANTS[variant]
-    rate = settings["dropout"] if dropout is None else dropout
-    if not (errors.is_number(rate) and 0 <= rate < 1):
-        errors.fail("BaselineCNN", "dropout", "None or a number in [0, 1)", dropout)
-    input_shape = utils.validate_application_args(
-        "BaselineCNN",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=settings["input_shape"],
-        min_size=settings["min_size"],
-    )
-    utils.check_pooling("BaselineCNN", include_top, pooling)
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = _features(x, settings)
-    if not include_top:
-        return utils.load_weights(CapsuleClassifier(inputs, utils.pooled_features(x, pooling), name=name), weights)
-    if settings["top_pooling"] == "avg":
-        x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
-    else:
-        x = keras.layers.Flatten(name="flatten")(x)
-    for i, width in enumerate(settings["hidden"], 1):
-        x = keras.layers.Dense(width, activation="relu", kernel_initializer="he_normal", name=f"fc{i}")(x)
-    if rate:
-        x = keras.layers.Dropout(rate, name="dropout")(x)
-    logits = keras.layers.Dense(classes, name="logits")(x)
-    model = CapsuleClassifier(inputs, utils.predictions(logits, classifier_activation), name=name)
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 register_configuration(
@@ -159,6 +161,7 @@ register_configuration(
     source="Efficient-CapsNet's MNIST count (161,824; 162,400 with BatchNorm statistics), reached by hand: convolutions "
     "800 + 18,432 + 36,864 + 73,728, BatchNorm gamma and beta 64 + 128 + 128 + 256, Dense 128x226 + 226 = 29,154, "
     "Dense 226x10 + 10 = 2,270",
+    test_settings={"classes": 3},
 )
 register_configuration(
     "BaselineCNN/capsnet_paper",
@@ -169,4 +172,5 @@ register_configuration(
     source="Sabour et al. 2017 section 5, '35.4M': convolutions 6,656 + 1,638,656 + 819,328 (same padding, no pooling), "
     "Dense 100,352x328 + 328 = 32,915,784, 328x192 + 192 = 63,168, 192x10 + 10 = 1,930",
     roundtrip=False,  # 142 MB of float32 weights: the .keras round trip is tested on the matched variant
+    test_settings={"classes": 3, "input_shape": (6, 6, 1)},
 )

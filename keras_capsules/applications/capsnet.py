@@ -4,15 +4,15 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: The paper's router: dynamic routing, 3 iterations, no per-parent bias (the 6.8M parameter count).
 PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
@@ -21,6 +21,29 @@ PAPER_ROUTER = {"name": "dynamic", "use_bias": False, "iterations": 3}
 #: glorot_uniform (std 0.0027 for the 1152 x 10 x 8 x 16 kernel) starts the class capsules at lengths
 #: of ~1e-7, where squash's gradient vanishes and the margin loss does not move for hundreds of steps.
 VOTE_INITIALIZER = {"class_name": "RandomNormal", "config": {"mean": 0.0, "stddev": 0.1}}
+
+
+def _body(x, a):
+    """Conv 9x9x256 ReLU -> PrimaryCaps -> class capsules (routed by ``a.router``)."""
+    x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
+    children = PrimaryCaps(
+        32, a.primary_capsule_dim, kernel_size=9, strides=2, activation="squash", pose_scale=a.primary_pose_scale, name="primary_caps"
+    )(x)
+    class_layer = FcCaps(
+        a.classes,
+        a.class_capsule_dim,
+        router=a.router,
+        routing_iterations=a.routing_iterations,
+        kernel_initializer=keras.initializers.get(VOTE_INITIALIZER),
+        name="class_caps",
+    )
+    decoder = CapsuleDecoder(a.input_shape, name="decoder") if a.reconstruction and a.include_top else None
+    return builder.Network(children, class_layer, decoder=decoder, reconstruction_weight=a.reconstruction_weight, pixel_reduction="sum")
+
+
+APPLICATION = builder.Application(
+    "CapsNet", _body, input_shape=(28, 28, 1), min_size=17, default_router=PAPER_ROUTER, router_needs={"pose": "vector"}
+)
 
 
 @with_presets("CapsNet")
@@ -84,54 +107,23 @@ def CapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         (see :func:`preprocess_input`), or in [0, 255] with ``include_preprocessing=True``.
     """
-    input_shape = utils.validate_application_args(
-        "CapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(28, 28, 1),
-        min_size=17,
-    )
-    router = PAPER_ROUTER if router is None else router
-    utils.check_router("CapsNet", router, pose="vector")
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
-    children = PrimaryCaps(
-        32, primary_capsule_dim, kernel_size=9, strides=2, activation="squash", pose_scale=primary_pose_scale, name="primary_caps"
-    )(x)
-    class_layer = FcCaps(
-        classes,
-        class_capsule_dim,
-        router=router,
-        routing_iterations=routing_iterations,
-        kernel_initializer=keras.initializers.get(VOTE_INITIALIZER),
-        name="class_caps",
-    )
-    decoder = CapsuleDecoder(input_shape, name="decoder") if reconstruction and include_top else None
-    model = utils.assemble(
-        model_name="CapsNet",
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        decoder=decoder,
-        reconstruction_weight=reconstruction_weight,
-        pixel_reduction="sum",
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#capsnet (Sabour et al. 2017, 6.8M / 8.2M)"
-register_configuration("CapsNet/mnist", CapsNet, {}, trainable_params=6_804_224, total_params=6_804_224, source=SOURCE)
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"input_shape": (20, 20, 1), "classes": 3}
 register_configuration(
-    "CapsNet/mnist-reconstruction", CapsNet, {"reconstruction": True}, trainable_params=8_215_568, total_params=8_215_568, source=SOURCE
+    "CapsNet/mnist", CapsNet, {}, trainable_params=6_804_224, total_params=6_804_224, source=SOURCE, test_settings=TEST_SETTINGS
+)
+register_configuration(
+    "CapsNet/mnist-reconstruction",
+    CapsNet,
+    {"reconstruction": True},
+    trainable_params=8_215_568,
+    total_params=8_215_568,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "CapsNet/mnist-official-bias",
@@ -140,4 +132,5 @@ register_configuration(
     trainable_params=6_804_384,
     total_params=6_804_384,
     source=SOURCE + ", official code's 10x16 routing bias and conv/32 + bias primary capsules",
+    test_settings=TEST_SETTINGS,
 )

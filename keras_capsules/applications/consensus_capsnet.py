@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
@@ -14,8 +14,8 @@ from keras_capsules.layers.initializers import IdentityPlusUniform
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 _BETA_INIT = {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}}
 
@@ -65,9 +65,41 @@ def _routers(router, routing_iterations):
     :data:`PAPER_ROUTERS` configurations; any other spec (another name, a config dict, an instance)
     is used for all three layers.
     """
-    utils.check_router("ConsensusCapsNet", router, pose="matrix")
     specs = PAPER_ROUTERS[router] if isinstance(router, str) and router in PAPER_ROUTERS else (router,) * 3
     return [routing.resolve(spec, routing_iterations, owner="ConsensusCapsNet") for spec in specs]
+
+
+def _check(a):
+    errors.check_one_of("ConsensusCapsNet", "primary_pose_activation", a.primary_pose_activation, ("relu", "linear"))
+
+
+def _body(x, a):
+    """Conv + BatchNorm -> PrimaryCaps -> ConvCaps1 -> ConvCaps2 -> class capsules; the class activations score."""
+    routers = _routers(a.router, a.routing_iterations)
+    x = keras.layers.Conv2D(64, 5, strides=2, padding="valid", activation="relu", name="conv1")(x)
+    x = keras.layers.BatchNormalization(name="conv1_bn")(x)
+    poses, acts = PrimaryCaps(8, 16, kernel_size=1, padding="same", activation="sigmoid", name="primary_caps")(x)
+    if a.primary_pose_activation == "relu":
+        poses = keras.layers.ReLU(name="primary_pose_relu")(poses)
+
+    def capsule_args(config):
+        return dict(
+            router=config,
+            transform="matrix",
+            matrix_side="left",
+            normalize_weights=True,
+            kernel_initializer=IdentityPlusUniform(0.1),
+        )
+
+    children = ConvCaps(16, kernel_size=3, strides=2, name="conv_caps1", **capsule_args(routers[0]))((poses, acts))
+    children = ConvCaps(16, kernel_size=3, strides=1, name="conv_caps2", **capsule_args(routers[1]))(children)
+    class_layer = FcCaps(a.classes, name="class_caps", **capsule_args(routers[2]))
+    return builder.Network(children, class_layer, scores=builder.class_activations)
+
+
+APPLICATION = builder.Application(
+    "ConsensusCapsNet", _body, input_shape=(32, 32, 1), min_size=17, check=_check, router_needs={"pose": "matrix"}
+)
 
 
 @with_presets("ConsensusCapsNet")
@@ -139,75 +171,23 @@ def ConsensusCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``; the paper standardises smallNORB crops).
     """
-    errors.check_one_of("ConsensusCapsNet", "primary_pose_activation", primary_pose_activation, ("relu", "linear"))
-    routers = _routers(router, routing_iterations)
-    input_shape = utils.validate_application_args(
-        "ConsensusCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(32, 32, 1),
-        min_size=17,
-    )
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = keras.layers.Conv2D(64, 5, strides=2, padding="valid", activation="relu", name="conv1")(x)
-    x = keras.layers.BatchNormalization(name="conv1_bn")(x)
-    poses, acts = PrimaryCaps(8, 16, kernel_size=1, padding="same", activation="sigmoid", name="primary_caps")(x)
-    if primary_pose_activation == "relu":
-        poses = keras.layers.ReLU(name="primary_pose_relu")(poses)
-
-    def capsule_args(config):
-        return dict(
-            router=config,
-            transform="matrix",
-            matrix_side="left",
-            normalize_weights=True,
-            kernel_initializer=IdentityPlusUniform(0.1),
-        )
-
-    children = ConvCaps(16, kernel_size=3, strides=2, name="conv_caps1", **capsule_args(routers[0]))((poses, acts))
-    children = ConvCaps(16, kernel_size=3, strides=1, name="conv_caps2", **capsule_args(routers[1]))(children)
-    class_layer = FcCaps(classes, name="class_caps", **capsule_args(routers[2]))
-    model = utils.assemble(
-        model_name="ConsensusCapsNet",
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        score_head=lambda class_poses, class_acts: class_acts,
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#consensuscapsnet (seed 001 Table 1): 86,408 excluding routing parameters"
-register_configuration(
-    "ConsensusCapsNet/smallnorb-kernel",
-    ConsensusCapsNet,
-    {"router": "kernel"},
-    trainable_params=86_408 + 779,
-    total_params=86_408 + 779 + 128,
-    source=SOURCE + " + 779 kernel-routing parameters (Q = 4, 4, 10)",
-)
-register_configuration(
-    "ConsensusCapsNet/smallnorb-lstm",
-    ConsensusCapsNet,
-    {"router": "lstm"},
-    trainable_params=86_408 + 39_818,
-    total_params=86_408 + 39_818 + 128,
-    source=SOURCE + " + 39,818 LSTM-routing parameters (3 cells and MLPs, Table 2)",
-)
-register_configuration(
-    "ConsensusCapsNet/smallnorb-em",
-    ConsensusCapsNet,
-    {"router": "em"},
-    trainable_params=86_408 + 74,
-    total_params=86_408 + 74 + 128,
-    source=SOURCE + " + 74 EM-routing parameters (beta_a, beta_u per output type)",
-)
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"input_shape": (17, 17, 1), "classes": 3}
+for _router, _routing_params, _what in (
+    ("kernel", 779, "kernel-routing parameters (Q = 4, 4, 10)"),
+    ("lstm", 39_818, "LSTM-routing parameters (3 cells and MLPs, Table 2)"),
+    ("em", 74, "EM-routing parameters (beta_a, beta_u per output type)"),
+):
+    register_configuration(
+        f"ConsensusCapsNet/smallnorb-{_router}",
+        ConsensusCapsNet,
+        {"router": _router},
+        trainable_params=86_408 + _routing_params,
+        total_params=86_408 + _routing_params + 128,
+        source=SOURCE + f" + {_routing_params:,} {_what}",
+        test_settings=TEST_SETTINGS,
+    )

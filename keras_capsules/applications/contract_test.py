@@ -5,8 +5,9 @@ A configuration is tested here the moment it is registered: ``include_top=False`
 layer ``"predictions"``, and
 (for constructors with a ``router`` argument) every registered router (``routing.available()``: every
 built-in router routes vector and matrix poses, so every routed model takes each). To stay fast
-the models are built with the small input shapes and class counts of :data:`TINY`, which keep each
-configuration's architecture (the registry test checks the paper-sized models).
+the models are built with the small input shapes and class counts each configuration declares
+(``register_configuration(test_settings=...)``), which keep its architecture (the registry test
+checks the paper-sized models).
 """
 
 import inspect
@@ -20,33 +21,17 @@ from keras_capsules.applications import CapsuleClassifier
 from keras_capsules.layers import ConcurrentRouting
 
 NAMES = applications.list_configurations()
-#: Per constructor: small settings that keep the architecture (``None``: the configuration's own).
-TINY = {
-    "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 8, "projection_dim": 8},
-    "BaselineCNN": {"classes": 3},
-    "CapsNet": {"input_shape": (20, 20, 1), "classes": 3},
-    "ConsensusCapsNet": {"input_shape": (17, 17, 1), "classes": 3},
-    "EffCapsNet": {"classes": 3},
-    "EffConvCapsNet": {"input_shape": (33, 33, 3), "classes": 3},
-    "FMCapsNet": {"classes": 3},
-    "InvertedAttentionCapsNet": {"classes": 3},
-    "MatrixCapsNet": {"input_shape": (16, 16, 1), "classes": 3},
-}
-#: Per configuration, on top of TINY.
-TINY_BY_NAME = {"FMCapsNet/cifar10": {"input_shape": (8, 8, 3)}, "BaselineCNN/capsnet_paper": {"input_shape": (6, 6, 1)}}
-#: The configuration each constructor's routers are checked on (default: its first registered one).
-ROUTER_CONFIGURATION = {"InvertedAttentionCapsNet": "InvertedAttentionCapsNet/cifar10-simple", "FMCapsNet": "FMCapsNet/cifar10"}
 
 
 def _constructor_name(name):
     return applications.get_configuration(name).constructor.__name__
 
 
-def _build(name, **overrides):
+def build_small(name, **overrides):
+    """The configuration ``name`` built with its declared test settings, then ``overrides``."""
     entry = applications.get_configuration(name)
-    constructor = entry.constructor.__name__
-    assert constructor in TINY, f"{constructor}: add its small settings to TINY"
-    return entry.build(**{**TINY[constructor], **TINY_BY_NAME.get(name, {}), **overrides})
+    assert entry.test_settings, f"{name}: declare its small settings (register_configuration(test_settings=...))"
+    return entry.build(**{**entry.test_settings, **overrides})
 
 
 def _images(model, batch=2, seed=0):
@@ -59,17 +44,17 @@ def _np(x):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_include_top_false_with_each_pooling(name):
-    features = _build(name, include_top=False)
+    features = build_small(name, include_top=False)
     assert isinstance(features, CapsuleClassifier) and "predictions" not in [layer.name for layer in features.layers]
     x = _images(features)
     feature_map = _np(features(x))
     if feature_map.ndim == 2:  # fully connected capsules: no positions to pool
         with pytest.raises(ValueError, match=rf"{_constructor_name(name)}: argument `pooling`.*fully connected"):
-            _build(name, include_top=False, pooling="avg")
+            build_small(name, include_top=False, pooling="avg")
         return
     assert feature_map.ndim == 4 and tuple(features.output.shape[1:]) == feature_map.shape[1:]
     for pooling, reduce in (("avg", np.mean), ("max", np.max)):
-        pooled = _build(name, include_top=False, pooling=pooling)
+        pooled = build_small(name, include_top=False, pooling=pooling)
         pooled.set_weights(features.get_weights())
         assert tuple(pooled.output.shape) == (None, feature_map.shape[-1])
         np.testing.assert_allclose(_np(pooled(x)), reduce(feature_map, axis=(1, 2)), rtol=1e-5, atol=1e-6)
@@ -77,14 +62,14 @@ def test_include_top_false_with_each_pooling(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_input_tensor_classifier_activation_preprocessing_and_predictions_layer(name):
-    scores_model = _build(name)  # classifier_activation=None: the raw scores
+    scores_model = build_small(name)  # classifier_activation=None: the raw scores
     assert isinstance(scores_model, CapsuleClassifier) and scores_model.output_names == ["predictions"]
     assert scores_model.get_layer("predictions").get_config()["activation"] == "linear"
     with pytest.raises(ValueError, match=rf"{_constructor_name(name)}: argument `pooling` expected None with include_top=True"):
-        _build(name, pooling="avg")
+        build_small(name, pooling="avg")
     tensor = keras.Input(tuple(scores_model.inputs[0].shape[1:]))
     # include_preprocessing=True: the same weights serve [0, 255] images
-    probabilities_model = _build(name, input_tensor=tensor, classifier_activation="softmax", include_preprocessing=True)
+    probabilities_model = build_small(name, input_tensor=tensor, classifier_activation="softmax", include_preprocessing=True)
     assert isinstance(probabilities_model, CapsuleClassifier) and probabilities_model.inputs[0] is tensor
     assert probabilities_model.output_names == ["predictions"] and tuple(probabilities_model.output.shape) == (None, 3)
     probabilities_model.set_weights(scores_model.get_weights())
@@ -102,8 +87,9 @@ def routed_constructors():
 
 
 def router_configuration(constructor):
-    """The configuration a constructor's routers are checked on."""
-    return ROUTER_CONFIGURATION.get(constructor, min(n for n in NAMES if _constructor_name(n) == constructor))
+    """The configuration a constructor's routers are checked on: the one registered with ``test_routers=True``, else its first."""
+    names = [n for n in NAMES if _constructor_name(n) == constructor]
+    return next((n for n in names if applications.get_configuration(n).test_routers), min(names))
 
 
 def _router_cases():
@@ -116,7 +102,7 @@ def router_options(constructor, router):
     return {"sequential_routing": True} if concurrent and router not in routing.available(initial_poses=True) else {}
 
 
-def _routers_of(model):
+def routers_of(model):
     layers = [layer for layer in model.layers if hasattr(layer, "router")]
     for stack in (layer for layer in model.layers if isinstance(layer, ConcurrentRouting)):
         layers += stack.capsule_layers
@@ -125,8 +111,8 @@ def _routers_of(model):
 
 @pytest.mark.parametrize("name, router", _router_cases())
 def test_every_router_the_model_allows_builds_and_runs(name, router):
-    model = _build(name, router=router, **router_options(_constructor_name(name), router))
-    routers = _routers_of(model)
+    model = build_small(name, router=router, **router_options(_constructor_name(name), router))
+    routers = routers_of(model)
     assert routers and all(r.router_name == router for r in routers)
     assert all(r.iterations == routing.get(router).iterations for r in routers)  # routing_iterations=None: the router's own
     scores = _np(model(_images(model)))

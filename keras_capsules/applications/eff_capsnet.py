@@ -6,15 +6,15 @@ from typing import Any
 import keras
 
 from keras_capsules import errors
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleDecoder, FcCaps, PrimaryCaps, UpsamplingDecoder
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: Per-variant settings: input shape, classes, stem (filters, kernel, stride), primary kernel and stride.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -55,6 +55,54 @@ def _stem(x, variant):
                 groups=filters, beta_initializer="random_uniform", gamma_initializer="random_uniform", name=f"instance_norm{i + 1}"
             )(x)
     return x
+
+
+def _check(a):
+    errors.check_one_of("EffCapsNet", "variant", a.variant, tuple(VARIANTS))
+    errors.check_one_of("EffCapsNet", "primary_capsule_dim", a.primary_capsule_dim, (1, 2, 4, 8, 16, 32, 64, 128))
+    a.classes = VARIANTS[a.variant]["classes"] if a.classes is None else a.classes
+
+
+def _body(x, a):
+    """The stem -> depthwise PrimaryCaps -> class capsules, with the variant's decoder."""
+    x = _stem(x, a.variant)
+    kernel, stride = VARIANTS[a.variant]["primary"]
+    dim = a.primary_capsule_dim
+    children = PrimaryCaps(
+        128 // dim, dim, kernel_size=kernel, strides=stride, depthwise=True, activation="squash_efficient", name="primary_caps"
+    )(x)
+    class_layer = FcCaps(
+        a.classes,
+        a.class_capsule_dim,
+        router=a.router,
+        routing_iterations=a.routing_iterations,
+        kernel_initializer="he_normal",
+        name="class_caps",
+    )
+    decoder = None
+    if a.reconstruction and a.include_top and a.variant == "smallnorb":
+        decoder = UpsamplingDecoder(a.input_shape, name="decoder")
+    elif a.reconstruction and a.include_top:
+        decoder = CapsuleDecoder(a.input_shape, hidden_initializer="he_normal", output_initializer="glorot_normal", name="decoder")
+    return builder.Network(
+        children,
+        class_layer,
+        decoder=decoder,
+        reconstruction_weight=a.reconstruction_weight,
+        pixel_reduction="mean",
+        mask_top_k=2 if a.variant == "multimnist" else 1,
+    )
+
+
+APPLICATION = builder.Application(
+    "EffCapsNet",
+    _body,
+    input_shape=lambda a: VARIANTS[a.variant]["input_shape"],
+    min_size=lambda a: VARIANTS[a.variant]["input_shape"][0],
+    check=_check,
+    default_router="self_attention",
+    router_needs={"pose": "vector"},
+)
 
 
 @with_presets("EffCapsNet")
@@ -113,63 +161,15 @@ def EffCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``).
     """
-    errors.check_one_of("EffCapsNet", "variant", variant, tuple(VARIANTS))
-    errors.check_one_of("EffCapsNet", "primary_capsule_dim", primary_capsule_dim, (1, 2, 4, 8, 16, 32, 64, 128))
-    settings = VARIANTS[variant]
-    classes = settings["classes"] if classes is None else classes
-    input_shape = utils.validate_application_args(
-        "EffCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=settings["input_shape"],
-        min_size=settings["input_shape"][0],
-    )
-    router = "self_attention" if router is None else router
-    utils.check_router("EffCapsNet", router, pose="vector")
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = _stem(x, variant)
-    kernel, stride = settings["primary"]
-    children = PrimaryCaps(
-        128 // primary_capsule_dim, primary_capsule_dim, kernel_size=kernel, strides=stride, depthwise=True, activation="squash_efficient", name="primary_caps"
-    )(x)
-    class_layer = FcCaps(
-        classes,
-        class_capsule_dim,
-        router=router,
-        routing_iterations=routing_iterations,
-        kernel_initializer="he_normal",
-        name="class_caps",
-    )
-    decoder = None
-    if reconstruction and include_top:
-        if variant == "smallnorb":
-            decoder = UpsamplingDecoder(input_shape, name="decoder")
-        else:
-            decoder = CapsuleDecoder(input_shape, hidden_initializer="he_normal", output_initializer="glorot_normal", name="decoder")
-    model = utils.assemble(
-        model_name="EffCapsNet",
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        decoder=decoder,
-        reconstruction_weight=reconstruction_weight,
-        pixel_reduction="mean",
-        mask_top_k=2 if variant == "multimnist" else 1,
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#effcapsnet (Efficient-CapsNet, EscVM code)"
-register_configuration("EffCapsNet/mnist", EffCapsNet, {"variant": "mnist"}, trainable_params=161_824, total_params=162_400, source=SOURCE)
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"classes": 3}
+register_configuration(
+    "EffCapsNet/mnist", EffCapsNet, {"variant": "mnist"}, trainable_params=161_824, total_params=162_400, source=SOURCE, test_settings=TEST_SETTINGS
+)
 register_configuration(
     "EffCapsNet/mnist-reconstruction",
     EffCapsNet,
@@ -177,16 +177,22 @@ register_configuration(
     trainable_params=161_824 + 1_411_344,
     total_params=162_400 + 1_411_344,
     source=SOURCE + " + decoder 1,411,344",
+    test_settings=TEST_SETTINGS,
 )
-register_configuration("EffCapsNet/smallnorb", EffCapsNet, {"variant": "smallnorb"}, trainable_params=151_664, source=SOURCE)
+register_configuration(
+    "EffCapsNet/smallnorb", EffCapsNet, {"variant": "smallnorb"}, trainable_params=151_664, source=SOURCE, test_settings=TEST_SETTINGS
+)
 register_configuration(
     "EffCapsNet/smallnorb-reconstruction",
     EffCapsNet,
     {"variant": "smallnorb", "reconstruction": True},
     trainable_params=151_664 + 229_570,
     source=SOURCE + " + upsampling decoder 229,570 (seed Dense 5x16 -> 64: 5,184; convs 640 + 73,856 + 147,584; output conv 2,306)",
+    test_settings=TEST_SETTINGS,
 )
-register_configuration("EffCapsNet/multimnist", EffCapsNet, {"variant": "multimnist"}, trainable_params=154_656, source=SOURCE)
+register_configuration(
+    "EffCapsNet/multimnist", EffCapsNet, {"variant": "multimnist"}, trainable_params=154_656, source=SOURCE, test_settings=TEST_SETTINGS
+)
 register_configuration(
     "EffCapsNet/multimnist-reconstruction",
     EffCapsNet,
@@ -195,4 +201,5 @@ register_configuration(
     total_params=154_656 + 576 + 1_936_144,
     source=SOURCE + " + decoder 160 -> 512 -> 1024 -> 1296: 82,432 + 525,312 + 1,328,400 = 1,936,144; 576 BatchNorm statistics",
     roundtrip=False,
+    test_settings=TEST_SETTINGS,
 )

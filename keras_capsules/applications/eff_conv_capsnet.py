@@ -4,20 +4,36 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: Backbone convolutions (filters, kernel, stride), each followed by ReLU and BatchNorm (Efficient-CapsNet style).
 STEM = ((32, 5, 2), (64, 3, 1), (64, 3, 1), (256, 3, 2))
 #: Smallest input side: the ConvCaps layer needs a 3x3 primary grid.
 MIN_SIZE = 33
+
+
+def _body(x, a):
+    """The stem -> depthwise PrimaryCaps -> ConvCaps -> class capsules shared across positions."""
+    for i, (filters, kernel, stride) in enumerate(STEM):
+        x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
+        x = keras.layers.BatchNormalization(name=f"bn{i + 1}")(x)
+    primary = PrimaryCaps(16, 16, kernel_size=3, strides=1, depthwise=True, activation="squash", name="primary_caps")(x)
+    routed = dict(router=a.router, routing_iterations=a.routing_iterations)
+    conv_caps = ConvCaps(16, 16, kernel_size=3, strides=2, name="conv_caps", **routed)(primary)
+    return builder.Network(conv_caps, FcCaps(a.classes, 16, shared_weights="positions", name="class_caps", **routed))
+
+
+APPLICATION = builder.Application(
+    "EffConvCapsNet", _body, input_shape=(128, 128, 3), min_size=MIN_SIZE, default_router="dynamic", router_needs={"pose": "vector"}
+)
 
 
 @with_presets("EffConvCapsNet")
@@ -64,39 +80,16 @@ def EffConvCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``).
     """
-    input_shape = utils.validate_application_args(
-        "EffConvCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(128, 128, 3),
-        min_size=MIN_SIZE,
-    )
-    router = "dynamic" if router is None else router
-    utils.check_router("EffConvCapsNet", router, pose="vector")
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    for i, (filters, kernel, stride) in enumerate(STEM):
-        x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
-        x = keras.layers.BatchNormalization(name=f"bn{i + 1}")(x)
-    primary = PrimaryCaps(16, 16, kernel_size=3, strides=1, depthwise=True, activation="squash", name="primary_caps")(x)
-    conv_caps = ConvCaps(16, 16, kernel_size=3, strides=2, router=router, routing_iterations=routing_iterations, name="conv_caps")(primary)
-    class_layer = FcCaps(classes, 16, router=router, routing_iterations=routing_iterations, shared_weights="positions", name="class_caps")
-    model = utils.assemble(
-        model_name="EffConvCapsNet",
-        inputs=inputs,
-        children=conv_caps,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "REM App. B.1 (docs/reference/models.md#effconvcapsnet): counted from the layer shapes; the paper gives none"
-register_configuration("EffConvCapsNet/128", EffConvCapsNet, {}, trainable_params=840_160, total_params=840_992, source=SOURCE)
+register_configuration(
+    "EffConvCapsNet/128",
+    EffConvCapsNet,
+    {},
+    trainable_params=840_160,
+    total_params=840_992,
+    source=SOURCE,
+    test_settings={"input_shape": (MIN_SIZE, MIN_SIZE, 3), "classes": 3},
+)

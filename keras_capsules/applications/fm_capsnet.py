@@ -6,15 +6,15 @@ from typing import Any
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import DeconvDecoder, FcCaps, Length, PrimaryCaps, Squash
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 WEIGHT_DECAY = 1e-4
 
@@ -77,15 +77,89 @@ def _light_children(x):
     return PrimaryCaps(8, 8, kernel_size=9, strides=2, name="primary_caps")(x)
 
 
-def _routers(router, layers, variant, routing_iterations):
-    """One router per capsule layer from one spec (``None``: the variant's FM); FM's hidden layers keep ``s_j`` unnormalised."""
-    if router is None:
-        router = dict(LIGHT_FM) if variant == "light" else dict(CODE_FM)
-    fm = utils.check_router("FMCapsNet", router, pose="vector" if variant == "light" else "matrix") == "fm_agreement"
+def _resnet_capsules(x, settings, classes, routers):
+    """The ex4_2 / ex4_3_1 network after the input: ResNet-v2, primary capsules, hidden FM layers; returns ``(children, class_layer)``."""
+    x = _resnet_v2(x, settings["blocks"])
+    x = keras.layers.Conv2D(
+        64,
+        5,
+        strides=2,
+        padding="same",
+        use_bias=False,
+        kernel_initializer="he_normal",
+        kernel_regularizer=keras.regularizers.L2(WEIGHT_DECAY),
+        name="primary_conv",
+    )(x)
+    grid = x.shape[1] * x.shape[2] * 4
+    x = keras.layers.Reshape((grid, 16), name="primary_capsules")(x)
+    x = keras.layers.BatchNormalization(name="primary_bn")(x)
+    primary = Squash(name="primary_squash")(x)
+    # Activations of the primary capsules: their squashed lengths (FMRouting's ``with_prob``); FM
+    # ignores them, EM (``router="em"``) uses them.
+    children = (primary, Length(name="primary_lengths")(primary))
+
+    def capsules(num, config, layer_name):
+        return FcCaps(
+            num,
+            router=config,
+            transform="matrix",
+            matrix_side="right",
+            kernel_initializer="glorot_normal",
+            kernel_regularizer=keras.regularizers.L2(WEIGHT_DECAY),
+            name=layer_name,
+        )
+
+    for i, num in enumerate(settings["hidden_capsules"]):
+        children = capsules(num, routers[i], f"caps{i + 1}")(children)
+    return children, capsules(classes, routers[-1], "class_caps")
+
+
+def _routers(router, layers, routing_iterations):
+    """One router per capsule layer from one spec; FM's hidden layers keep ``s_j`` unnormalised."""
+    fm = routing.router_name(router) == "fm_agreement"
     return [
         routing.resolve(router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None)
         for i in range(layers)
     ]
+
+
+def _check(a):
+    """The variant, the decoder (the affNIST model's) and the variant's FM for ``router=None``."""
+    errors.check_one_of("FMCapsNet", "variant", a.variant, tuple(VARIANTS))
+    if a.reconstruction and a.variant != "affnist":
+        errors.fail("FMCapsNet", "reconstruction", f"False for variant={a.variant!r} (the decoder is the affNIST model's)", a.reconstruction)
+    if a.router is None:
+        a.router = dict(LIGHT_FM) if a.variant == "light" else dict(CODE_FM)
+
+
+def _body(x, a):
+    """The variant's network up to its class layer; the class activations score."""
+    settings = VARIANTS[a.variant]
+    routers = _routers(a.router, len(settings["hidden_capsules"]) + 1, a.routing_iterations)
+    if a.variant == "light":
+        children = _light_children(x)
+        class_layer = FcCaps(a.classes, 16, router=routers[0], kernel_initializer="glorot_normal", name="class_caps")
+    else:
+        children, class_layer = _resnet_capsules(x, settings, a.classes, routers)
+    decoder = DeconvDecoder(a.input_shape, capsule_dim=16, name="decoder") if a.reconstruction and a.include_top else None
+    return builder.Network(
+        children,
+        class_layer,
+        scores=builder.class_activations,
+        decoder=decoder,
+        reconstruction_weight=a.reconstruction_weight,
+        pixel_reduction="sum",
+    )
+
+
+APPLICATION = builder.Application(
+    "FMCapsNet",
+    _body,
+    input_shape=lambda a: VARIANTS[a.variant]["input_shape"],
+    min_size=8,
+    check=_check,
+    router_needs=lambda a: {"pose": "vector" if a.variant == "light" else "matrix"},
+)
 
 
 @with_presets("FMCapsNet")
@@ -180,89 +254,21 @@ def FMCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``; the paper standardises each image).
     """
-    errors.check_one_of("FMCapsNet", "variant", variant, tuple(VARIANTS))
-    settings = VARIANTS[variant]
-    if reconstruction and variant != "affnist":
-        errors.fail("FMCapsNet", "reconstruction", f"False for variant={variant!r} (the decoder is the affNIST model's)", reconstruction)
-    input_shape = utils.validate_application_args(
-        "FMCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=settings["input_shape"],
-        min_size=8,
-    )
-    routers = _routers(router, len(settings["hidden_capsules"]) + 1, variant, routing_iterations)
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    if variant == "light":
-        children = _light_children(x)
-        class_layer = FcCaps(classes, 16, router=routers[0], kernel_initializer="glorot_normal", name="class_caps")
-    else:
-        children, class_layer = _resnet_capsules(x, settings, classes, routers)
-    decoder = None
-    if reconstruction and include_top:
-        decoder = DeconvDecoder(input_shape, capsule_dim=16, name="decoder")
-    model = utils.assemble(
-        model_name="FMCapsNet",
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        score_head=lambda class_poses, class_acts: class_acts,
-        decoder=decoder,
-        reconstruction_weight=reconstruction_weight,
-        pixel_reduction="sum",
-    )
-    return utils.load_weights(model, weights)
-
-
-def _resnet_capsules(x, settings, classes, routers):
-    """The ex4_2 / ex4_3_1 network after the input: ResNet-v2, primary capsules, hidden FM layers; returns ``(children, class_layer)``."""
-    x = _resnet_v2(x, settings["blocks"])
-    x = keras.layers.Conv2D(
-        64,
-        5,
-        strides=2,
-        padding="same",
-        use_bias=False,
-        kernel_initializer="he_normal",
-        kernel_regularizer=keras.regularizers.L2(WEIGHT_DECAY),
-        name="primary_conv",
-    )(x)
-    grid = x.shape[1] * x.shape[2] * 4
-    x = keras.layers.Reshape((grid, 16), name="primary_capsules")(x)
-    x = keras.layers.BatchNormalization(name="primary_bn")(x)
-    primary = Squash(name="primary_squash")(x)
-    # Activations of the primary capsules: their squashed lengths (FMRouting's ``with_prob``); FM
-    # ignores them, EM (``router="em"``) uses them.
-    children = (primary, Length(name="primary_lengths")(primary))
-
-    def capsules(num, config, layer_name):
-        return FcCaps(
-            num,
-            router=config,
-            transform="matrix",
-            matrix_side="right",
-            kernel_initializer="glorot_normal",
-            kernel_regularizer=keras.regularizers.L2(WEIGHT_DECAY),
-            name=layer_name,
-        )
-
-    for i, num in enumerate(settings["hidden_capsules"]):
-        children = capsules(num, routers[i], f"caps{i + 1}")(children)
-    return children, capsules(classes, routers[-1], "class_caps")
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#fmcapsnet (seed 003, FMRouting code)"
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"classes": 3}
 register_configuration(
-    "FMCapsNet/cifar10", FMCapsNet, {"variant": "cifar"}, trainable_params=903_760, total_params=903_760 + 3_744, source=SOURCE
+    "FMCapsNet/cifar10",
+    FMCapsNet,
+    {"variant": "cifar"},
+    trainable_params=903_760,
+    total_params=903_760 + 3_744,
+    source=SOURCE,
+    test_settings={**TEST_SETTINGS, "input_shape": (8, 8, 3)},
+    test_routers=True,
 )
 register_configuration(
     "FMCapsNet/light",
@@ -271,9 +277,10 @@ register_configuration(
     trainable_params=705_728,
     total_params=705_728,
     source=SOURCE + "; ex4_1_light: conv 5,248 + primary 331,840 + W 288 x 10 x 8 x 16 = 368,640",
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
-    "FMCapsNet/affnist", FMCapsNet, {"variant": "affnist"}, trainable_params=195_376, total_params=195_376 + 544, source=SOURCE
+    "FMCapsNet/affnist", FMCapsNet, {"variant": "affnist"}, trainable_params=195_376, total_params=195_376 + 544, source=SOURCE, test_settings=TEST_SETTINGS
 )
 register_configuration(
     "FMCapsNet/affnist-reconstruction",
@@ -282,4 +289,5 @@ register_configuration(
     trainable_params=195_376 + 186_145,
     total_params=195_376 + 544 + 199_041,
     source=SOURCE + " + deconvolution decoder 186,145 trainable / 199,041 with BatchNorm statistics",
+    test_settings=TEST_SETTINGS,
 )

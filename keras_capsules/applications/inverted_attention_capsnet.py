@@ -7,15 +7,15 @@ from typing import Any
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import CapsuleLogits, ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: apple's ``transforms.Normalize`` statistics for CIFAR (main_capsule.py), applied inside the model.
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
@@ -81,6 +81,79 @@ def _backbone(x, backbone, settings):
 def _router(spec, dropout, iterations):
     defaults = {"dropout": dropout} if dropout and routing.router_name(spec) == "inverted_dot_product" else None
     return routing.resolve(spec, iterations, owner="InvertedAttentionCapsNet", defaults=defaults)
+
+
+def _check(a):
+    errors.check_one_of("InvertedAttentionCapsNet", "variant", a.variant, tuple(VARIANTS))
+    a.classes = DATASETS[VARIANTS[a.variant][0]]["classes"] if a.classes is None else a.classes
+
+
+def _body(x, a):
+    """Standardisation -> backbone -> primary capsules -> the capsule stack, routed concurrently; logits from the class poses."""
+    if a.input_shape[-1] != 3:
+        errors.fail("InvertedAttentionCapsNet", "input_shape", "3 channels (the model standardises with CIFAR's per-channel statistics)", a.input_shape)
+    dataset, backbone = VARIANTS[a.variant]
+    settings = DATASETS[dataset]
+    pose_dim = settings["pose_dim"]
+    side = math.isqrt(pose_dim)
+
+    def transform_init(n_in, n_out):
+        return keras.initializers.RandomNormal(stddev=math.sqrt(n_out / (side * n_in)))
+
+    x = keras.layers.Normalization(mean=CIFAR_MEAN, variance=[s * s for s in CIFAR_STD], name="standardize")(x)
+    features = _backbone(x, backbone, settings)
+    primary = PrimaryCaps(
+        CAPSULE_TYPES, pose_dim, kernel_size=1, activation="layer_norm", use_bias=False,
+        kernel_initializer=_torch_default(features.shape[-1])["kernel_initializer"], name="primary_caps",
+    )(features)
+
+    def new_router():
+        return _router(a.router, a.dropout, a.routing_iterations)
+
+    grid = primary[0].shape[1:3]
+    layers = []
+    for i, strides in enumerate((2, 1)):
+        layers.append(
+            ConvCaps(
+                CAPSULE_TYPES, kernel_size=3, strides=strides, transform="matrix", router=new_router(),
+                kernel_initializer=transform_init(9 * CAPSULE_TYPES, CAPSULE_TYPES), name=f"conv_caps{i + 1}",
+            )
+        )
+        grid = tuple((g - 3) // strides + 1 for g in grid)
+    n_in = grid[0] * grid[1] * CAPSULE_TYPES
+    for i, units in enumerate(settings["hidden_fc"]):
+        layers.append(
+            FcCaps(units, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, units), name=f"fc_caps{i + 1}")
+        )
+        n_in = units
+    class_caps = FcCaps(
+        a.classes, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, a.classes), name="class_caps"
+    )
+
+    # The stack's schedule takes the routers' iterations (t).
+    iterations = class_caps.router.iterations
+    if a.include_top:
+        stack = ConcurrentRouting(layers + [class_caps], iterations, sequential=a.sequential_routing, name="capsules")
+        return builder.Network(primary, stack, scores=_logits)
+    return builder.Network(ConcurrentRouting(layers, iterations, sequential=a.sequential_routing, name="capsules")(primary))
+
+
+def _logits(poses, activations):
+    """One ``Linear(d -> 1)`` shared by the class capsules: ``(batch, classes)`` logits."""
+    return CapsuleLogits(name="logits")(poses)
+
+
+APPLICATION = builder.Application(
+    "InvertedAttentionCapsNet",
+    _body,
+    input_shape=(32, 32, 3),
+    min_size=13,
+    fixed_size=True,
+    check=_check,
+    default_router="inverted_dot_product",
+    router_needs=lambda a: {"pose": "matrix"} if a.sequential_routing else {"pose": "matrix", "initial_poses": True},
+    router_hint=" (sequential_routing=True takes the others)",
+)
 
 
 @with_presets("InvertedAttentionCapsNet")
@@ -154,83 +227,7 @@ def InvertedAttentionCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` mapping images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``) to ``(batch, classes)``.
     """
-    errors.check_one_of("InvertedAttentionCapsNet", "variant", variant, tuple(VARIANTS))
-    dataset, backbone = VARIANTS[variant]
-    settings = DATASETS[dataset]
-    classes = settings["classes"] if classes is None else classes
-    input_shape = utils.validate_application_args(
-        "InvertedAttentionCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(32, 32, 3),
-        min_size=13,
-        fixed_size=True,
-    )
-    if input_shape[-1] != 3:
-        errors.fail("InvertedAttentionCapsNet", "input_shape", "3 channels (the model standardises with CIFAR's per-channel statistics)", input_shape)
-    spec = "inverted_dot_product" if router is None else router
-    concurrent = {} if sequential_routing else {"initial_poses": True}
-    utils.check_router("InvertedAttentionCapsNet", spec, " (sequential_routing=True takes the others)", pose="matrix", **concurrent)
-    pose_dim = settings["pose_dim"]
-    side = math.isqrt(pose_dim)
-
-    def transform_init(n_in, n_out):
-        return keras.initializers.RandomNormal(stddev=math.sqrt(n_out / (side * n_in)))
-
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = keras.layers.Normalization(mean=CIFAR_MEAN, variance=[s * s for s in CIFAR_STD], name="standardize")(x)
-    features = _backbone(x, backbone, settings)
-    primary = PrimaryCaps(
-        CAPSULE_TYPES, pose_dim, kernel_size=1, activation="layer_norm", use_bias=False,
-        kernel_initializer=_torch_default(features.shape[-1])["kernel_initializer"], name="primary_caps",
-    )(features)
-
-    def new_router():
-        return _router(spec, dropout, routing_iterations)
-
-    grid = primary[0].shape[1:3]
-    layers = []
-    for i, strides in enumerate((2, 1)):
-        layers.append(
-            ConvCaps(
-                CAPSULE_TYPES, kernel_size=3, strides=strides, transform="matrix", router=new_router(),
-                kernel_initializer=transform_init(9 * CAPSULE_TYPES, CAPSULE_TYPES), name=f"conv_caps{i + 1}",
-            )
-        )
-        grid = tuple((g - 3) // strides + 1 for g in grid)
-    n_in = grid[0] * grid[1] * CAPSULE_TYPES
-    for i, units in enumerate(settings["hidden_fc"]):
-        layers.append(
-            FcCaps(units, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, units), name=f"fc_caps{i + 1}")
-        )
-        n_in = units
-    class_caps = FcCaps(
-        classes, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, classes), name="class_caps"
-    )
-
-    # The stack's schedule takes the routers' iterations (t).
-    iterations = class_caps.router.iterations
-    if include_top:
-        children, class_layer = primary, ConcurrentRouting(layers + [class_caps], iterations, sequential=sequential_routing, name="capsules")
-    else:
-        children, class_layer = ConcurrentRouting(layers, iterations, sequential=sequential_routing, name="capsules")(primary), None
-    model = utils.assemble(
-        model_name="InvertedAttentionCapsNet",
-        inputs=inputs,
-        children=children,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        score_head=lambda poses, activations: CapsuleLogits(name="logits")(poses),
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#invertedattentioncapsnet (apple configs, paper Table 1; trainable, as apple's count_parameters)"
@@ -247,4 +244,6 @@ for _dataset, _backbone_name, _trainable, _total in (
         trainable_params=_trainable,
         total_params=_total,
         source=SOURCE + ("; total adds 3,200 BatchNorm moving statistics" if _backbone_name == "resnet" else ""),
+        test_settings={"classes": 3},
+        test_routers=(_dataset, _backbone_name) == ("cifar10", "simple"),
     )

@@ -5,7 +5,7 @@ from collections.abc import Callable, Sequence
 import keras
 
 from keras_capsules import errors, routing
-from keras_capsules.applications import utils
+from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
 from keras_capsules.layers import ConvCaps, FcCaps, PrimaryCaps
@@ -13,20 +13,59 @@ from keras_capsules.layers.conv_caps import output_size
 from keras_capsules.presets import with_presets
 from keras_capsules.routing import Router
 
-preprocess_input = utils.preprocess_input
-decode_predictions = utils.decode_predictions
+preprocess_input = io.preprocess_input
+decode_predictions = io.decode_predictions
 
 #: (A, B, C, D): Conv1 channels, primary capsule types, ConvCaps1 and ConvCaps2 types.
 VARIANTS = {"large": (32, 32, 32, 32), "small": (64, 8, 16, 16)}
 
 
-def _router_for(spec, iterations, child_grid, kernel_size, strides, spatial_routing):
-    """A fresh router per capsule layer; routers that take a conv layer's geometry (EM) get it there."""
-    geometry = None
-    name = utils.check_router("MatrixCapsNet", spec, pose="matrix")
-    if spatial_routing and child_grid is not None and name in routing.available(child_grid=True):
-        geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
-    return routing.resolve(spec, iterations, owner="MatrixCapsNet", overrides=geometry)
+def _check(a):
+    errors.check_one_of("MatrixCapsNet", "variant", a.variant, tuple(VARIANTS))
+
+
+def _body(x, a):
+    """Input BatchNorm -> Conv1 -> PrimaryCaps -> ConvCaps1 -> ConvCaps2 -> class capsules; the class activations score."""
+    filters, primary_types, types1, types2 = VARIANTS[a.variant]
+    height, width = a.input_shape[:2]
+    grid0 = (output_size(height, 5, 2, "same"), output_size(width, 5, 2, "same"))
+    grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
+    transform_init = keras.initializers.TruncatedNormal(stddev=1.0)
+
+    def router(child_grid, kernel_size, strides):
+        """A fresh router per capsule layer; routers that take a conv layer's geometry (EM) get it there."""
+        geometry = None
+        if a.spatial_routing and child_grid is not None and routing.router_name(a.router) in routing.available(child_grid=True):
+            geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
+        return routing.resolve(a.router, a.routing_iterations, owner="MatrixCapsNet", overrides=geometry)
+
+    x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
+    x = keras.layers.Conv2D(
+        filters, 5, strides=2, padding="same", activation="relu",
+        bias_initializer=keras.initializers.TruncatedNormal(stddev=0.01), name="conv1",
+    )(x)
+    capsules = PrimaryCaps(primary_types, 16, kernel_size=1, activation="sigmoid", name="primary_caps")(x)
+    capsules = ConvCaps(
+        types1, kernel_size=3, strides=2, transform="matrix", kernel_initializer=transform_init, router=router(grid0, 3, 2), name="conv_caps1"
+    )(capsules)
+    capsules = ConvCaps(
+        types2, kernel_size=3, strides=1, transform="matrix", kernel_initializer=transform_init, router=router(grid1, 3, 1), name="conv_caps2"
+    )(capsules)
+    class_layer = FcCaps(
+        a.classes,
+        transform="matrix",
+        shared_weights="positions",
+        coordinate_addition=a.coordinate_addition,
+        kernel_initializer=transform_init,
+        router=router(None, 1, 1),
+        name="class_caps",
+    )
+    return builder.Network(capsules, class_layer, scores=builder.class_activations)
+
+
+APPLICATION = builder.Application(
+    "MatrixCapsNet", _body, input_shape=(32, 32, 1), min_size=13, check=_check, default_router="em", router_needs={"pose": "matrix"}
+)
 
 
 @with_presets("MatrixCapsNet")
@@ -98,71 +137,19 @@ def MatrixCapsNet(
         A built :class:`~keras_capsules.applications.CapsuleClassifier` mapping images in [0, 1]
         ([0, 255] with ``include_preprocessing=True``) to ``(batch, classes)`` scores.
     """
-    errors.check_one_of("MatrixCapsNet", "variant", variant, tuple(VARIANTS))
-    filters, primary_types, types1, types2 = VARIANTS[variant]
-    input_shape = utils.validate_application_args(
-        "MatrixCapsNet",
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        default_shape=(32, 32, 1),
-        min_size=13,
-    )
-    height, width = input_shape[:2]
-    if height is None or width is None:
-        expected = "known height and width (the capsule layers need their grid sizes)"
-        errors.fail("MatrixCapsNet", "input_shape", expected, input_shape)
-    spec = "em" if router is None else router
-    grid0 = (output_size(height, 5, 2, "same"), output_size(width, 5, 2, "same"))
-    grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
-    transform_init = keras.initializers.TruncatedNormal(stddev=1.0)
-
-    inputs, x = utils.model_inputs(input_tensor, input_shape, include_preprocessing)
-    x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
-    x = keras.layers.Conv2D(
-        filters, 5, strides=2, padding="same", activation="relu",
-        bias_initializer=keras.initializers.TruncatedNormal(stddev=0.01), name="conv1",
-    )(x)
-    capsules = PrimaryCaps(primary_types, 16, kernel_size=1, activation="sigmoid", name="primary_caps")(x)
-    capsules = ConvCaps(
-        types1, kernel_size=3, strides=2, transform="matrix", kernel_initializer=transform_init,
-        router=_router_for(spec, routing_iterations, grid0, 3, 2, spatial_routing), name="conv_caps1",
-    )(capsules)
-    capsules = ConvCaps(
-        types2, kernel_size=3, strides=1, transform="matrix", kernel_initializer=transform_init,
-        router=_router_for(spec, routing_iterations, grid1, 3, 1, spatial_routing), name="conv_caps2",
-    )(capsules)
-    class_layer = FcCaps(
-        classes,
-        transform="matrix",
-        shared_weights="positions",
-        coordinate_addition=coordinate_addition,
-        kernel_initializer=transform_init,
-        router=_router_for(spec, routing_iterations, None, 1, 1, spatial_routing),
-        name="class_caps",
-    )
-    model = utils.assemble(
-        model_name="MatrixCapsNet",
-        inputs=inputs,
-        children=capsules,
-        class_layer=class_layer,
-        include_top=include_top,
-        pooling=pooling,
-        classifier_activation=classifier_activation,
-        name=name,
-        score_head=lambda poses, activations: activations,
-    )
-    return utils.load_weights(model, weights)
+    return builder.build(APPLICATION, locals())
 
 
 SOURCE = "docs/reference/models.md#matrixcapsnet (IBM models.py; counted from the layer shapes): trainable; total adds the input BatchNorm's 2 moving statistics"
-register_configuration(
-    "MatrixCapsNet/smallnorb", MatrixCapsNet, {"variant": "large"}, trainable_params=316_394, total_params=316_396, source=SOURCE
-)
-register_configuration(
-    "MatrixCapsNet/smallnorb-small", MatrixCapsNet, {"variant": "small"}, trainable_params=67_154, total_params=67_156, source=SOURCE
-)
+#: The small arguments the registry-wide contract test builds each configuration with.
+TEST_SETTINGS = {"input_shape": (16, 16, 1), "classes": 3}
+for _key, _variant, _trainable in (("smallnorb", "large", 316_394), ("smallnorb-small", "small", 67_154)):
+    register_configuration(
+        f"MatrixCapsNet/{_key}",
+        MatrixCapsNet,
+        {"variant": _variant},
+        trainable_params=_trainable,
+        total_params=_trainable + 2,
+        source=SOURCE,
+        test_settings=TEST_SETTINGS,
+    )

@@ -19,6 +19,11 @@ class ApplicationEntry:
         source: where the reference count comes from.
         roundtrip: run the ``.keras``/export round trip in the registry test (off only for models too
             large to save quickly, e.g. the 72M-parameter GLOM ablation, whose count is still checked).
+        test_settings: small arguments (input shape, 3 classes, narrower layers) put on top of
+            ``kwargs`` when the registry-wide contract test (``applications/contract_test.py``) builds
+            the configuration; they keep its architecture.
+        test_routers: the contract test builds the constructor with every router it allows on this
+            configuration (default: on the constructor's first configuration by name).
     """
 
     name: str
@@ -28,6 +33,8 @@ class ApplicationEntry:
     total_params: int | None = None
     source: str = ""
     roundtrip: bool = True
+    test_settings: dict = dataclasses.field(default_factory=dict)
+    test_routers: bool = False
 
     def build(self, **overrides):
         return self.constructor(**{**self.kwargs, **overrides})
@@ -41,11 +48,15 @@ def register_configuration(
     total_params: int | None = None,
     source: str = "",
     roundtrip: bool = True,
+    test_settings: dict | None = None,
+    test_routers: bool = False,
 ) -> ApplicationEntry:
-    """Registers a paper configuration under ``name``."""
+    """Registers a paper configuration under ``name`` (the arguments are the :class:`ApplicationEntry` attributes)."""
     if name in _ENTRIES:
         raise ValueError(f"register_configuration: {name!r} is already registered.")
-    _ENTRIES[name] = ApplicationEntry(name, constructor, dict(kwargs or {}), trainable_params, total_params, source, roundtrip)
+    _ENTRIES[name] = ApplicationEntry(
+        name, constructor, dict(kwargs or {}), trainable_params, total_params, source, roundtrip, dict(test_settings or {}), test_routers
+    )
     return _ENTRIES[name]
 
 

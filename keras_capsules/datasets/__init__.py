@@ -6,6 +6,7 @@ job and the tests need no network. Other sets come from local files (``data_dir`
 ``diverse_multi_mnist``) are generated from MNIST on the fly. See ``docs/datasets.md``.
 """
 
+from keras_capsules.datasets.affine_mnist import AFFNIST_OR_GENERATED, evaluation_dataset  # registers affine_mnist
 from keras_capsules.datasets.augment import Augmentation, available_augmentations, get_augmentation, register_augmentation
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx
@@ -13,6 +14,7 @@ from keras_capsules.datasets.loaders import available, from_arrays, info, load, 
 from keras_capsules.datasets.registry import DatasetInfo, class_names, register_dataset
 
 __all__ = [
+    "AFFNIST_OR_GENERATED",
     "Augmentation",
     "DataFormatError",
     "DatasetInfo",
@@ -20,6 +22,7 @@ __all__ = [
     "available",
     "available_augmentations",
     "class_names",
+    "evaluation_dataset",
     "get_augmentation",
     "info",
     "load",

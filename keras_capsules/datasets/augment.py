@@ -1,4 +1,4 @@
-"""The papers' augmentation and preprocessing pipelines as named presets (TensorFlow ``tf.data`` ops).
+"""The papers' augmentation and preprocessing pipelines as named presets, their registry and multi-view batches (TensorFlow ``tf.data``).
 
 A preset has a random training transform and a deterministic evaluation transform (for example the
 smallNORB centre crop), both acting on one image ``(H, W, C)`` float32 in [0, 1]. Randomness is
@@ -10,14 +10,28 @@ Presets that standardise images (``smallnorb_*``, ``fm_*``) return zero-mean, un
 instead of [0, 1], as in the papers. Per-channel mean/std normalisations of the reference code
 (IDPA's CIFAR means, REM's ``(0.1307, 0.3081)``) are left out: they are an affine map of the input
 that the first layer absorbs.
+
+The presets chain the image transforms of :mod:`keras_capsules.datasets.image_transforms` (``shift``,
+``rotate``, ``translate``, ...), with the Efficient-CapsNet MNIST steps defined here.
 """
 
 import dataclasses
 import functools
-import math
 from typing import Callable, Optional
 
 import tensorflow as tf
+
+from keras_capsules.datasets.image_transforms import (
+    brightness_contrast,
+    pad_and_crop,
+    pad_to,
+    per_image_standardization,
+    rotate,
+    shift,
+    split_seed,
+    standardize,
+    translate,
+)
 
 _PRESETS = {}
 AUGMENT_SEED_OFFSET = 1_000_003
@@ -76,68 +90,6 @@ def get_augmentation(name):
     return _PRESETS[name]
 
 
-# ------------------------------------------------------------------------------ building blocks
-
-
-def _split(seed, n):
-    return tf.unstack(tf.random.experimental.stateless_split(seed, n))
-
-
-def shift(image, seed, pixels):
-    """Random translation by up to ``pixels`` in each direction with zero fill (pad, then random crop)."""
-    height, width, channels = image.shape
-    padded = tf.pad(image, [[pixels, pixels], [pixels, pixels], [0, 0]])
-    return tf.image.stateless_random_crop(padded, (height, width, channels), seed)
-
-
-def pad_and_crop(image, seed, pixels, size):
-    """Zero-pads by ``pixels`` then takes a random ``size`` crop."""
-    padded = tf.pad(image, [[pixels, pixels], [pixels, pixels], [0, 0]])
-    return tf.image.stateless_random_crop(padded, (size[0], size[1], image.shape[-1]), seed)
-
-
-def brightness_contrast(image, seed, max_delta, lower, upper):
-    """``tf.image`` random brightness (``+U(-max_delta, max_delta)``) then random contrast (``U(lower, upper)``)."""
-    first, second = _split(seed, 2)
-    image = tf.image.stateless_random_brightness(image, max_delta, first)
-    return tf.image.stateless_random_contrast(image, lower, upper, second)
-
-
-def standardize(image):
-    """Per-image, per-channel standardisation to zero mean and unit variance."""
-    mean, variance = tf.nn.moments(image, axes=[0, 1], keepdims=True)
-    return (image - mean) / tf.maximum(tf.sqrt(variance), 1.0 / math.sqrt(float(image.shape[0] * image.shape[1])))
-
-
-def per_image_standardization(image):
-    """FMRouting's standardisation: ``tf.image.per_image_standardization`` of the 0-255 image.
-
-    One mean and one standard deviation over all pixels and channels (not per channel), the
-    deviation floored at ``1 / sqrt(H * W * C)`` in 0-255 units, as the reference computes it on
-    ``uint8`` images cast to float. Input ``(H, W, C)`` in [0, 1]; output zero mean, unit variance.
-    """
-    return tf.image.per_image_standardization(image * 255.0)
-
-
-def rotate(image, degrees):
-    """Rotates about the image centre (bilinear, zero fill)."""
-    height, width = image.shape[0], image.shape[1]
-    angle = degrees * (math.pi / 180.0)
-    cos, sin = tf.cos(angle), tf.sin(angle)
-    cy, cx = (height - 1) / 2.0, (width - 1) / 2.0
-    # Output pixel (x, y) samples the input at R(-angle) (x - c) + c.
-    transform = tf.stack([cos, -sin, cx - cos * cx + sin * cy, sin, cos, cy - sin * cx - cos * cy, 0.0, 0.0])
-    out = tf.raw_ops.ImageProjectiveTransformV3(
-        images=image[None],
-        transforms=tf.cast(transform[None], tf.float32),
-        output_shape=tf.constant([height, width]),
-        fill_value=0.0,
-        interpolation="BILINEAR",
-        fill_mode="CONSTANT",
-    )
-    return tf.ensure_shape(out[0], image.shape)
-
-
 # ------------------------------------------------------------------------------ MNIST presets
 
 
@@ -146,7 +98,7 @@ def _mnist_shift2(image, seed):
 
 
 def _mnist_shift2_flip(image, seed):
-    first, second = _split(seed, 2)
+    first, second = split_seed(seed, 2)
     return tf.image.stateless_random_flip_left_right(shift(image, first, 2), second)
 
 
@@ -157,7 +109,7 @@ def _eff_rotate(image, seed):
 
 
 def _eff_shift(image, seed):
-    first, second = _split(seed, 2)
+    first, second = split_seed(seed, 2)
     size = image.shape[0]
     ink = image[..., 0] > 0
     cols = tf.where(tf.reduce_any(ink, axis=0))[:, 0]
@@ -198,7 +150,7 @@ def _eff_erase(image, seed):
 
 
 def _effcapsnet_mnist(image, seed):
-    seeds = _split(seed, 4)
+    seeds = split_seed(seed, 4)
     image = _eff_rotate(image, seeds[0])
     image = _eff_shift(image, seeds[1])
     image = _eff_squish(image, seeds[2])
@@ -230,19 +182,19 @@ register_augmentation(
 
 
 def _cifar_crop_flip(image, seed):
-    first, second = _split(seed, 2)
+    first, second = split_seed(seed, 2)
     return tf.image.stateless_random_flip_left_right(pad_and_crop(image, first, 4, (32, 32)), second)
 
 
 def _cifar24_train(image, seed):
-    seeds = _split(seed, 3)
+    seeds = split_seed(seed, 3)
     image = tf.image.stateless_random_crop(image, (24, 24, image.shape[-1]), seeds[0])
     image = tf.image.stateless_random_flip_left_right(image, seeds[1])
     return tf.clip_by_value(brightness_contrast(image, seeds[2], 63.0 / 255.0, 0.2, 1.8), 0.0, 1.0)
 
 
 def _cifar24_crop_flip(image, seed):
-    first, second = _split(seed, 2)
+    first, second = split_seed(seed, 2)
     return tf.image.stateless_random_flip_left_right(tf.image.stateless_random_crop(image, (24, 24, image.shape[-1]), first), second)
 
 
@@ -252,7 +204,7 @@ def _cifar24_eval(image):
 
 def _fm_train(flip):
     def train(image, seed):
-        first, second = _split(seed, 2)
+        first, second = split_seed(seed, 2)
         image = per_image_standardization(image)
         if flip:
             image = tf.image.stateless_random_flip_left_right(image, first)
@@ -309,7 +261,7 @@ def _norb_preprocess(image, size, channels):
 
 def _norb_train(size, crop, channels):
     def train(image, seed):
-        first, second = _split(seed, 2)
+        first, second = split_seed(seed, 2)
         image = _norb_preprocess(image, size, channels)
         image = tf.image.stateless_random_crop(image, (crop, crop, channels), first)
         return brightness_contrast(image, second, 2.0, 0.5, 1.5)
@@ -369,30 +321,6 @@ register_augmentation(
 # ------------------------------------------------------------------------------ GLOM presets and multi-view batches
 
 
-def translate(image, seed, fraction):
-    """Random translation by ``U(-fraction, fraction)`` of the height and width (bilinear, zero fill), as
-    ``keras.layers.RandomTranslation(fraction, fraction, fill_mode="constant")``."""
-    height, width = image.shape[0], image.shape[1]
-    shift = tf.random.stateless_uniform([2], seed, -fraction, fraction) * tf.constant([height, width], tf.float32)
-    # Output pixel (x, y) samples the input at (x - dx, y - dy).
-    transform = tf.stack([1.0, 0.0, -shift[1], 0.0, 1.0, -shift[0], 0.0, 0.0])
-    out = tf.raw_ops.ImageProjectiveTransformV3(
-        images=image[None],
-        transforms=transform[None],
-        output_shape=tf.constant([height, width]),
-        fill_value=0.0,
-        interpolation="BILINEAR",
-        fill_mode="CONSTANT",
-    )
-    return tf.ensure_shape(out[0], image.shape)
-
-
-def pad_to(image, size):
-    """Zero-pads an ``(H, W, C)`` image, centred, to ``size = (H', W')`` (28x28 -> 32x32)."""
-    height, width = image.shape[0], image.shape[1]
-    return tf.image.pad_to_bounding_box(image, (size[0] - height) // 2, (size[1] - width) // 2, size[0], size[1])
-
-
 def _glom(size, crop_padding, flip, translation):
     """GLOM's RandAugment substitute: (pad to ``size``) -> pad ``crop_padding`` and random crop -> flip -> translate."""
 
@@ -400,7 +328,7 @@ def _glom(size, crop_padding, flip, translation):
         return image if size is None else pad_to(image, size)
 
     def train(image, seed):
-        seeds = _split(seed, 3)
+        seeds = split_seed(seed, 3)
         image = evaluate(image)
         image = pad_and_crop(image, seeds[0], crop_padding, image.shape[:2])
         if flip:
@@ -455,7 +383,7 @@ def multi_view(dataset, augmentation, views, batch_size, seed=0, drop_remainder=
 
     def stack(example, s):
         image, label = example
-        return tf.stack([preset.train(image, v) for v in _split(s, views)]), tf.stack([label] * views)
+        return tf.stack([preset.train(image, v) for v in split_seed(s, views)]), tf.stack([label] * views)
 
     def flatten(x, y):
         return tf.reshape(x, (-1, *x.shape[2:])), tf.reshape(y, (-1, *y.shape[2:]))

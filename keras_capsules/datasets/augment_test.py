@@ -26,13 +26,6 @@ def test_mnist_shift2_is_a_zero_filled_translation_of_at_most_2_px():
     assert len(seen) > 10
 
 
-def test_rotate_by_90_degrees_matches_rot90():
-    image = np.random.default_rng(0).uniform(size=(28, 28, 1)).astype(np.float32)
-    out = augment.rotate(tf.constant(image), tf.constant(90.0)).numpy()
-    assert any(np.allclose(out, np.rot90(image, k, axes=(0, 1)), atol=1e-5) for k in (1, 3))
-    np.testing.assert_allclose(augment.rotate(tf.constant(image), tf.constant(0.0)).numpy(), image, atol=1e-6)
-
-
 def test_effcapsnet_pipeline_parts():
     ones = tf.ones((28, 28, 1))
     for i in range(20):
@@ -72,8 +65,6 @@ def test_cifar_and_fm_presets():
     assert abs(standardized[..., 0].mean() - standardized[..., 1].mean()) > 0  # channels are not centred one by one
     flat_image = augment.get_augmentation("fm_svhn").evaluate(tf.fill((32, 32, 3), 0.5)).numpy()
     assert np.all(flat_image == 0)  # no contrast: the floored deviation keeps it finite
-    flat = augment.standardize(tf.zeros((8, 8, 1))).numpy()
-    assert np.all(np.isfinite(flat)) and np.all(flat == 0)
 
 
 def test_cifar24_crop_flip_is_a_24_px_window_possibly_mirrored_and_nothing_else():

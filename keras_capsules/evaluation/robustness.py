@@ -228,9 +228,8 @@ def _resolve_model(model):
     if isinstance(model, (str, os.PathLike)) and not isinstance(model, bool):
         text = os.fspath(model)
         from keras_capsules import presets
-        from keras_capsules.training.model_files import open_model
 
-        opened = open_model(text)
+        opened = presets.open_model(text)
         if opened is not None:
             return opened[0], "/".join(opened[1]) if opened[1] else os.path.basename(text)
         raise ValueError(

@@ -3,6 +3,7 @@
 - :func:`available` lists the presets, :func:`get` returns one's record (:func:`find` the one a ``MODEL/NAME`` string names) (accuracy on the full test
   set, how it was trained, file and SHA-256, class names), :func:`model_card` renders it as Markdown.
 - :func:`decode_predictions` names a preset model's top classes: ``"T-shirt/top"``, not ``0``.
+- :func:`open_model` opens the model a command-line argument names: a preset (``"EffCapsNet/mnist"``) or a ``.keras`` file.
 - Files ship inside the package; :func:`search_dirs` gives the lookup order; :func:`download` is
   the only path that fetches a file (for presets that carry a URL).
 - :func:`save_weights` / :func:`load_weights` read and write the preset file format (weights keyed
@@ -11,6 +12,7 @@
 
 from keras_capsules.presets.cards import model_card, model_cards
 from keras_capsules.presets.constructor import with_presets
+from keras_capsules.presets.models import open_model
 from keras_capsules.presets.predictions import decode_predictions
 from keras_capsules.presets.registry import (
     Preset,
@@ -39,6 +41,7 @@ __all__ = [
     "locate",
     "model_card",
     "model_cards",
+    "open_model",
     "register_preset",
     "save_weights",
     "search_dirs",

@@ -4,7 +4,8 @@ A preset fixes the constructor arguments it was trained with. The wrapped constr
 refuses explicit arguments that contradict them (``classes``/``input_shape`` only when
 ``include_top=True``; a removable part such as the decoder may be switched off), builds the model
 with random weights, then loads the preset file by layer name, so ``include_top=False`` and
-``reconstruction=False`` load the layers they keep.
+``reconstruction=False`` load the layers they keep. The decorator also registers the constructor under
+its model name, so :func:`build_preset` builds any preset's model without importing the applications.
 """
 
 import functools
@@ -24,6 +25,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 FREE_ARGUMENTS = ("include_top", "weights", "input_tensor", "pooling", "classifier_activation", "include_preprocessing", "name")
 #: Arguments that must match the preset only when the top (class layer) is kept.
 TOP_ARGUMENTS = ("classes", "input_shape")
+#: The constructors :func:`with_presets` wrapped, by model name (``"EffCapsNet"``): what :func:`build_preset` calls.
+_CONSTRUCTORS: dict[str, Callable[..., Any]] = {}
 
 
 def _same(a, b):
@@ -101,6 +104,24 @@ def with_presets(model_name: str) -> Callable[[F], F]:
             return model
 
         build.presets = lambda: [key.split("/", 1)[1] for key in registry.available(model_name)]
+        _CONSTRUCTORS[model_name] = build
         return build
 
     return decorate
+
+
+def build_preset(model_name: str, name: str) -> Any:
+    """The model of the preset ``model_name/name``: the constructor :func:`with_presets` wrapped, with ``weights=name``.
+
+    ``import keras_capsules`` imports the applications as soon as Keras is imported, so their
+    constructors are registered here before any preset is built.
+
+    Raises:
+        ValueError: no constructor named ``model_name`` was decorated with :func:`with_presets`.
+    """
+    if model_name not in _CONSTRUCTORS:
+        raise ValueError(
+            f"build_preset: argument `model_name` expected a constructor decorated with with_presets "
+            f"(one of {sorted(_CONSTRUCTORS)}), received {model_name!r}."
+        )
+    return _CONSTRUCTORS[model_name](weights=name)

@@ -1,13 +1,33 @@
 """``decode_predictions``: class scores of a preset model turned into named classes, best first."""
 
+from collections.abc import Sequence
 from typing import Union
 
 import numpy as np
 import numpy.typing as npt
 
 from keras_capsules import errors
-from keras_capsules.applications import utils
 from keras_capsules.presets import registry
+
+
+def ranked_classes(
+    preds: npt.ArrayLike, top: int = 5, class_names: Sequence[str] | None = None, argument: str = "preds"
+) -> list[list[tuple[int, str, float]]]:
+    """``[(class_index, class_name, score), ...]`` per example, best first (equal scores: lower index first).
+
+    What both ``decode_predictions`` share: ``preds`` ``(batch, classes)`` scores, ``class_names`` one per class
+    (default: the indices as strings), ``top`` classes per example (at most ``classes``); ``argument`` names
+    ``preds`` in errors.
+    """
+    top = errors.check_positive_int("decode_predictions", "top", top)
+    scores = np.asarray(preds)
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
+        errors.fail("decode_predictions", argument, "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
+    names = [str(i) for i in range(scores.shape[1])] if class_names is None else list(class_names)
+    if len(names) != scores.shape[1]:
+        errors.fail("decode_predictions", "class_names", f"{scores.shape[1]} names (one per class score)", f"{len(names)} names")
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
+    return [[(int(i), names[i], float(row[i])) for i in indices] for row, indices in zip(scores, order)]
 
 
 def _class_names(dataset_or_preset) -> tuple[str, ...]:
@@ -67,4 +87,4 @@ def decode_predictions(
             f"{len(names)} class scores per example (the classes of {getattr(dataset_or_preset, 'key', dataset_or_preset)!r})",
             f"shape {scores.shape}",
         )
-    return utils.decode_predictions(scores, top, names)
+    return ranked_classes(scores, top, names, argument="predictions")

@@ -183,6 +183,26 @@ def test_preset_model_saves_reloads_and_exports(preset, tmp_path, source_model):
         np.testing.assert_allclose(np.asarray(served), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_open_model_opens_a_preset_or_a_keras_file(preset, tmp_path, source_model):
+    from keras_capsules import saving
+    from keras_capsules.presets import constructor
+
+    x = np.random.default_rng(3).uniform(size=(2, 28, 28, 1)).astype("float32")
+    expected = source_model.predict(x, verbose=0)
+    model, key = presets.open_model("effcapsnet:TEST")  # any case, either separator
+    assert key == ("EffCapsNet", "test")
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-6)
+    saving.save_model(source_model, str(tmp_path / "mine.keras"))
+    model, key = presets.open_model(str(tmp_path / "mine.keras"))
+    assert key is None
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-6)
+    assert presets.open_model("EffCapsNet/absent") is None and presets.open_model("nothing") is None
+    with pytest.raises(saving.ModelFileError, match=r"load_model: no such file '.*gone\.keras'"):
+        presets.open_model(str(tmp_path / "gone.keras"))
+    with pytest.raises(ValueError, match=r"build_preset: argument `model_name` expected a constructor decorated with with_presets .*'EffCapsNet'.*received 'NoNet'"):
+        constructor.build_preset("NoNet", "test")
+
+
 def test_presets_command_lists_cards_and_downloads(preset, capsys):
     from keras_capsules import cli
 
@@ -197,7 +217,7 @@ def test_presets_command_lists_cards_and_downloads(preset, capsys):
 
 
 def test_weights_file_paths_load_and_corrupt_ones_are_named(tmp_path, source_model):
-    from keras_capsules.training import ModelFileError
+    from keras_capsules.saving import ModelFileError
 
     npz = tmp_path / "mine.npz"
     presets.save_weights(source_model, str(npz))

@@ -39,7 +39,7 @@ register_recipe(
         model="BaselineCNN",
         dataset="expanded_mnist",
         configuration="BaselineCNN/matched",
-        eval_on=("test", "affnist:test"),
+        eval_on=("test", "affnist|affine_mnist:test"),
         optimizer="adam",
         learning_rate=1e-4,
         loss="crossentropy",

@@ -33,7 +33,7 @@ def test_expanded_mnist_recipe_is_fmcapsnets_affnist_recipe():
     fm = recipes.get("FMCapsNet", "expanded_mnist")
     fields = ("optimizer", "learning_rate", "lr_decay", "batch_size", "epochs", "augmentation", "eval_on", "dataset_options")
     assert [getattr(recipe, f) for f in fields] == [getattr(fm, f) for f in fields]
-    assert recipe.eval_on == ("test", "affnist:test") and recipe.model_kwargs == {"variant": "matched"}
+    assert recipe.eval_on == ("test", "affnist|affine_mnist:test") and recipe.model_kwargs == {"variant": "matched"}
 
 
 def test_capsnet_paper_recipe_is_the_capsnet_recipe():

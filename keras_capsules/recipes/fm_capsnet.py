@@ -33,7 +33,7 @@ register_recipe(
         dataset="expanded_mnist",
         configuration="FMCapsNet/affnist-reconstruction",
         model_kwargs={"router": {"name": "fm_agreement", "activation": "squash", "scale": "code"}},
-        eval_on=("test", "affnist:test"),
+        eval_on=("test", "affnist|affine_mnist:test"),
         optimizer="adam",
         learning_rate=1e-4,
         loss="margin",

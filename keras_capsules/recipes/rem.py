@@ -58,7 +58,7 @@ _rem(
     "expanded_mnist",
     configuration="CapsNet/mnist",
     model_kwargs={"router": REM_ROUTER},
-    eval_on=("test", "affnist:test"),
+    eval_on=("test", "affnist|affine_mnist:test"),
     source=SOURCE + "; DR-CapsNet (REM_ROUTER) trained on translated MNIST (40x40), evaluated on affNIST",
 )
 _rem("EffCapsNet", "mnist", configuration="EffCapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_capsules import applications, routing
+from keras_capsules import routing
 from keras_capsules.applications import contract_test as contract
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.ops import capsule_length
@@ -109,8 +109,8 @@ def test_every_paper_model_builds_and_trains_a_step_with_it(constructor):
     compiled on the other backends (JAX's op-by-op eager mode is slower than its jit); the layer test trains in a graph.
     """
     name = contract.router_configuration(constructor)
-    model = contract._build(name, router=NAME, **contract.router_options(constructor, NAME))
-    routers = contract._routers_of(model)
+    model = contract.build_small(name, router=NAME, **contract.router_options(constructor, NAME))
+    routers = contract.routers_of(model)
     assert routers and all(isinstance(router, UniformCoupling) for router in routers)
     _train_one_step(model, [_class_layer(model)], run_eagerly=keras.backend.backend() == "tensorflow")
 
@@ -119,6 +119,6 @@ def test_a_router_lacking_a_capability_is_refused_with_the_routers_that_fit():
     with pytest.raises(ValueError, match=r"FcCaps 'm'.*`router`.*routes matrix poses.*routing.available\(pose='matrix'\).*VectorOnlyUniformCoupling"):
         FcCaps(3, router=VECTOR_ONLY, transform="matrix", name="m")
     with pytest.raises(ValueError, match=rf"MatrixCapsNet: argument `router`.*pose='matrix'.*'{NAME}'.*received '{VECTOR_ONLY}'"):
-        applications.MatrixCapsNet(**contract.TINY["MatrixCapsNet"], router=VECTOR_ONLY)
-    model = applications.CapsNet(**contract.TINY["CapsNet"], router=VECTOR_ONLY)  # vector capsules: it fits
+        contract.build_small("MatrixCapsNet/smallnorb", router=VECTOR_ONLY)
+    model = contract.build_small("CapsNet/mnist", router=VECTOR_ONLY)  # vector capsules: it fits
     assert isinstance(model.get_layer("class_caps").router, VectorOnlyUniformCoupling)

@@ -1,4 +1,4 @@
-"""Training (TensorFlow backend): paper recipes end to end, distribution strategies, fault-tolerant checkpoints, export.
+"""Training (TensorFlow backend): paper recipes end to end, distribution strategies, fault-tolerant checkpoints.
 
 - :func:`train`: the ``keras-capsules train`` entry point, multi-stage recipes included (GLOM's
   contrastive pre-training, then its head; checkpoints and resume across the stages).
@@ -6,36 +6,30 @@
   :func:`fit_custom_loop`: ``MirroredStrategy`` with ``fit`` and the ``MultiWorkerMirroredStrategy``
   custom loop (``docs/distributed.md``).
 - :class:`EpochCheckpoint`, :func:`restore_checkpoint`: atomic per-epoch checkpoints with optimizer state.
-- :func:`save_model`, :func:`load_model`, :func:`load_weights_file`, :func:`export_saved_model`, :func:`export_model` (SavedModel, ONNX, LiteRT): atomic model files, bad files reported by name.
 - :func:`evaluate`: a model or ``.keras`` file on a dataset split.
 - ``keras_capsules.training.pruning``: REM pruning.
+
+Saving and loading ``.keras`` files: :mod:`keras_capsules.saving`; SavedModel, ONNX and LiteRT export:
+:mod:`keras_capsules.export`.
 """
 
 from keras_capsules.training.checkpoints import CheckpointError, EpochCheckpoint, restore_checkpoint, save_checkpoint
 from keras_capsules.training.custom_loop import fit_custom_loop
 from keras_capsules.training.distribute import distributed_evaluate, distributed_fit, get_strategy, is_multi_worker
 from keras_capsules.training.evaluation import evaluate
-from keras_capsules.training.model_files import ModelFileError, export_keras_file, export_model, export_saved_model, load_model, load_weights_file, save_model
 from keras_capsules.training.train import build_model, train
 
 __all__ = [
     "CheckpointError",
     "EpochCheckpoint",
-    "ModelFileError",
     "build_model",
     "distributed_evaluate",
     "distributed_fit",
     "evaluate",
-    "export_keras_file",
-    "export_model",
-    "export_saved_model",
     "fit_custom_loop",
     "get_strategy",
     "is_multi_worker",
-    "load_model",
-    "load_weights_file",
     "restore_checkpoint",
     "save_checkpoint",
-    "save_model",
     "train",
 ]

@@ -20,7 +20,7 @@ import time
 import keras
 
 from keras_capsules.hashing import file_sha256
-from keras_capsules.training import atomic
+from keras_capsules.saving import atomic
 
 WEIGHTS_FILE = "checkpoint.weights.h5"
 STATE_FILE = "state.json"

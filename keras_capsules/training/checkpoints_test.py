@@ -7,7 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules.training import atomic, checkpoints
+from keras_capsules.saving import atomic
+from keras_capsules.training import checkpoints
 from keras_capsules.training.checkpoints import CheckpointError
 
 

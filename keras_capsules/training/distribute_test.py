@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, losses
-from keras_capsules.training import distributed_fit, export_saved_model, fit_custom_loop, get_strategy
+from keras_capsules.export import export_saved_model
+from keras_capsules.training import distributed_fit, fit_custom_loop, get_strategy
 
 # Under pytest-xdist (--dist loadgroup) the module-scoped fixture runs once: every test here on one worker.
 pytestmark = pytest.mark.xdist_group("mirrored_exports")

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from keras_capsules import datasets
-from keras_capsules.training.model_files import load_model
+from keras_capsules.saving import load_model
 
 
 def training_record(model_path):

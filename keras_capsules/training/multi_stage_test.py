@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import recipes
-from keras_capsules.datasets.augment import Augmentation, multi_view, pad_to, translate
+from keras_capsules.datasets.augment import Augmentation, multi_view
 from keras_capsules.recipes import Recipe, Stage
 from keras_capsules.training.resume_test import _run
 
@@ -93,7 +93,7 @@ def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
 
     # model.keras is the constructor's classifier: same layers, every layer trainable, its weights load into AgreementGLOM.
     from keras_capsules.applications import AgreementGLOM
-    from keras_capsules.training import load_model
+    from keras_capsules.saving import load_model
 
     trained = load_model(os.path.join(output, "model.keras"), compile=False)
     fresh = AgreementGLOM(input_shape=(32, 32, 1), classes=10, **TINY)
@@ -159,23 +159,6 @@ def test_multi_view_keeps_an_images_views_adjacent_with_its_label():
     digits = tf.data.Dataset.from_tensor_slices((np.random.default_rng(0).uniform(size=(2, 28, 28, 1)).astype("float32"), labels[:2]))
     (views, _), = multi_view(digits, "glom_mnist", views=2, batch_size=2).as_numpy_iterator()
     assert views.shape == (4, 32, 32, 1) and not np.array_equal(views[0], views[1])
-
-
-def test_pad_to_and_translate_against_numpy():
-    image = np.random.default_rng(1).uniform(size=(28, 28, 1)).astype("float32")
-    np.testing.assert_array_equal(pad_to(tf.constant(image), (32, 32)).numpy(), np.pad(image, ((2, 2), (2, 2), (0, 0))))
-    dot = np.zeros((20, 20, 1), "float32")
-    dot[10, 10] = 1.0
-    rows, cols = np.mgrid[:20, :20]
-    shifts = set()
-    for seed in range(6):
-        moved = translate(tf.constant(dot), tf.constant([seed, 7], tf.int64), 0.1).numpy()[..., 0]
-        assert moved.sum() == pytest.approx(1.0, abs=1e-5)  # bilinear: the mass moves, nothing leaves the image
-        dy, dx = (rows * moved).sum() - 10, (cols * moved).sum() - 10
-        assert abs(dy) <= 2.0 + 1e-5 and abs(dx) <= 2.0 + 1e-5  # at most 10% of 20 pixels
-        shifts.add((round(float(dy), 3), round(float(dx), 3)))
-    assert len(shifts) == 6
-    np.testing.assert_array_equal(translate(tf.constant(dot), tf.constant([0, 1], tf.int64), 0.0).numpy(), dot)
 
 
 def test_glom_stages_under_mirrored_strategy_train_the_backbone_then_only_the_head(tmp_path):

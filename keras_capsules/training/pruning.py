@@ -1,11 +1,12 @@
 """Weight pruning for capsule networks: REM's LOBSTER + validation-guided magnitude threshold, iterative and single-shot magnitude pruning.
 
-Scope (REM, docs/reference/rem.md#pruning): the *pruning layers* are convolutions (``Conv*``,
-``DepthwiseConv*``, ``SeparableConv*``) and capsule vote transforms (``VectorVotes``,
-``MatrixVotes``, i.e. the ``W_ij`` of ``FcCaps``/``ConvCaps``); Dense layers (decoders) and
-normalisation layers are left alone, as in REM. Their kernels are the *prunable weights* that
-magnitude thresholds zero; LOBSTER's shrinkage also acts on their biases and on the routers' weights
-(REM shrinks every parameter of its capsule modules, routing bias included).
+Scope (REM, docs/reference/rem.md#pruning; defined in :mod:`keras_capsules.pruning_scope`, its names
+importable from here too): the *pruning layers* are convolutions (``Conv*``, ``DepthwiseConv*``,
+``SeparableConv*``) and capsule vote transforms (``VectorVotes``, ``MatrixVotes``, i.e. the ``W_ij``
+of ``FcCaps``/``ConvCaps``); Dense layers (decoders) and normalisation layers are left alone, as in
+REM. Their kernels are the *prunable weights* that magnitude thresholds zero; LOBSTER's shrinkage
+also acts on their biases and on the routers' weights (REM shrinks every parameter of its capsule
+modules, routing bias included).
 
 Zeros stay zero: a mask constraint on each prunable weight (``variable.constraint``, which every
 Keras optimizer applies after its update) multiplies the weight by its mask after every step. The
@@ -26,14 +27,8 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.metrics import (  # noqa: F401  (KERNEL_NAMES, prunable_weights and sparsity are public here too)
-    KERNEL_NAMES,
-    PRUNING_LAYERS,
-    prunable_weights,
-    pruning_layers,
-    sparsity,
-    unique_variables,
-)
+from keras_capsules.metrics import sparsity
+from keras_capsules.pruning_scope import KERNEL_NAMES, PRUNING_LAYERS, prunable_weights, pruning_layers, unique_variables  # noqa: F401  (public here too)
 from keras_capsules.routing.base import Router
 from keras_capsules.serialization import register
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from keras_capsules import recipes
-from keras_capsules.training import load_model, train
+from keras_capsules.saving import load_model
+from keras_capsules.training import train
 from keras_capsules.training.pruning import LobsterOptimizer, prunable_weights
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="LOBSTER acts inside the compiled TensorFlow step")

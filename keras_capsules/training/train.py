@@ -14,7 +14,9 @@ import numpy as np
 
 from keras_capsules import applications, datasets, recipes
 from keras_capsules.datasets.augment import multi_view
-from keras_capsules.training import atomic, pruning, validation
+from keras_capsules.export import export_saved_model
+from keras_capsules.saving import atomic, save_model
+from keras_capsules.training import pruning, validation
 from keras_capsules.training.checkpoints import (
     CheckpointError,
     EpochCheckpoint,
@@ -24,7 +26,6 @@ from keras_capsules.training.checkpoints import (
     restore_checkpoint,
 )
 from keras_capsules.training.distribute import distributed_evaluate, distributed_fit, get_strategy, is_multi_worker, worker_index
-from keras_capsules.training.model_files import export_saved_model, save_model
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -239,6 +240,276 @@ def weights_fingerprint(model):
     return digest.hexdigest()
 
 
+def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwargs, validation_examples):
+    """Recipe resolution: ``recipes.get(model, dataset, variant)`` with the run's overrides, its model arguments checked.
+
+    Args:
+        replacements: ``{"epochs", "batch_size", "learning_rate"}`` (``None`` keeps the recipe's value).
+        overrides: :func:`train`'s ``**overrides``: recipe fields replace the recipe's (``None`` included),
+            the others are constructor arguments.
+        model_kwargs: constructor arguments, over the overrides.
+        validation_examples: the hold-out size (``None`` keeps the recipe's).
+
+    Returns:
+        The :class:`~keras_capsules.recipes.Recipe` the run trains and ``metrics.json`` records.
+    """
+    recipe_fields = {field.name for field in dataclasses.fields(recipes.Recipe)}
+    recipe_overrides = {k: v for k, v in overrides.items() if k in recipe_fields}
+    model_overrides = {**{k: v for k, v in overrides.items() if k not in recipe_fields}, **(model_kwargs or {})}
+    recipe = recipes.get(model, dataset, variant).replace(**replacements)
+    recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
+    recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
+    if validation_examples is not None:
+        recipe = dataclasses.replace(recipe, validation_examples=validation_examples)
+    check_model_arguments(recipe.model, recipe.model_kwargs)
+    return recipe
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What every step of one :func:`train` call shares.
+
+    Attributes:
+        recipe: the resolved recipe.
+        strategy: the ``tf.distribute.Strategy``; ``strategy_name`` as ``metrics.json`` records it.
+        multi_worker: whether ``strategy`` spans several workers.
+        chief: whether this worker writes checkpoints, ``model.keras`` and the export; ``task_id`` its index.
+        output: the run folder (checkpoints in ``output/checkpoints``).
+        arguments: ``{"limit", "eval_limit", "seed"}``, as ``metrics.json`` records them.
+        verbose, callbacks: :func:`train`'s arguments.
+    """
+
+    recipe: recipes.Recipe
+    strategy: "tf.distribute.Strategy"
+    strategy_name: str
+    multi_worker: bool
+    chief: bool
+    task_id: int
+    output: str | os.PathLike
+    arguments: dict
+    verbose: int
+    callbacks: Sequence[keras.callbacks.Callback] | None
+
+    @property
+    def seed(self):
+        return self.arguments["seed"]
+
+    @property
+    def backup_dir(self):
+        return os.path.join(self.output, "checkpoints")
+
+
+def _start_run(recipe, strategy, output, arguments, verbose, callbacks):
+    """The :class:`_Run` of ``recipe`` under ``strategy`` (a name or a ``tf.distribute.Strategy``), writing into ``output``."""
+    strategy_name = strategy if isinstance(strategy, str) else type(strategy).__name__
+    strategy = get_strategy(strategy)
+    multi_worker = is_multi_worker(strategy)
+    task_id, chief = worker_index(strategy)
+    return _Run(recipe, strategy, strategy_name, multi_worker, chief, task_id, output, arguments, verbose, callbacks)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunData:
+    """A run's data, all resolved before training (missing files fail in seconds, not after the run).
+
+    Attributes:
+        split: the training split less its hold-out (:class:`SplitData`).
+        training: ``split``'s examples with the recipe's training augmentation, batched.
+        evaluations: ``{key: tf.data.Dataset}`` of the evaluation splits, ``key`` the split, or
+            ``"dataset:split"`` for another dataset.
+        steps: optimizer steps per epoch.
+        by_views: the stage datasets built so far, by views per image (:func:`_stage_data`).
+    """
+
+    split: SplitData
+    training: "tf.data.Dataset"
+    evaluations: dict
+    steps: int
+    by_views: dict = dataclasses.field(default_factory=dict)
+
+
+def _load_data(run, dataset, data_dir, download):
+    """The :class:`_RunData` of ``run``'s recipe on ``dataset`` (``data_dir``, ``download`` as in :func:`~keras_capsules.datasets.load`)."""
+    recipe, limit = run.recipe, run.arguments["limit"]
+    split = split_training_data(recipe, dataset, data_dir, download, run.seed, limit, run.multi_worker, run.strategy.num_replicas_in_sync)
+    training = split.training(recipe.augmentation)
+    evaluations = {}
+    for eval_dataset, eval_split in recipe.evaluations():
+        eval_dataset = datasets.evaluation_dataset(eval_dataset, eval_split, data_dir)  # "affnist|affine_mnist": the real files when present
+        key = eval_split if eval_dataset == dataset else f"{eval_dataset}:{eval_split}"
+        evaluations[key] = datasets.load(
+            eval_dataset,
+            eval_split,
+            batch_size=max(recipe.batch_size, 64),
+            data_dir=data_dir,
+            download=download,
+            shuffle=False,
+            seed=run.seed,
+            limit=run.arguments["eval_limit"],
+            augment=recipe.augmentation,
+            training=False,
+            **(recipe.dataset_options if eval_dataset == dataset else {}),
+        )
+    return _RunData(split, training, evaluations, recipe.steps_per_epoch or int(training.cardinality()))
+
+
+def _stage_data(run, data, stage):
+    """The dataset ``stage`` trains on: ``data.training``, or ``stage.views`` views per image; repeated when the recipe fixes the steps per epoch.
+
+    Built once per number of views (kept in ``data.by_views``).
+    """
+    if stage.views not in data.by_views:
+        if stage.views == 1:
+            data.by_views[1] = data.training
+        else:
+            data.by_views[stage.views] = _multi_view_data(run.recipe, stage, data.split.training(None), data.steps, run.seed, run.multi_worker)
+    stage_data = data.by_views[stage.views]
+    return stage_data.repeat() if run.recipe.steps_per_epoch else stage_data
+
+
+@dataclasses.dataclass(frozen=True)
+class _ResumePoint:
+    """Where a run starts.
+
+    Attributes:
+        done: epochs of all stages completed at the newest checkpoint (0: a fresh start).
+        stage: index in the plan of the stage that wrote that checkpoint (0 for a fresh start).
+        folder: that checkpoint's folder (``None``: none).
+    """
+
+    done: int
+    stage: int
+    folder: str | None
+
+
+def _epoch_offsets(plan):
+    """``[0, e_1, e_1 + e_2, ...]``: the epochs before each stage of ``plan`` (``[(stage, stage_recipe)]``), then the total."""
+    return np.cumsum([0] + [stage_recipe.epochs for _, stage_recipe in plan]).tolist()
+
+
+def _resume_point(run, plan, resume):
+    """The :class:`_ResumePoint` of the newest checkpoint in ``run.backup_dir`` for ``plan``; a fresh start when ``resume`` is false or there is none."""
+    found = checkpoint_dirs(run.backup_dir) if resume else []
+    if not found:
+        return _ResumePoint(0, 0, None)
+    done, folder = found[-1]
+    offsets = _epoch_offsets(plan)
+    # The stage that wrote it: offsets[i] < done <= offsets[i + 1] (the last stage when done is beyond the plan).
+    stage = next((i for i in range(len(plan)) if done <= offsets[i + 1]), len(plan) - 1) if done else 0
+    return _ResumePoint(done, stage, folder)
+
+
+def _stage_callbacks(run, stage_recipe, trained, checkpoint, validation_data):
+    """The callbacks of one stage's ``fit``: REM's pruning on ``validation_data`` (pruning recipes), ``checkpoint``, the stage recipe's, the caller's."""
+    stage_callbacks = [checkpoint, *stage_recipe.make_callbacks(trained.loss), *(run.callbacks or [])]
+    if run.recipe.pruning is not None:
+        options = {k: v for k, v in run.recipe.pruning.items() if k != "validation_examples"}
+        stage_callbacks.insert(0, pruning.LobsterPruning(validation_data, batch_size=run.recipe.batch_size, verbose=run.verbose, **options))
+    return stage_callbacks
+
+
+@dataclasses.dataclass(frozen=True)
+class _Trained:
+    """What the stages did: the history (all stages), the epochs completed, the optimizer iterations at the start, the seconds spent."""
+
+    history: dict | None
+    epochs_completed: int
+    iterations_at_start: int
+    seconds: float
+
+
+def _train_stages(run, net, plan, point, data):
+    """Trains ``net`` through the stages of ``plan`` from ``point``, a checkpoint after every epoch.
+
+    Stages before ``point.stage`` only set their trainable flags; ``net`` ends with the constructor's
+    flags and compiled by the last stage (which trains the model itself; ``Recipe`` checks it).
+
+    Returns:
+        A :class:`_Trained`.
+    """
+    offsets = _epoch_offsets(plan)
+    frozen = set()  # layer names frozen by earlier stages
+    history = None
+    checkpoints = []
+    iterations_at_start = 0
+    start = time.time()
+    for index, (stage, stage_recipe) in enumerate(plan):
+        set_stage_trainable(net, stage, frozen)
+        if index < point.stage:
+            continue
+        with run.strategy.scope():
+            trained = stage_model(net, stage, stage_recipe, data.steps)
+            if index == point.stage and point.done:
+                state = restore_checkpoint(run.backup_dir, trained)
+                _check_stage(state, stage, point.folder)
+                history = state["history"]
+        initial_epoch = min(max(point.done - offsets[index], 0), stage_recipe.epochs)
+        last = index == len(plan) - 1
+        if initial_epoch == stage_recipe.epochs and not last:
+            continue  # the checkpoint closed this stage: the next one starts fresh
+        if not checkpoints:
+            iterations_at_start = int(trained.optimizer.iterations.numpy())
+        checkpoint = EpochCheckpoint(
+            run.backup_dir, history=history, write=run.chief, epoch_offset=offsets[index], prefix="" if last else f"{stage.name}_", stage=stage.name
+        )
+        checkpoints.append(checkpoint)
+        stage_callbacks = _stage_callbacks(run, stage_recipe, trained, checkpoint, data.split.validation)
+        # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
+        stage_validation = data.split.validation if stage.output is None else None
+        distributed_fit(
+            trained, _stage_data(run, data, stage), stage_recipe.epochs, run.strategy, run.recipe.steps_per_epoch, initial_epoch, stage_callbacks, run.verbose, stage_validation
+        )
+        history = checkpoint.history
+    seconds = time.time() - start
+    set_stage_trainable(net, recipes.Stage("trained"), frozen)  # saved with the constructor's trainable flags
+    epochs_completed = max([point.done, *(c.epochs_completed for c in checkpoints if c.epochs_completed)])
+    return _Trained(history, epochs_completed, iterations_at_start, seconds)
+
+
+def _run_record(run, net, identity, plan, point, data, trained):
+    """The run record, ``metrics.json``'s content: ``identity`` (model, dataset, variant), the evaluations, the stages' outcome, the recipe and the set-up.
+
+    Evaluates ``net`` on ``data.evaluations`` (once, here). ``plan``, ``point`` and ``trained`` are
+    the stages' plan, resume point and :class:`_Trained`.
+    """
+    recipe, strategy, history = run.recipe, run.strategy, trained.history
+    evaluations = {key: distributed_evaluate(net, eval_data, strategy, verbose=run.verbose) for key, eval_data in data.evaluations.items()}
+    first = next(iter(evaluations.values()))
+    return {
+        **identity,
+        "test_accuracy": first.get("accuracy"),
+        "test_loss": first.get("loss"),
+        "evaluations": evaluations,
+        "epochs_completed": trained.epochs_completed,
+        "resumed_from_epoch": point.done,
+        "stages": [{"name": stage.name, "epochs": stage_recipe.epochs} for stage, stage_recipe in plan] if recipe.stages else None,
+        "resumed_in_stage": plan[point.stage][0].name if recipe.stages and point.done else None,
+        "steps_per_epoch": data.steps,
+        "optimizer_iterations_at_start": trained.iterations_at_start,
+        "optimizer_iterations": int(net.optimizer.iterations.numpy()),
+        "train_seconds": round(trained.seconds, 2),
+        "history": history or {},
+        "validation": data.split.record,
+        "validation_accuracy": (history or {}).get("val_accuracy", [None])[-1],
+        "recipe": dataclasses.asdict(recipe),
+        "arguments": run.arguments,
+        "parameters": int(net.count_params()),
+        "strategy": run.strategy_name,
+        "replicas": int(strategy.num_replicas_in_sync),
+        "weights_sha256": weights_fingerprint(net),
+        "sparsity": pruning.sparsity(net)["sparsity"] if recipe.pruning is not None else None,
+    }
+
+
+def _save_run(run, net, export, metrics):
+    """Writes ``model.keras`` and, with ``export``, the SavedModel (chief only), then ``metrics`` as ``metrics.json`` (``metrics-worker-<i>.json`` elsewhere), last."""
+    if run.chief:
+        save_model(net, os.path.join(run.output, "model.keras"))
+        if export:
+            export_saved_model(net, os.path.join(run.output, "export"), overwrite=True)  # the run's own export
+    atomic.write_json(os.path.join(run.output, "metrics.json" if run.chief else f"metrics-worker-{run.task_id}.json"), metrics)
+
+
 def train(
     model: str = "EffCapsNet",
     dataset: str = "mnist_sample",
@@ -314,141 +585,25 @@ def train(
         ``seed`` (and ``resume`` is true), nothing is trained: its stored metrics are returned with
         ``"already_complete": True``.
     """
-    recipe_fields = {field.name for field in dataclasses.fields(recipes.Recipe)}
-    recipe_overrides = {k: v for k, v in overrides.items() if k in recipe_fields}
-    model_overrides = {**{k: v for k, v in overrides.items() if k not in recipe_fields}, **(model_kwargs or {})}
-    recipe = recipes.get(model, dataset, variant).replace(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate)
-    recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
-    recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
-    if validation_examples is not None:
-        recipe = dataclasses.replace(recipe, validation_examples=validation_examples)
-    check_model_arguments(recipe.model, recipe.model_kwargs)
-    strategy_name = strategy if isinstance(strategy, str) else type(strategy).__name__
-    strategy = get_strategy(strategy)
-    multi_worker = is_multi_worker(strategy)
-    task_id, chief = worker_index(strategy)
-    output = output or os.path.join("runs", f"{model}-{dataset}")
+    recipe = _resolve_recipe(
+        model, dataset, variant, {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}, overrides, model_kwargs, validation_examples
+    )
     arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed}
-    finished = finished_run(output, recipe, arguments, export) if resume and not multi_worker else None
+    run = _start_run(recipe, strategy, output or os.path.join("runs", f"{model}-{dataset}"), arguments, verbose, callbacks)
+    finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker else None
     if finished is not None:
         return finished
-    backup_dir = os.path.join(output, "checkpoints")
-    os.makedirs(output, exist_ok=True)
+    os.makedirs(run.output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    split_data = split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_worker, strategy.num_replicas_in_sync)
-    train_data = split_data.training(recipe.augmentation)
-    # The evaluation data is resolved before training, so missing files fail in seconds, not after the run.
-    eval_data = {}
-    for eval_dataset, split in recipe.evaluations():
-        key = split if eval_dataset == dataset else f"{eval_dataset}:{split}"
-        eval_data[key] = datasets.load(
-            eval_dataset,
-            split,
-            batch_size=max(recipe.batch_size, 64),
-            data_dir=data_dir,
-            download=download,
-            shuffle=False,
-            seed=seed,
-            limit=eval_limit,
-            augment=recipe.augmentation,
-            training=False,
-            **(recipe.dataset_options if eval_dataset == dataset else {}),
-        )
-    steps = recipe.steps_per_epoch or int(train_data.cardinality())
+    data = _load_data(run, dataset, data_dir, download)
+    with run.strategy.scope():
+        net = construct_model(recipe, datasets.num_classes(dataset), data.training.element_spec[0].shape[1:])
+        if not resume and run.chief:
+            clear_checkpoints(run.backup_dir)
     plan = recipe.stage_recipes()
-    offsets = np.cumsum([0] + [stage_recipe.epochs for _, stage_recipe in plan]).tolist()
-    stage_data = {}
-
-    def data_for(stage):
-        if stage.views not in stage_data:
-            if stage.views == 1:
-                stage_data[1] = train_data
-            else:
-                plain = split_data.training(None)
-                stage_data[stage.views] = _multi_view_data(recipe, stage, plain, steps, seed, multi_worker)
-        data = stage_data[stage.views]
-        return data.repeat() if recipe.steps_per_epoch else data
-
-    with strategy.scope():
-        net = construct_model(recipe, datasets.num_classes(dataset), train_data.element_spec[0].shape[1:])
-        if not resume and chief:
-            clear_checkpoints(backup_dir)
-    found = checkpoint_dirs(backup_dir) if resume else []
-    done = found[-1][0] if found else 0  # epochs of all stages completed at the newest checkpoint
-    # The stage that wrote it: offsets[i] < done <= offsets[i + 1] (the last stage when done is beyond the plan).
-    resume_stage = next((i for i in range(len(plan)) if done <= offsets[i + 1]), len(plan) - 1) if done else 0
-    frozen: set[str] = set()
-    history = None
-    checkpoints: list[EpochCheckpoint] = []
-    iterations_at_start = 0
-    start = time.time()
-    for index, (stage, stage_recipe) in enumerate(plan):
-        set_stage_trainable(net, stage, frozen)
-        if index < resume_stage:
-            continue
-        with strategy.scope():
-            trained = stage_model(net, stage, stage_recipe, steps)
-            if index == resume_stage and done:
-                state = restore_checkpoint(backup_dir, trained)
-                _check_stage(state, stage, found[-1][1])
-                history = state["history"]
-        initial_epoch = min(max(done - offsets[index], 0), stage_recipe.epochs)
-        last = index == len(plan) - 1
-        if initial_epoch == stage_recipe.epochs and not last:
-            continue  # the checkpoint closed this stage: the next one starts fresh
-        if not checkpoints:
-            iterations_at_start = int(trained.optimizer.iterations.numpy())
-        checkpoint = EpochCheckpoint(
-            backup_dir, history=history, write=chief, epoch_offset=offsets[index], prefix="" if last else f"{stage.name}_", stage=stage.name
-        )
-        checkpoints.append(checkpoint)
-        stage_callbacks = [checkpoint, *stage_recipe.make_callbacks(trained.loss), *(callbacks or [])]
-        if recipe.pruning is not None:
-            options = {k: v for k, v in recipe.pruning.items() if k != "validation_examples"}
-            stage_callbacks.insert(0, pruning.LobsterPruning(split_data.validation, batch_size=recipe.batch_size, verbose=verbose, **options))
-        # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
-        stage_validation = split_data.validation if stage.output is None else None
-        distributed_fit(
-            trained, data_for(stage), stage_recipe.epochs, strategy, recipe.steps_per_epoch, initial_epoch, stage_callbacks, verbose, stage_validation
-        )
-        history = checkpoint.history
-    train_seconds = time.time() - start
-    # `net` is compiled by the last stage, which trains the model itself (Recipe checks it); it is saved
-    # with the constructor's trainable flags.
-    set_stage_trainable(net, recipes.Stage("trained"), frozen)
-
-    evaluations = {key: distributed_evaluate(net, data, strategy, verbose=verbose) for key, data in eval_data.items()}
-    first = next(iter(evaluations.values()))
-    metrics = {
-        "model": model,
-        "dataset": dataset,
-        "variant": variant,
-        "test_accuracy": first.get("accuracy"),
-        "test_loss": first.get("loss"),
-        "evaluations": evaluations,
-        "epochs_completed": max([done, *(c.epochs_completed for c in checkpoints if c.epochs_completed)]),
-        "resumed_from_epoch": done,
-        "stages": [{"name": stage.name, "epochs": stage_recipe.epochs} for stage, stage_recipe in plan] if recipe.stages else None,
-        "resumed_in_stage": plan[resume_stage][0].name if recipe.stages and done else None,
-        "steps_per_epoch": steps,
-        "optimizer_iterations_at_start": iterations_at_start,
-        "optimizer_iterations": int(net.optimizer.iterations.numpy()),
-        "train_seconds": round(train_seconds, 2),
-        "history": history or {},
-        "validation": split_data.record,
-        "validation_accuracy": (history or {}).get("val_accuracy", [None])[-1],
-        "recipe": dataclasses.asdict(recipe),
-        "arguments": arguments,
-        "parameters": int(net.count_params()),
-        "strategy": strategy_name,
-        "replicas": int(strategy.num_replicas_in_sync),
-        "weights_sha256": weights_fingerprint(net),
-        "sparsity": pruning.sparsity(net)["sparsity"] if recipe.pruning is not None else None,
-    }
-    if chief:
-        save_model(net, os.path.join(output, "model.keras"))
-        if export:
-            export_saved_model(net, os.path.join(output, "export"), overwrite=True)  # the run's own export
-    atomic.write_json(os.path.join(output, "metrics.json" if chief else f"metrics-worker-{task_id}.json"), metrics)
+    point = _resume_point(run, plan, resume)
+    trained = _train_stages(run, net, plan, point, data)
+    metrics = _run_record(run, net, {"model": model, "dataset": dataset, "variant": variant}, plan, point, data, trained)
+    _save_run(run, net, export, metrics)
     return metrics

@@ -26,7 +26,7 @@ import numpy as np
 import keras_capsules
 from keras_capsules import applications, datasets, presets
 from keras_capsules.presets import registry
-from keras_capsules.training import load_model
+from keras_capsules.saving import load_model
 
 
 def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
@@ -41,24 +41,30 @@ def accuracy(model, dataset, split, data_dir, limit=None, batch_size=256):
 
 
 def last_command(log_path):
-    """The command of the last (re)start in a queue log: ``<time> <preset>: <command> --data-dir ...`` lines."""
+    """The command of the last (re)start in a run's log.
+
+    Queue logs (``train_presets.sh``) have ``<time> <preset>: <command> --data-dir ...`` lines, background
+    runs (``run_in_background.sh``) ``start <time> from <commit>: <command>`` lines; ``None`` when neither.
+    """
     text = open(log_path, errors="replace").read()
     # A restart line may follow a killed run's unfinished progress bar on the same line.
     starts = re.findall(r"\d{4}-\d\d-\d\dT[0-9:]+Z \S+: (keras-capsules [^\n]*?) --data-dir", text)
-    return starts[-1].strip()
+    starts += re.findall(r"start \S+ from [0-9a-f]+: (keras-capsules [^\n]*?)(?: --data-dir \S+)?$", text, re.M)
+    return starts[-1].strip() if starts else None
 
 
 def logged_train_seconds(log_path):
     """Seconds of training summed over every epoch in a `keras-capsules train` log (all resumed sessions).
 
-    Each epoch's last progress-bar update reads ``N/N ━━━ <seconds>s`` (the elapsed time); the update
+    Each epoch's last progress-bar update reads ``N/N ━━━ <seconds>s`` (the elapsed time; ``N/N - <seconds>s``
+    in a ``verbose=2`` log); the update
     just before it may read ``N/N ━━━ 0s`` (the remaining time), hence the largest. Bars with another
     step count than the epoch's first bar (the evaluation after the last epoch) are left out.
     """
     text = re.sub(r"\x1b\[[0-9;]*m", "", open(log_path, errors="replace").read())
     total = 0
     for segment in re.split(r"\nEpoch \d+/\d+\n", text)[1:]:
-        bars = re.findall(r"(\d+)/(\d+) \S+ (\d+)s", segment)
+        bars = re.findall(r"(\d+)/(\d+) (?:\S+|-) (\d+)s", segment)  # a progress bar, or verbose=2's "N/N - 92s"
         finished = [int(seconds) for done, steps, seconds in bars if done == steps == bars[0][1]]
         total += max(finished) if finished else 0
     return total
@@ -84,6 +90,7 @@ def main(argv=None):
     parser.add_argument("--data-dir")
     parser.add_argument("--subset-dataset", help="dataset of the fixed subset (default: --dataset)")
     parser.add_argument("--subset-limit", type=int, default=1000)
+    parser.add_argument("--command", help="the training command to record (default: the last one in RUN_DIR/train.log)")
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
     parser.add_argument("--notes", default="", help="short remarks on the evaluation (the paper's figure, a target)")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
@@ -103,7 +110,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     run_metrics = json.load(open(os.path.join(args.run_dir, "metrics.json")))
-    command = last_command(os.path.join(args.run_dir, "train.log"))
+    command = args.command or last_command(os.path.join(args.run_dir, "train.log"))
+    if not command:
+        parser.error(f"no training command found in {os.path.join(args.run_dir, 'train.log')}: pass --command")
     file_name = f"{args.model.lower()}-{args.name}.npz"
     path = os.path.join(registry.PACKAGE_DIR, file_name)
     if args.skip_export:

@@ -1,13 +1,19 @@
-"""Model files: atomic ``.keras`` saves and exports, clear errors for missing, truncated or foreign files."""
+"""Model files: atomic ``.keras`` saves, clear errors for missing, truncated or foreign files."""
 
 import os
+import subprocess
+import sys
+import textwrap
 import zipfile
 
 import keras
 import numpy as np
 import pytest
 
-from keras_capsules.training import ModelFileError, export_saved_model, load_model, load_weights_file, save_model
+from keras_capsules import applications
+from keras_capsules.saving import ModelFileError, load_model, load_weights_file, save_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _model():
@@ -82,64 +88,26 @@ def test_load_weights_file_names_bad_files(tmp_path):
         load_weights_file(target, 3)
 
 
-def test_failed_export_keeps_the_previous_export(tmp_path):
-    target = str(tmp_path / "export")
-    export_saved_model(_model(), target)
-    before = sorted(os.listdir(target))
+def test_a_fresh_process_that_imports_only_saving_loads_a_library_model(tmp_path):
+    """The library's classes are found without importing the applications by hand (or through ``training``)."""
+    keras.utils.set_random_seed(0)
+    model = applications.CapsNet(input_shape=(20, 20, 1), classes=3)  # PrimaryCaps, FcCaps, dynamic routing, a decoder
+    x = np.random.default_rng(0).uniform(size=(2, 20, 20, 1)).astype("float32")
+    save_model(model, str(tmp_path / "capsnet.keras"))
+    np.savez(tmp_path / "io.npz", x=x, expected=model.predict(x, verbose=0))
+    child = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        from keras_capsules import saving
 
-    class Broken(keras.Model):
-        def call(self, x):
-            return x
-
-    with pytest.raises(ValueError):
-        export_saved_model(Broken(), target)  # never built: Keras refuses to export it
-    assert sorted(os.listdir(target)) == before and sorted(os.listdir(tmp_path)) == ["export"]
-
-
-def test_export_never_destroys_user_files(tmp_path, monkeypatch):
-    from keras_capsules.training import export_keras_file
-
-    run = tmp_path / "run"
-    run.mkdir()
-    model_path = str(run / "model.keras")
-    save_model(_model(), model_path)
-    (run / "metrics.json").write_text("{}")
-    # The folder holding the model: refused even with overwrite=True, before anything is loaded.
-    for overwrite in (False, True):
-        with pytest.raises(ValueError, match=r"holds the input .*model\.keras"):
-            export_keras_file(model_path, str(run), overwrite=overwrite)
-    assert sorted(os.listdir(run)) == ["metrics.json", "model.keras"]
-    # An existing file is never replaced by a folder.
-    notes = tmp_path / "notes.txt"
-    notes.write_text("keep me")
-    with pytest.raises(ValueError, match=r"notes\.txt' is an existing file"):
-        export_keras_file(model_path, str(notes), overwrite=True)
-    assert notes.read_text() == "keep me"
-    # A non-empty folder is replaced only on request.
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "mine.txt").write_text("keep me")
-    with pytest.raises(ValueError, match=r"exists and is not empty; pass overwrite=True \(CLI: --overwrite\)"):
-        export_keras_file(model_path, str(other))
-    assert os.listdir(other) == ["mine.txt"]
-    export_keras_file(model_path, str(other), overwrite=True)
-    assert "saved_model.pb" in os.listdir(other) and "mine.txt" not in os.listdir(other)
-    # The current folder (or a parent of it) is refused with a suggestion.
-    monkeypatch.chdir(run)
-    with pytest.raises(ValueError, match=r"current folder or one of its parents"):
-        export_keras_file("model.keras", ".", overwrite=True)
-    assert sorted(os.listdir(run)) == ["metrics.json", "model.keras"]
-    # An empty folder or a new name is fine without overwrite.
-    (tmp_path / "empty").mkdir()
-    export_keras_file(model_path, str(tmp_path / "empty"))
-    assert "saved_model.pb" in os.listdir(tmp_path / "empty")
-
-
-def test_cli_export_refuses_and_explains(tmp_path, capsys):
-    from keras_capsules import cli
-
-    model_path = str(tmp_path / "model.keras")
-    save_model(_model(), model_path)
-    assert cli.main(["export", model_path, str(tmp_path)]) == 2
-    assert "holds the input" in capsys.readouterr().err
-    assert os.listdir(tmp_path) == ["model.keras"]
+        data = np.load(sys.argv[1] + "/io.npz")
+        model = saving.load_model(sys.argv[1] + "/capsnet.keras")
+        np.testing.assert_array_equal(model.predict(data["x"], verbose=0), data["expected"])
+        print(type(model).__name__, "training" if "keras_capsules.training" in sys.modules else "no training")
+        """
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["CapsuleClassifier", "no", "training"]

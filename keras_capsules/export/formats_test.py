@@ -20,7 +20,8 @@ import pytest
 from keras_capsules.testing.glom import with_trained_offsets
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules import applications, cli
-from keras_capsules.training import export_keras_file, export_model, save_model
+from keras_capsules.export import export_keras_file, export_model
+from keras_capsules.saving import save_model
 
 pytestmark = [
     pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="ONNX/LiteRT export here is TensorFlow-specific"),

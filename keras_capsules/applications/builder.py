@@ -1,38 +1,166 @@
-"""Argument validation and assembly shared by every application constructor (Keras Applications style)."""
+"""The one builder behind every application constructor (as ``keras/src/applications/resnet.py`` has ``ResNet``).
 
+An application module declares an :class:`Application` (its name, paper input shape and smallest
+size, default router and the capabilities it needs) with a *body*: the function that builds its
+network on the input and returns a :class:`Network` (the features and the layers on top). Its
+constructor keeps the Keras Applications signature and docstring and returns
+``build(APPLICATION, locals())``. :func:`build` runs what every constructor shares: argument
+validation, the router check, inputs and preprocessing, the body, the top / pooling / decoder /
+``classifier_activation`` assembly, and the weights file. Preset names are the constructor's
+``with_presets`` wrapper's.
+"""
+
+import dataclasses
 import os
+import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 import keras
-import numpy as np
-import numpy.typing as npt
-from keras import ops
 
-from keras_capsules import errors
+from keras_capsules import errors, presets
+from keras_capsules.saving import load_weights_file
 
 POOLINGS = (None, "avg", "max")
 
 
-def validate_application_args(
-    model_name,
-    *,
-    include_top,
-    weights,
-    input_tensor,
-    input_shape,
-    pooling,
-    classes,
-    classifier_activation,
-    default_shape,
-    min_size,
-    fixed_size=False,
-):
-    """Validates the Keras Applications arguments and returns the input shape ``(H, W, C)``.
+def capsule_lengths(poses: Any, activations: Any) -> Any:
+    """Class scores ``(batch, classes)``: the lengths of the class poses (a ``Length`` layer named ``"length"``)."""
+    from keras_capsules.layers.heads import Length
+
+    return Length(name="length")(poses)
+
+
+def class_activations(poses: Any, activations: Any) -> Any:
+    """Class scores ``(batch, classes)``: the class capsules' activations."""
+    return activations
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    """What an application's body builds on the (rescaled) input image.
+
+    Attributes:
+        features: the output with ``include_top=False`` and the input of the top: a capsule tensor
+            ``(poses, activations)`` (grid poses ``(batch, H, W, types, dim)`` become a
+            ``(batch, H, W, types*dim)`` map, fully connected ones ``(batch, caps*dim)``), or a
+            ``(batch, H, W, C)`` feature map; ``pooling`` pools the maps to ``(batch, C)``.
+        class_layer: the class-capsule layer, called on ``features`` with the top (its name is the
+            decoder's ``class_capsules``); ``None`` for a model whose top is ``head``.
+        scores: ``(class_poses, class_activations)`` -> raw ``(batch, classes)`` scores
+            (:func:`capsule_lengths`, :func:`class_activations` or the model's own head).
+        head: without a ``class_layer``: ``features`` -> raw ``(batch, classes)`` scores.
+        decoder: optional reconstruction decoder (a body makes one with ``include_top`` only), and
+            ``reconstruction_weight``, ``pixel_reduction``, ``mask_top_k``: as in
+            :class:`~keras_capsules.applications.CapsuleClassifier`.
+    """
+
+    features: Any
+    class_layer: Any = None
+    scores: Callable[[Any, Any], Any] = capsule_lengths
+    head: Callable[[Any], Any] | None = None
+    decoder: Any = None
+    reconstruction_weight: float = 0.0005
+    pixel_reduction: str = "sum"
+    mask_top_k: int = 1
+
+
+#: A setting given as a value or as a function of the constructor's arguments (e.g. of ``variant``).
+Setting = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Application:
+    """One application: what :func:`build` needs besides the constructor's arguments.
+
+    ``input_shape``, ``min_size`` and ``router_needs`` are values or functions of the arguments
+    (a ``types.SimpleNamespace`` of the constructor's arguments).
+
+    Attributes:
+        name: the constructor name, used in error messages.
+        body: ``(x, arguments) -> Network``: the network on the input ``x``. ``arguments`` holds the
+            validated ``input_shape`` ``(H, W, C)`` and the defaulted ``router``.
+        input_shape: the paper's input shape, the default.
+        min_size: smallest allowed height and width.
+        fixed_size: the top needs exactly ``input_shape`` spatially (a class layer with one weight per child).
+        check: the application's own argument checks, run first; may fill in variant defaults
+            (e.g. ``arguments.classes``).
+        default_router: the router spec that ``router=None`` stands for.
+        router_needs: the :func:`keras_capsules.routing.available` capabilities the ``router``
+            argument must have; ``None``: the constructor has no ``router``.
+        router_hint: appended to a router error (e.g. which option takes the other routers).
+    """
+
+    name: str
+    body: Callable[[Any, Any], Network]
+    input_shape: Setting
+    min_size: Setting
+    fixed_size: bool = False
+    check: Callable[[Any], None] | None = None
+    default_router: Any = None
+    router_needs: Setting = None
+    router_hint: str = ""
+
+
+def _setting(value: Setting, arguments: Any) -> Any:
+    return value(arguments) if callable(value) else value
+
+
+def build(application: Application, arguments: dict[str, Any]) -> Any:
+    """Builds the application from the constructor's arguments (its ``locals()``) and loads ``weights``.
+
+    Returns:
+        A built :class:`~keras_capsules.applications.CapsuleClassifier`.
+    """
+    args = types.SimpleNamespace(**arguments)
+    name = application.name
+    if application.check is not None:
+        application.check(args)
+    default_shape, min_size = _setting(application.input_shape, args), _setting(application.min_size, args)
+    args.input_shape = validate_application_args(name, args, default_shape, min_size, application.fixed_size)
+    check_pooling(name, args.include_top, args.pooling)
+    needs = _setting(application.router_needs, args)
+    if needs is not None:
+        args.router = application.default_router if args.router is None else args.router
+        check_router(name, args.router, application.router_hint, **needs)
+    inputs, x = model_inputs(args.input_tensor, args.input_shape, args.include_preprocessing)
+    return load_weights(assemble(name, inputs, application.body(x, args), args), args.weights)
+
+
+def assemble(model_name: str, inputs: Any, network: Network, args: Any) -> Any:
+    """The :class:`~keras_capsules.applications.CapsuleClassifier` of ``network``: features, or the top and ``"predictions"``."""
+    from keras_capsules.applications.classifier import CapsuleClassifier
+
+    if not args.include_top:
+        features = network.features
+        if isinstance(features, (tuple, list)):
+            return CapsuleClassifier(inputs, feature_output(model_name, features[0], args.pooling, args.name), name=args.name)
+        return CapsuleClassifier(inputs, pooled_features(features, args.pooling), name=args.name)
+    if network.class_layer is None:
+        if network.head is None:
+            raise ValueError(f"{model_name}: its body's Network expected a `class_layer` or a `head`, received neither.")
+        return CapsuleClassifier(inputs, predictions(network.head(network.features), args.classifier_activation), name=args.name)
+    scores = network.scores(*network.class_layer(network.features))
+    return CapsuleClassifier(
+        inputs,
+        predictions(scores, args.classifier_activation),
+        decoder=network.decoder,
+        class_capsules=network.class_layer.name,
+        reconstruction_weight=network.reconstruction_weight,
+        pixel_reduction=network.pixel_reduction,
+        mask_top_k=network.mask_top_k,
+        name=args.name,
+    )
+
+
+def validate_application_args(model_name, args, default_shape, min_size, fixed_size=False):
+    """Validates the Keras Applications arguments among the constructor's ``args`` and returns the input shape ``(H, W, C)``.
 
     Args:
         model_name: the constructor name used in error messages.
+        args: the constructor's arguments (``include_top``, ``weights``, ``input_tensor``,
+            ``input_shape``, ``pooling``, ``classes``, ``classifier_activation`` are read).
         default_shape: the paper's input shape.
         min_size: smallest allowed height and width.
         fixed_size: when the top needs exactly ``default_shape`` spatially (capsule models whose
@@ -43,6 +171,8 @@ def validate_application_args(
             pooling, non-positive classes, or an input shape that is not 3-D, too small, or
             (with ``include_top``) not fully defined.
     """
+    weights, classes, pooling, activation = args.weights, args.classes, args.pooling, args.classifier_activation
+    include_top, input_shape = args.include_top, args.input_shape
     if not (weights is None or (isinstance(weights, (str, os.PathLike)) and os.path.isfile(weights))):
         raise ValueError(
             f"{model_name}: argument `weights` expected None (random initialisation), the path to an existing "
@@ -52,16 +182,15 @@ def validate_application_args(
         raise ValueError(f"{model_name}: argument `classes` expected a positive integer, received {classes!r}.")
     if pooling not in POOLINGS:
         raise ValueError(f"{model_name}: argument `pooling` expected one of None, 'avg', 'max', received {pooling!r}.")
-    if classifier_activation is not None:
+    if activation is not None:
         try:
-            keras.activations.get(classifier_activation)
+            keras.activations.get(activation)
         except (ValueError, TypeError):
             raise ValueError(
-                f"{model_name}: argument `classifier_activation` expected None or a Keras activation, "
-                f"received {classifier_activation!r}."
+                f"{model_name}: argument `classifier_activation` expected None or a Keras activation, received {activation!r}."
             ) from None
-    if input_shape is None and input_tensor is not None:
-        input_shape = tuple(input_tensor.shape[1:])
+    if input_shape is None and args.input_tensor is not None:
+        input_shape = tuple(args.input_tensor.shape[1:])
     if input_shape is None:
         input_shape = default_shape
     input_shape = tuple(input_shape)
@@ -88,7 +217,8 @@ def validate_application_args(
             f"(the class-capsule layer has one transform per child), received {input_shape!r}."
         )
     if channels not in (1, 2, 3) and channels is not None:
-        warnings.warn(f"{model_name}: input_shape has {channels} channels; the paper configurations use 1, 2 or 3.", stacklevel=3)
+        # stacklevel 5: this function, build, the constructor, its with_presets wrapper, the caller.
+        warnings.warn(f"{model_name}: input_shape has {channels} channels; the paper configurations use 1, 2 or 3.", stacklevel=5)
     return input_shape
 
 
@@ -198,103 +328,7 @@ def load_weights(model, weights):
         return model
     path = os.fspath(weights)
     if path.endswith(".npz"):
-        from keras_capsules.presets import load_weights as load_preset_file
-
-        load_preset_file(model, path)
+        presets.load_weights(model, path)
         return model
-    from keras_capsules.training.model_files import load_weights_file  # lazy: model_files imports the applications
-
     load_weights_file(model, path)  # ModelFileError naming the file when it is missing, corrupt or for another model
     return model
-
-
-def preprocess_input(x: Any, data_format: str | None = None) -> Any:
-    """Scales uint8-range images to [0, 1] floats, the input range of every application built with
-    ``include_preprocessing=False`` (the default, and what ``keras_capsules.datasets.load`` gives).
-
-    Args:
-        x: array or tensor of images with values in [0, 255].
-        data_format: accepted for Keras Applications compatibility; images are channels-last.
-    """
-    del data_format
-    return ops.cast(x, "float32") / 255.0
-
-
-def decode_predictions(
-    preds: npt.ArrayLike,
-    top: int = 5,
-    class_names: Sequence[str] | None = None,
-) -> list[list[tuple[int, str, float]]]:
-    """Turns class scores into ``[(class_index, class_name, score), ...]`` per example, best first.
-
-    Args:
-        preds: ``(batch, classes)`` scores (capsule lengths, probabilities or logits).
-        top: how many classes to return per example (at most ``classes``).
-        class_names: optional sequence of ``classes`` names; defaults to the class indices as strings
-            (``keras_capsules.presets.decode_predictions`` takes them from a dataset or a preset).
-
-    Returns:
-        One list per example of ``min(top, classes)`` tuples ``(class index, class name, score)``,
-        highest score first (equal scores: lower index first).
-    """
-    top = errors.check_positive_int("decode_predictions", "top", top)
-    scores = np.asarray(preds)
-    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
-        errors.fail("decode_predictions", "preds", "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
-    names = [str(i) for i in range(scores.shape[1])] if class_names is None else list(class_names)
-    if len(names) != scores.shape[1]:
-        errors.fail("decode_predictions", "class_names", f"{scores.shape[1]} names (one per class score)", f"{len(names)} names")
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
-    return [[(int(i), names[i], float(row[i])) for i in indices] for row, indices in zip(scores, order)]
-
-
-def assemble(
-    *,
-    model_name,
-    inputs,
-    children,
-    class_layer,
-    include_top,
-    pooling,
-    classifier_activation,
-    name,
-    score_head=None,
-    decoder=None,
-    reconstruction_weight=0.0005,
-    pixel_reduction="sum",
-    mask_top_k=1,
-):
-    """Builds the :class:`~keras_capsules.applications.CapsuleClassifier` of a capsule application.
-
-    Args:
-        model_name: the constructor name used in error messages.
-        inputs: the model inputs.
-        children: the capsule tensor ``(poses, activations)`` that feeds the class layer.
-        class_layer: the class-capsule layer (called on ``children``), named ``"class_caps"`` when
-            there is a decoder (the decoder reads its poses).
-        include_top: with the class layer and the ``"predictions"`` output, or the features of
-            ``children`` only (see :func:`feature_output`).
-        score_head: maps ``(class_poses, class_activations)`` to scores; default: capsule lengths.
-        decoder: optional reconstruction decoder (with ``include_top`` only).
-
-    Returns:
-        A built ``CapsuleClassifier`` (the caller loads the weights).
-    """
-    from keras_capsules.applications.classifier import CapsuleClassifier
-    from keras_capsules.layers.heads import Length
-
-    check_pooling(model_name, include_top, pooling)
-    if not include_top:
-        return CapsuleClassifier(inputs, feature_output(model_name, children[0], pooling, name), name=name)
-    class_poses, class_acts = class_layer(children)
-    raw_scores = Length(name="length")(class_poses) if score_head is None else score_head(class_poses, class_acts)
-    return CapsuleClassifier(
-        inputs,
-        predictions(raw_scores, classifier_activation),
-        decoder=decoder,
-        class_capsules=class_layer.name,
-        reconstruction_weight=reconstruction_weight,
-        pixel_reduction=pixel_reduction,
-        mask_top_k=mask_top_k,
-        name=name,
-    )

@@ -1,8 +1,11 @@
-"""What one ConsensusCapsNet training step costs: floating-point operations per image, counted from the graph.
+"""What one training step of an application costs: floating-point operations per image, counted from the graph.
 
-For each router (``dynamic`` and the paper's ``em``, ``kernel``, ``lstm``;
-``keras_capsules.applications.consensus_capsnet.PAPER_ROUTERS``) builds
-``ConsensusCapsNet(input_shape=..., classes=..., router=...)``, traces one training step (the loss and
+For each router of ``--routers`` (default for ConsensusCapsNet: ``dynamic`` and the paper's ``em``,
+``kernel``, ``lstm``; ``keras_capsules.applications.consensus_capsnet.PAPER_ROUTERS``) builds
+``MODEL(input_shape=..., classes=..., router=..., **model_args)`` (``--model``, default
+``ConsensusCapsNet``; ``--model-arg key=value`` as ``keras-capsules train`` takes them, e.g.
+``--model CapsNet --routers dynamic --model-arg "router={'name': 'dynamic', 'use_bias': True}"``
+for the DR-CapsNet of the side-by-side run against REM), traces one training step (the loss and
 ``tape.gradient``: forward + backward, batch ``--batch``) as a ``tf.function`` and counts its graph's
 operations:
 
@@ -26,11 +29,12 @@ flops per parameter per step) is not in the graph and is negligible. Counts do n
 machine or its load; step times (``--time``: median ``fit`` step after warm-up) do, so measure them
 on an otherwise idle machine.
 
-Usage: ``python benchmarks/consensus_capsnet_cost.py [--routers dynamic,em,kernel,lstm]
-[--input-shape 28,28,1] [--classes 10] [--batch 64] [--top 8] [--time]``
+Usage: ``python benchmarks/training_step_cost.py [--model ConsensusCapsNet] [--routers dynamic,em,kernel,lstm]
+[--model-arg KEY=VALUE ...] [--input-shape 28,28,1] [--classes 10] [--batch 64] [--top 8] [--time]``
 """
 
 import argparse
+import ast
 import collections
 import functools
 import inspect
@@ -93,7 +97,7 @@ def _elements(shape):
 
 def _fixed(op, shape):
     if not shape.is_fully_defined():
-        raise ValueError(f"consensus_capsnet_cost: op {op.name} ({op.type}) has shape {shape}, expected a fixed one to count its flops.")
+        raise ValueError(f"training_step_cost: op {op.name} ({op.type}) has shape {shape}, expected a fixed one to count its flops.")
     return tuple(shape)
 
 
@@ -140,12 +144,13 @@ def profiler_flops(graph):
 
 
 def _loss(router):
-    """The loss the library trains with: cross-entropy on the kernel/LSTM logits, margin on activations."""
+    """The loss the library trains with: cross-entropy on the logits of the kernel/LSTM routers and of a model
+    without a router (the CNN baselines), margin on capsule activations."""
     import keras
 
     from keras_capsules import losses
 
-    if router in ("kernel", "lstm"):
+    if router in ("kernel", "lstm", "none"):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     return losses.MarginLoss()
 
@@ -271,9 +276,20 @@ def _table(title, totals, batch, top):
     return "\n".join(lines)
 
 
+def _key_value(pair):
+    """``"key=value"`` -> ``(key, value)``, the value a Python literal where it parses as one, else the text."""
+    key, _, text = pair.partition("=")
+    try:
+        return key, ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return key, text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--routers", default=",".join(ROUTERS), help="comma-separated router names")
+    parser.add_argument("--model", default="ConsensusCapsNet", help="application constructor (default: ConsensusCapsNet)")
+    parser.add_argument("--routers", default=",".join(ROUTERS), help="comma-separated router names, or none for a model without one (default: ConsensusCapsNet's paper routers)")
+    parser.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument, repeatable; a router here wins over --routers")
     parser.add_argument("--input-shape", default="28,28,1", help="H,W,C (default: MNIST)")
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--batch", type=int, default=64)
@@ -286,17 +302,20 @@ def main():
 
     from keras_capsules import applications
 
-    print(f"ConsensusCapsNet(input_shape={input_shape}, classes={args.classes}), one training step at batch {args.batch}; {machine_description()}")
+    model_args = dict(_key_value(pair) for pair in args.model_arg)
+    constructor = getattr(applications, args.model)
+    print(f"{args.model}(input_shape={input_shape}, classes={args.classes}, {model_args}), one training step at batch {args.batch}; {machine_description()}")
     summary = []
     for router in args.routers.split(","):
-        model = applications.ConsensusCapsNet(input_shape=input_shape, classes=args.classes, router=router)
+        routed = {} if router == "none" else {"router": router}
+        model = constructor(input_shape=input_shape, classes=args.classes, **{**routed, **model_args})
         loss_fn = _loss(router)
         graph, owners = train_step_graph(model, loss_fn, args.batch)
         scopes = scope_owners(owners)
         rows = op_costs(graph)
         registered, profiled = sum(row.flops for row in rows if row.registered), profiler_flops(graph)
         if profiled != registered:
-            raise RuntimeError(f"consensus_capsnet_cost: the profiler counts {profiled} flops, the per-op walk {registered}.")
+            raise RuntimeError(f"training_step_cost: the profiler counts {profiled} flops, the per-op walk {registered}.")
         ops, flops, trans, copied, written = summarize(rows, lambda row: "all")["all"]
         result = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
                "registered": registered / flops, "transcendental": trans / args.batch, "copied": copied / args.batch,

@@ -1,4 +1,4 @@
-"""benchmarks/consensus_capsnet_cost.py counts a training step's operations correctly: the einsum rule,
+"""benchmarks/training_step_cost.py counts a training step's operations correctly: the einsum rule,
 TensorFlow's per-op statistics, transcendental elements and the attribution of backward ops to layers,
 against hand-computed counts."""
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_cost():
-    spec = importlib.util.spec_from_file_location("consensus_capsnet_cost", ROOT / "benchmarks" / "consensus_capsnet_cost.py")
+    spec = importlib.util.spec_from_file_location("training_step_cost", ROOT / "benchmarks" / "training_step_cost.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
