@@ -98,3 +98,22 @@ def test_robustness_command_prints_the_table_and_writes_json(tmp_path, capsys):
     for magnitude, accuracy in record["table"]["scale"]:
         assert abs(accuracy * 16 - round(accuracy * 16)) < 1e-6
     assert "scale" in printed and len(record["table"]["scale"]) == 5
+
+
+def test_evaluate_on_affnist_or_its_generated_stand_in(tmp_path, capsys):
+    # No affNIST files in the data folder: "affnist|affine_mnist" evaluates on the generated set and says so.
+    from keras_capsules import applications
+    from keras_capsules.saving import save_model
+
+    model_file = str(tmp_path / "cnn.keras")
+    save_model(applications.BaselineCNN(input_shape=(40, 40, 1), classes=10), model_file)
+    capsys.readouterr()
+    code = cli.main(
+        ["evaluate", model_file, "--dataset", "affnist|affine_mnist", "--data-dir", str(tmp_path), "--limit", "16",
+         "--dataset-option", "base=mnist_sample", "--augment", "none"]  # fmt: skip
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "no official affNIST test files" in out and "evaluating on affine_mnist:test" in out
+    report = json.loads(out[out.index("{") :])
+    assert report["dataset"] == "affine_mnist" and 0.0 <= report["accuracy"] <= 1.0
