@@ -6,7 +6,7 @@ from keras import ops
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import Router, child_major, coupling_full, limit_votes
+from keras_capsules.routing.base import Router, child_major, coupling_full, limit_votes, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -84,9 +84,9 @@ class DynamicRouter(Router):
             coupling = coupling_full(votes, uniform) if logits is None else self._coupling(logits)
             if last:
                 coupling = self.finalize_coupling(coupling, training)
-            poses = squash(ops.einsum("boi,boid->bod", coupling, used) + bias, epsilon=self.epsilon)
+            poses = squash(weighted_votes(coupling, used) + bias, epsilon=self.epsilon)
             if not last:
-                agreement = ops.einsum("boid,bod->boi", used, poses)
+                agreement = vote_agreement(used, poses)
                 logits = agreement if logits is None else logits + agreement
         return poses, safe_norm(poses, epsilon=self.epsilon), child_major(coupling)
 

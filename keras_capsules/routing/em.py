@@ -9,7 +9,7 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, coupling_full, dtype_max, ones_activations, parent_major
+from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, coupling_full, dtype_max, ones_activations, parent_major, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 #: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
@@ -234,9 +234,9 @@ class EMRouter(Router):
         weighted = coupling * activations[:, None, :]  # R'
         mass = ops.sum(weighted, axis=2)  # (batch, out)
         denominator = (mass + self.epsilon)[:, :, None]
-        mean = ops.einsum("boi,boid->bod", weighted, votes) / denominator
+        mean = weighted_votes(weighted, votes) / denominator
         spread = ops.square(votes - mean[:, :, None])
-        variance = ops.einsum("boi,boid->bod", weighted, spread) / denominator + self.variance_floor
+        variance = weighted_votes(weighted, spread) / denominator + self.variance_floor
         beta_u = ops.cast(self.beta_u, "float32")[None, :, None]
         cost = ops.sum((beta_u + 0.5 * ops.log(variance)) * mass[:, :, None], axis=-1) * self.cost_factor
         beta_a = ops.cast(self.beta_a, "float32")[None, :]
@@ -245,7 +245,7 @@ class EMRouter(Router):
 
     def _log_assignments(self, spread, variance, out_acts):
         """``log(a_j + eps) + log p_ij``, ``(batch, out, in)``, from the M-step's ``(V - mu)^2``."""
-        distance = ops.einsum("boid,bod->boi", spread, 0.5 / variance)
+        distance = vote_agreement(spread, 0.5 / variance)
         log_norm = 0.5 * ops.sum(ops.log(2.0 * math.pi * variance), axis=-1)  # (batch, out): no child index
         return (ops.log(out_acts + self.epsilon) - log_norm)[:, :, None] - distance
 

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude, rescaled
-from keras_capsules.routing.base import Router, child_major
+from keras_capsules.routing.base import Router, child_major, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 SCALES = ("paper", "code")
@@ -248,12 +248,12 @@ class FMAgreementRouter(Router):
     def route_parent_major(self, votes, activations, training):
         y, q, r, squared = self._unit_terms(votes, training)
         # The sums over the children of u = y r and of u^2 = q r^2, as batched matrix-vector products.
-        total = ops.einsum("boi,boid->bod", r, y)
+        total = weighted_votes(r, y)
         n = votes.shape[2]
-        s = fm_pairwise_sum(total, ops.einsum("boi,boid->bod", ops.square(r), q), n, self.scale)
+        s = fm_pairwise_sum(total, weighted_votes(ops.square(r), q), n, self.scale)
 
         # u_i . (total - u_i) = r_i (y_i . total) - r_i^2 |y_i|^2
-        agreement = (r * ops.einsum("boid,bod->boi", y, total) - ops.square(r) * squared) / max(n - 1, 1)
+        agreement = (r * vote_agreement(y, total) - ops.square(r) * squared) / max(n - 1, 1)
         share = ops.relu(1.0 + agreement) + 1e-6
         coupling = child_major(self.finalize_coupling(share / ops.sum(share, axis=2, keepdims=True), training))
 

@@ -8,7 +8,7 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude, rescaled
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import Router, child_major, coupling_full, parent_major, saturating_cast
+from keras_capsules.routing.base import Router, child_major, coupling_full, parent_major, saturating_cast, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -191,10 +191,10 @@ class InvertedDotProductRouter(Router):
             if poses is None:  # zero logits: uniform over the parents
                 coupling = coupling_full(votes, 1.0 / votes.shape[1])
             else:
-                coupling = softmax_along(ops.einsum("boid,bod->boi", votes, poses) * scale, axis=1)
+                coupling = softmax_along(vote_agreement(votes, poses) * scale, axis=1)
             if finalize and step == steps - 1:
                 coupling = self.finalize_coupling(coupling, training)
-            poses = self._parent_poses(ops.einsum("boi,boid->bod", coupling, votes), training)
+            poses = self._parent_poses(weighted_votes(coupling, votes), training)
         shares = ops.mean(coupling, axis=2)
         return poses, shares, child_major(coupling)
 

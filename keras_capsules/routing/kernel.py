@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
-from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations
+from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 KERNELS = ("spectral_mixture", "gaussian_mixture")
@@ -207,7 +207,7 @@ class KernelRouter(Router):
         prior = ops.log(activations + self.prior_offset) * (ops.expand_dims(lambda2, -1) / total)  # (b, o, i)
 
         coupling = coupling_full(votes, 1.0 / in_caps)
-        poses = ops.einsum("boi,boid->bod", coupling, votes)
+        poses = weighted_votes(coupling, votes)
         # Training recomputes each kernel evaluation in the backward pass instead of keeping its
         # vote-sized temporaries, so memory does not grow with the iterations.
         similarity = keras.remat(self.similarity) if training else self.similarity
@@ -217,7 +217,7 @@ class KernelRouter(Router):
             if step == self.iterations - 1:
                 coupling = self.finalize_coupling(coupling, training)
             mass = ops.maximum(ops.sum(coupling, axis=2), 1e-12)
-            poses = ops.einsum("boi,boid->bod", coupling, votes) / ops.expand_dims(mass, -1)
+            poses = weighted_votes(coupling, votes) / ops.expand_dims(mass, -1)
 
         raw = ops.sum(coupling * agreement, axis=2)
         logits = ops.cast(self.theta1, "float32") * raw + ops.cast(self.theta2, "float32")

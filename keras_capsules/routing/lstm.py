@@ -6,7 +6,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.routing.base import Router, child_major, ones_activations, limit_votes
+from keras_capsules.routing.base import Router, child_major, limit_votes, ones_activations, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 ACTIVATIONS = ("sigmoid", "linear")
@@ -217,7 +217,7 @@ class LSTMRouter(Router):
             last = step == self.iterations - 1
             if last:
                 coupling = self.finalize_coupling(coupling, training)
-            poses = ops.einsum("boi,boid->bod", coupling, raw_votes if last else votes)
+            poses = weighted_votes(coupling, raw_votes if last else votes)
 
         summary_state = state[1] if self.state_assignment == "code" else state[0]
         pooled = ops.einsum("boi,boiu->bou", coupling, summary_state)

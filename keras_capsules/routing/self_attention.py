@@ -7,7 +7,7 @@ from keras import ops
 from keras_capsules.ops.norms import safe_norm
 from keras_capsules.ops.squash import squash_efficient
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import Router, child_major, limit_votes
+from keras_capsules.routing.base import Router, child_major, limit_votes, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 
 
@@ -55,10 +55,10 @@ class SelfAttentionRouter(Router):
         out_dim = votes.shape[-1]
         votes = limit_votes(votes)  # one factor per example: the same in either layout
         totals = ops.sum(votes, axis=2)
-        logits = ops.einsum("boid,bod->boi", votes, totals) / math.sqrt(out_dim)
+        logits = vote_agreement(votes, totals) / math.sqrt(out_dim)
         coupling = self.finalize_coupling(softmax_along(logits, axis=1), training)
         weights = coupling + ops.transpose(ops.cast(self.bias, "float32"))
-        poses = squash_efficient(ops.einsum("boi,boid->bod", weights, votes), epsilon=self.epsilon)
+        poses = squash_efficient(weighted_votes(weights, votes), epsilon=self.epsilon)
         return poses, safe_norm(poses, epsilon=self.epsilon), child_major(coupling)
 
     def get_config(self):
