@@ -10,17 +10,16 @@ checks that they are up to date.
 import os
 import sys
 
-from keras_capsules import applications
+from keras_capsules import applications, presets
 from keras_capsules.presets import cards
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-MODELS = ("AgreementGLOM", "CapsNet", "EffCapsNet", "FMCapsNet")  # the applications with presets (issue of the first weights)
 
 
 def targets():
     """``[(path, generated section), ...]``."""
     pages = []
-    for model in MODELS:
+    for model in sorted({key.split("/")[0] for key in presets.available()}):  # every application with a preset
         module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
         pages.append((os.path.join(ROOT, "docs", "applications", f"{module}.md"), cards.docs_section(model)))
     pages += [(os.path.join(ROOT, page), cards.presets_table()) for page in ("README.md", os.path.join("docs", "presets.md"))]

@@ -30,12 +30,14 @@ folder = sys.argv[1]
 results = [RobustnessResult.from_dict(json.load(open(p))) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
 plot_comparison(results, folder + ".png")
 print("plot:", folder + ".png")
-# The table of docs/results.md: one row per model, one column per transform and magnitude (0 left out: untransformed).
-columns = [(name, m) for name, rows in results[0].table.items() for m, _ in rows if m not in (0, 1)]
-units = {"degrees": "°", "factor": "×", "pixels": " px"}
-print("| model | untransformed | " + " | ".join(f"{name} {m:g}{units.get(results[0].units[name], '')}" for name, m in columns) + " |")
-print("|---|---:|" + "---:|" * len(columns))
-for result in results:
-    cells = [dict(result.table[name])[m] for name, m in columns]
-    print(f"| {result.model} | {100 * result.accuracy:.2f} | " + " | ".join(f"{100 * a:.1f}" for a in cells) + " |")
+# The table of docs/results.md: a row per transform and magnitude, a column per model (accuracy in %).
+print("| transform | magnitude | " + " | ".join(f"`{r.model}`" for r in results) + " |")
+print("|---|---:|" + "---:|" * len(results))
+print("| none | | " + " | ".join(f"{100 * r.accuracy:.2f}" for r in results) + " |")
+for name, rows in results[0].table.items():
+    for magnitude, _ in rows:
+        if magnitude in (0, 1):  # the untransformed images, the row above
+            continue
+        cells = [100 * dict(r.table[name])[magnitude] for r in results]
+        print(f"| {name} | {magnitude:g} {results[0].units[name]} | " + " | ".join(f"{a:.1f}" for a in cells) + " |")
 PY
