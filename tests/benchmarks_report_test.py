@@ -1,26 +1,20 @@
 """BENCHMARKS.md is what benchmarks/report.py makes of the committed run files, and each run file says where,
 when and how it was measured."""
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RUN_FILES = sorted(p for p in RESULTS.glob("*.json") if re.match(r"^\d{4}-\d{2}-\d{2}-", p.name))
 
 
-def load_report():
-    spec = importlib.util.spec_from_file_location("benchmarks_report", ROOT / "benchmarks" / "report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-report = load_report()
+report = load_script("benchmarks/report.py")
 
 
 def test_benchmarks_md_is_the_reports_output():

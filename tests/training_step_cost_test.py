@@ -2,24 +2,15 @@
 TensorFlow's per-op statistics, transcendental elements and the attribution of backward ops to layers,
 against hand-computed counts."""
 
-import importlib.util
-from pathlib import Path
 
 import keras
 import pytest
 import tensorflow as tf
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_scripts import load_script
 
 
-def load_cost():
-    spec = importlib.util.spec_from_file_location("training_step_cost", ROOT / "benchmarks" / "training_step_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cost = load_cost()
+cost = load_script("benchmarks/training_step_cost.py")
 
 
 @pytest.mark.parametrize(
