@@ -18,6 +18,7 @@ import sys
 import tempfile
 import traceback
 
+from keras_capsules.cli_options import DATA_DEFAULT, TRAINED_ON, augment_option, trained_on
 from keras_capsules.cli_predict import add_predict_command
 from keras_capsules.cli_robustness import add_robustness_command
 from keras_capsules.version import __version__
@@ -73,16 +74,6 @@ def _preset_option(text, flag):
         )
     return key
 
-
-def trained_on(model_file):
-    """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
-    from keras_capsules.training.evaluation import training_record
-
-    return training_record(model_file).get("dataset") or "mnist_sample"
-
-
-DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
-TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
 
 #: The :class:`~keras_capsules.recipes.Recipe` fields settable from ``train``: field -> (value type, metavar, help).
 #: A tuple type takes several values. Read without importing the recipes (which import Keras);
@@ -234,15 +225,6 @@ def add_train_command(commands):
     train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
     _add_recipe_flags(train)
     train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")
-
-
-def augment_option(value, model_file):
-    """The ``--augment`` value: ``"auto"`` -> the preset in ``model_file``'s ``metrics.json`` (``None`` without a file), ``"none"`` -> ``None``."""
-    from keras_capsules.training.evaluation import training_preset
-
-    if value == "auto":
-        return training_preset(model_file) if model_file else None
-    return None if value.lower() == "none" else value
 
 
 def _evaluate(args):

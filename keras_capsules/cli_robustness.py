@@ -3,24 +3,24 @@
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
+from keras_capsules.cli_options import DATA_DEFAULT, TRAINED_ON, augment_option, trained_on
+
 TRANSFORMS = ("rotation", "scale", "shear", "translation")
 
 
 def _robustness(args):
-    from keras_capsules import cli, presets
+    from keras_capsules import presets
     from keras_capsules.evaluation.robustness import report
 
     key = presets.find(args.model)
-    dataset = args.dataset or (presets.get(*key).dataset if key else cli.trained_on(args.model))
+    dataset = args.dataset or (presets.get(*key).dataset if key else trained_on(args.model))
     options = dict(split=args.split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
-    augment = cli.augment_option(args.augment, None if key else args.model)
+    augment = augment_option(args.augment, None if key else args.model)
     report(args.model, dataset, data_dir=args.data_dir, download=args.download, augment=augment, plot=args.plot, json_path=args.json, **options)
     return 0
 
 
 def add_robustness_command(commands):
-    from keras_capsules import cli
-
     robustness = commands.add_parser(
         "robustness",
         help="accuracy under rotation, scale, shear and translation, per magnitude",
@@ -29,7 +29,7 @@ def add_robustness_command(commands):
         "magnitude: rotation 0-60 degrees in 15-degree steps, scale 0.6-1.4, shear 0-0.4, translation 0-8 pixels.",
     )
     robustness.add_argument("model", metavar="MODEL.keras|PRESET", help="a .keras file or a preset MODEL/NAME or MODEL:NAME (e.g. EffCapsNet/mnist)")
-    robustness.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {cli.TRAINED_ON})")
+    robustness.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {TRAINED_ON})")
     robustness.add_argument("--split", default="test", help="split evaluated (default: test)")
     robustness.add_argument("--transform", action="append", choices=TRANSFORMS, help="only this transform, repeatable (default: all four)")
     robustness.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all images)")
@@ -42,7 +42,7 @@ def add_robustness_command(commands):
         help="augmentation preset whose evaluation transform follows the geometric one, or 'none' "
         "(default: auto, the one recorded in the metrics.json next to a model file; none for a preset)",
     )
-    robustness.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {cli.DATA_DEFAULT})")
+    robustness.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
     robustness.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     robustness.add_argument("--plot", metavar="FILE.png", help="also draw accuracy against magnitude per transform to this PNG (default: no plot)")
     robustness.add_argument("--json", metavar="FILE.json", help="also write the result as JSON (default: none)")
