@@ -19,7 +19,9 @@ from typing import Any
 
 import keras
 
-from keras_capsules import errors, presets
+from keras_capsules import errors, presets, routing
+from keras_capsules.applications.classifier import CapsuleClassifier
+from keras_capsules.layers.heads import Length
 from keras_capsules.saving import load_weights_file
 
 POOLINGS = (None, "avg", "max")
@@ -27,8 +29,6 @@ POOLINGS = (None, "avg", "max")
 
 def capsule_lengths(poses: Any, activations: Any) -> Any:
     """Class scores ``(batch, classes)``: the lengths of the class poses (a ``Length`` layer named ``"length"``)."""
-    from keras_capsules.layers.heads import Length
-
     return Length(name="length")(poses)
 
 
@@ -130,8 +130,6 @@ def build(application: Application, arguments: dict[str, Any]) -> Any:
 
 def assemble(model_name: str, inputs: Any, network: Network, args: Any) -> Any:
     """The :class:`~keras_capsules.applications.CapsuleClassifier` of ``network``: features, or the top and ``"predictions"``."""
-    from keras_capsules.applications.classifier import CapsuleClassifier
-
     if not args.include_top:
         features = network.features
         if isinstance(features, (tuple, list)):
@@ -255,8 +253,6 @@ def check_router(model_name, router, hint="", **capabilities):
             lists the registered routers that fit.
         TypeError: ``router`` is not a router spec.
     """
-    from keras_capsules import routing
-
     try:
         name = routing.router_name(router)
     except (ValueError, TypeError) as error:
