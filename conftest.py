@@ -1,11 +1,15 @@
 """Test-session set-up: two logical CPUs for distribution tests, deterministic seeds, fast XLA compiles."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests never read or write the user's TFDS cache (~/tensorflow_datasets): a fresh empty one per session.
+# Removed when the process exits (each xdist worker makes its own).
 os.environ["TFDS_DATA_DIR"] = tempfile.mkdtemp(prefix="keras-capsules-tfds-")
+atexit.register(shutil.rmtree, os.environ["TFDS_DATA_DIR"], ignore_errors=True)
 # Under JAX, XLA compiles every function and eager op at each new shape, and with this suite's tiny
 # shapes compiling takes most of the time. Skipping LLVM's code-generation optimisations about halves
 # the JAX tests on CPU; XLA's own passes (fusion, algebraic simplification) still run, so the programs

@@ -147,6 +147,12 @@ TABLES = [
          intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
          columns=[col("configuration", "backbone"), col("iterations", "> iterations"), col("peer_ms", "> apple's (ms)"),
                   col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
+    dict(key="idpa-iterations", heading=None, rows=("idpa-iterations",),
+         intro="Ours alone at 1–5 iterations in one run (`benchmarks/concurrent_iterations.py`, processes alternating): "
+               "the increments should be equal from 4 iterations on, where each iteration adds one sweep of all three "
+               "capsule layers; below that the second and first ConvCaps layers start forming their votes "
+               "(at 3 and 4 iterations).",
+         columns=[col("iterations", "> iterations"), col("ours_ms", "> ours (ms)"), col("increment_ms", "> increment (ms)")]),
     dict(key="idpa-b128", heading=None, rows=("idpa-b128",), intro="Training step at b128 with 3 iterations:",
          columns=[col("configuration"), col("peer", "apple's"), col("ours_ms", "> ours, step (ms)"), col("ours_rss_gb", "> ours, peak RSS (GB)")]),
     dict(key="conv-live", heading=None, rows=("conv-live",),
@@ -161,6 +167,13 @@ TABLES = [
                   col("infer_ms", "> inference (ms / batch of 64)"), col("rss_mib", "> peak RSS (MiB)")]),
     dict(key="dr-rem", heading="DR-CapsNet against EIDOSLAB/REM's PyTorch code", rows=("dr-rem",), intro="Training step, b128.",
          columns=[col("configuration"), col("peer_ms", "> REM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
+    dict(key="dr-rem-floor", heading=None, rows=("dr-rem-floor",),
+         intro="The kernel floor: the network's two convolutions alone (9×9 1→256 ReLU, 9×9 256→256 stride 2, a mean "
+               "and a mean-square loss, Adam), in each framework's own kernels, same loop as above; their share of each "
+               "side's full step of the same run.",
+         columns=[col("configuration"), col("peer_ms", "> torch (ms)"), col("ours_ms", "> TensorFlow (ms)"), PEER_RATIO,
+                  ("> share of REM's step", ratio_of("peer_ms", "peer_step_ms")),
+                  ("> share of our step", ratio_of("ours_ms", "ours_step_ms"))]),
     dict(key="effcaps", heading="Efficient-CapsNet against EscVM's code", rows=("effcaps-train", "effcaps-infer"),
          intro="With its reconstruction decoder; `fit` steps and inference.",
          columns=[col("configuration"), col("peer_ms", "> EscVM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),

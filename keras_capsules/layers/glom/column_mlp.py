@@ -85,15 +85,23 @@ class ColumnMLP(keras.layers.Layer):
 
     def call(self, inputs):
         x = as_float(self, inputs)
+        batch, num_patches = ops.shape(x)[0], x.shape[1]
+        # Every layer runs on (groups, batch, N, width): the LayerNorm reduces axis 2 and each group's
+        # Linear is one batched matrix product, (groups, batch * N, i) @ (groups, i, o), with a single
+        # transpose in and out (an einsum per layer transposed its operands on every call, and its
+        # gradient again).
+        x = ops.transpose(x, (2, 0, 1, 3))
         for i in range(self.depth):
-            centred, scale = rescaled(x - ops.mean(x, axis=1, keepdims=True), axis=1)
-            var = ops.mean(ops.square(centred), axis=1, keepdims=True)
+            centred, scale = rescaled(x - ops.mean(x, axis=2, keepdims=True), axis=2)
+            var = ops.mean(ops.square(centred), axis=2, keepdims=True)
             x = centred * ops.rsqrt(var + self.epsilon / ops.square(scale))
-            x = x * self.norm_scales[i][None, :, None, None] + self.norm_offsets[i][None, :, None, None]
-            x = ops.einsum("bngi,gio->bngo", x, self.kernels[i]) + self.biases[i]
+            x = x * self.norm_scales[i][None, None, :, None] + self.norm_offsets[i][None, None, :, None]
+            fan_in, fan_out = self.kernels[i].shape[1:]
+            x = ops.matmul(ops.reshape(x, (self.groups, -1, fan_in)), self.kernels[i]) + self.biases[i][:, None, :]
+            x = ops.reshape(x, (self.groups, batch, num_patches, fan_out))
             if i < self.depth - 1:
                 x = _activation(self.activation, x)
-        return x
+        return ops.transpose(x, (1, 2, 0, 3))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

@@ -22,6 +22,8 @@ def test_column_mlp_layer_norm_over_patches_matches_numpy():
 
             fn = np.vectorize(lambda v: 0.5 * v * (1.0 + erf(v / np.sqrt(2.0))))
         np.testing.assert_allclose(got, np_column_mlp(x.astype("float64"), layer, fn), rtol=1e-4, atol=1e-5)
+    wide = glom.ColumnMLP(3, depth=3, activation="sin", hidden_multiplier=2)  # layers of different widths
+    np.testing.assert_allclose(_np(wide(x)), np_column_mlp(x.astype("float64"), wide, np.sin), rtol=1e-4, atol=1e-5)
     # 4 layers x (2N LayerNorm + per group d*d + d): the code's count for N = 64, d = 128, 2 groups.
     big = glom.ColumnMLP(2)
     big.build((None, 64, 2, 128))
