@@ -230,7 +230,7 @@ def peer_ratios(rows):
 
 
 def joined(pairs, label):
-    return ", ".join(f"{label(row)} {r2(value)}" for row, value in pairs)
+    return ", ".join(f"{label(row)} {r2(value)}".strip() for row, value in pairs)
 
 
 def by_ratio(label):
@@ -310,7 +310,7 @@ VERDICTS = [
          items=lambda rows: [("", [r["live_mib"] / r["votes_mib"] for r in rows],
                               f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×")], bound=("<=", 2.0), table="conv-live"),
     dict(target="DR-CapsNet training step ≤ 0.5× REM's, b128", rows="dr-rem",
-         items=by_ratio(lambda r: ""), bound=("<=", 0.5), table="dr-rem"),
+         items=by_ratio(lambda r: "REM's router" if "REM's router" in r["configuration"] else ""), bound=("<=", 0.5), table="dr-rem"),
     dict(target="Efficient-CapsNet training ≤ 0.5× EscVM's", rows="effcaps-train",
          items=by_ratio(lambda r: r["configuration"].split()[-1]), bound=("<=", 0.5), table="effcaps"),
     dict(target="Efficient-CapsNet inference b64 ≤ 0.6× EscVM's", rows="effcaps-infer",

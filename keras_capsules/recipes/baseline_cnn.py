@@ -46,8 +46,8 @@ register_recipe(
         batch_size=128,
         epochs=50,
         source="the affNIST experiment of Sabour et al. 2017 (section 5.2) with FMCapsNet's expanded_mnist recipe "
-        "(FMRouting ex4_3_1.py: Adam 1e-4, batch 128, 50 epochs, no augmentation besides the random translation on the "
-        "40x40 canvas), evaluated on the MNIST test canvas and on affNIST (needs the affNIST files); global pooling keeps "
+        "(FMRouting ex4_3_1.py: Adam 1e-4, batch 128, no augmentation besides the random translation on the 40x40 "
+        "canvas; the code gives no epoch count, 50 as FMCapsNet's recipe), cross-entropy, evaluated on the MNIST test canvas and on affNIST (needs the affNIST files); global pooling keeps "
         "the matched CNN at 161,824 parameters on 40x40",
     )
 )
