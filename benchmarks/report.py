@@ -174,6 +174,11 @@ TABLES = [
          columns=[col("configuration"), col("peer_ms", "> torch (ms)"), col("ours_ms", "> TensorFlow (ms)"), PEER_RATIO,
                   ("> share of REM's step", ratio_of("peer_ms", "peer_step_ms")),
                   ("> share of our step", ratio_of("ours_ms", "ours_step_ms"))]),
+    dict(key="dr-rem-profile", heading=None, rows=("dr-rem-profile",),
+         intro="Where our step goes (`benchmarks/profile_step.py CapsNet/mnist-official-bias --batch 128`, TensorFlow's "
+               "profiler, which slows the step; the shares are what counts): the convolution that makes the primary "
+               "capsules sets the floor, its input gradient the largest kernel.",
+         columns=[col("part"), col("ms", "> ms per profiled step"), ("> share", lambda row: f"{100 * row['share']:.1f} %")]),
     dict(key="effcaps", heading="Efficient-CapsNet against EscVM's code", rows=("effcaps-train", "effcaps-infer"),
          intro="With its reconstruction decoder; `fit` steps and inference.",
          columns=[col("configuration"), col("peer_ms", "> EscVM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
