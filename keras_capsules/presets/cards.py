@@ -42,6 +42,24 @@ def _classes(names):
     return ", ".join(f'"{n}"' if n != "..." else n for n in shown)
 
 
+def _validation_curve(preset):
+    """Hold-out accuracy against epochs: a two-row table (every epoch up to 12, else 1, every 5th and the last)."""
+    curve = preset.validation_curve
+    if not curve:
+        return []
+    shown = range(1, len(curve) + 1) if len(curve) <= 12 else sorted({1, *range(5, len(curve) + 1, 5), len(curve)})
+    when = "each epoch" if len(curve) == preset.epochs else f"each of the last {len(curve)} of the {preset.epochs} epochs (the final stage)"
+    return [
+        f"**Validation curve.** Accuracy on the validation hold-out after {when}"
+        + (" (epochs 1, 5, 10, ... and the last shown; every epoch is in the training log):" if len(shown) < len(curve) else ":"),
+        "",
+        "| epoch | " + " | ".join(str(epoch) for epoch in shown) + " |",
+        "|---|" + "---:|" * len(shown),
+        "| validation accuracy (%) | " + " | ".join(f"{100 * curve[epoch - 1]:.2f}" for epoch in shown) + " |",
+        "",
+    ]
+
+
 def _paragraph(label, text):
     return [f"**{label}.** {text}", ""] if text else []
 
@@ -71,6 +89,7 @@ def model_card(model: str, name: str) -> str:
         + (f"{preset.notes} " if preset.notes else "")
         + f"Test-informed decisions: {_test_informed(preset)}",
         "",
+        *_validation_curve(preset),
         "**How to use.**",
         "",
         "```python",

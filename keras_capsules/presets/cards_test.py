@@ -21,7 +21,7 @@ def test_card_of_a_registered_preset():
         description="A test model.", limitations="Only for this test.", procedure="Fifty epochs.", log="tools/presets/logs/x.md",
         validation={"examples": 5000, "seed": 0, "selection": "uniform draw"}, test_informed=True,
         decisions="the schedule was extended after a test score.", citation="@article{key,\n  title={T}\n}",
-        notes="Paper: 94.0 %.", metrics={"routing_entropy": 2.6},
+        notes="Paper: 94.0 %.", metrics={"routing_entropy": 2.6}, validation_curve=tuple(0.5 + i / 100 for i in range(1, 51)),
     )
     presets.register_preset(preset)
     try:
@@ -42,7 +42,22 @@ def test_card_of_a_registered_preset():
     assert '| classes | "T-shirt/top", "Trouser", "Pullover"' in card and '"Ankle boot" |' in card
     assert "1,573,744" in card and "50 epochs, 2.0 h on AMD EPYC, 2 CPU cores" in card
     assert "`keras-capsules train EffCapsNet --dataset fashion_mnist --epochs 50`" in card
+    assert "**Validation curve.** Accuracy on the validation hold-out after each epoch (epochs 1, 5, 10, ... and the last shown" in card
+    assert "| epoch | 1 | 5 | 10 | 15 | 20 | 25 | 30 | 35 | 40 | 45 | 50 |" in card
+    assert "| validation accuracy (%) | 51.00 | 55.00 | 60.00 | 65.00 | 70.00 | 75.00 | 80.00 | 85.00 | 90.00 | 95.00 | 100.00 |" in card
     assert "| routing entropy | 2.6 |" in card and card.rstrip().endswith("```bibtex\n@article{key,\n  title={T}\n}\n```")
+
+
+def test_validation_curve_of_a_two_stage_run_names_its_stage():
+    shipped = presets.get("AgreementGLOM", "fashion_mnist")
+    preset = presets.Preset(**dict(vars(shipped), name="curve-test", epochs=8, validation_curve=(0.801, 0.8125, 0.9)))
+    presets.register_preset(preset)
+    try:
+        card = presets.model_card("AgreementGLOM", "curve-test")
+    finally:
+        presets.unregister_preset("AgreementGLOM", "curve-test")
+    assert "after each of the last 3 of the 8 epochs (the final stage):" in card
+    assert "| epoch | 1 | 2 | 3 |\n|---|---:|---:|---:|\n| validation accuracy (%) | 80.10 | 81.25 | 90.00 |" in card
 
 
 @pytest.mark.parametrize("key", presets.available())
@@ -53,6 +68,9 @@ def test_every_shipped_card_states_its_validation_and_test_decisions(key):
     answer = "yes" if preset.test_informed else "no"
     assert f"Test-informed decisions: {answer} — {preset.decisions}" in card
     assert ("Validation hold-out: none." in card) == (preset.validation is None)
+    curve = preset.validation_curve
+    assert len(curve) <= preset.epochs and all(0 <= a <= 1 for a in curve) and (not curve or preset.validation)
+    assert ("**Validation curve.**" in card) == bool(curve)
     assert os.path.isfile(os.path.join(ROOT, preset.log)), f"{key}: training log {preset.log} missing"
 
 

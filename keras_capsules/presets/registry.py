@@ -54,6 +54,9 @@ class Preset:
         test_informed: whether any training decision (schedule, continuation, which file ships)
             followed a test score; ``None``: not recorded.
         decisions: one sentence on what those decisions read.
+        validation_curve: accuracy on the validation hold-out after each epoch, in order (of the last
+            stage for a two-stage recipe: AgreementGLOM's classifier epochs); empty when nothing was
+            held out.
         citation: BibTeX of the paper(s) the model comes from.
         notes: short remarks on the evaluation (the paper's figure, a target).
         metrics: further measurements (per-class parse trees, sparsity, ...).
@@ -91,6 +94,7 @@ class Preset:
     validation: Optional[dict] = None
     test_informed: Optional[bool] = None
     decisions: str = ""
+    validation_curve: tuple = ()
     citation: str = ""
     notes: str = ""
     metrics: dict = dataclasses.field(default_factory=dict)
@@ -113,6 +117,7 @@ class Preset:
         record = dataclasses.asdict(self)
         record["recipe"] = list(self.recipe)
         record["removable"] = list(self.removable)
+        record["validation_curve"] = list(self.validation_curve)
         return record
 
 
@@ -123,7 +128,8 @@ def _read_registry(path=REGISTRY_FILE):
         records = json.load(handle)
     presets = {}
     for record in records:
-        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", ("reconstruction",))))
+        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", ("reconstruction",))),
+                      validation_curve=tuple(record.get("validation_curve", ())))
         preset = Preset(**record)
         presets[preset.key] = preset
     return presets

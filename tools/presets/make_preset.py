@@ -137,7 +137,8 @@ def main(argv=None):
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
         limitations=args.limitations, procedure=args.procedure, log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
-        validation=held_out if held_out and held_out.get("examples") else None, test_informed=args.test_informed == "yes",
+        validation=held_out if held_out and held_out.get("examples") else None,
+        validation_curve=tuple(round(float(a), 4) for a in run_metrics.get("history", {}).get("val_accuracy", [])), test_informed=args.test_informed == "yes",
         decisions=args.decisions, citation=open(args.citation_file).read().strip() if args.citation_file else "",
         notes=args.notes, metrics=json.loads(args.metrics),
     )
@@ -146,7 +147,7 @@ def main(argv=None):
     test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir)
     subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit)
     record = dict(draft, test_accuracy=round(test_accuracy, 6), test_examples=test_examples, subset_accuracy=round(subset_accuracy, 6),
-                  parameters=int(model.count_params()), recipe=list(draft["recipe"]))
+                  parameters=int(model.count_params()), recipe=list(draft["recipe"]), validation_curve=list(draft["validation_curve"]))
     records = json.load(open(registry.REGISTRY_FILE)) if os.path.isfile(registry.REGISTRY_FILE) else []
     records = [r for r in records if (r["model"], r["name"]) != (args.model, args.name)] + [record]
     records.sort(key=lambda r: (r["model"], r["name"]))
