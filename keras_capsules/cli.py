@@ -126,6 +126,10 @@ def _add_recipe_flags(parser):
         "--augment", dest="augmentation", type=_none_or(str), metavar="PRESET", default=argparse.SUPPRESS,
         help="alias of --augmentation (default: the recipe's)",
     )  # fmt: skip
+    group.add_argument(
+        "--stage-epochs", action="extend", nargs="+", metavar="STAGE=EPOCHS",
+        help="epochs per stage of a two-stage recipe, e.g. `pretrain=20 classifier=5` for AgreementGLOM (default: --epochs for every stage)",
+    )  # fmt: skip
     group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument, repeatable (default: the recipe's)")
     group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: the recipe's)")
     group.add_argument(
@@ -144,6 +148,7 @@ def _train(args):
         if getattr(args, flag):
             overrides[field] = _key_values(getattr(args, flag), "--" + flag.replace("_", "-"))
     model_kwargs = _key_values(args.model_arg, "--model-arg")
+    stage_epochs = _key_values(args.stage_epochs, "--stage-epochs")
     if args.router:
         model_kwargs["router"] = args.router
     if args.routing_iterations:
@@ -164,6 +169,7 @@ def _train(args):
         eval_limit=args.eval_limit,
         model_kwargs=model_kwargs,
         validation_examples=args.validation_examples,
+        stage_epochs=stage_epochs,
         **overrides,
     )
     where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")

@@ -4,9 +4,10 @@ Stage ``pretrain``: SupCon (temperature 0.07) on two augmented views per image, 
 and H1 (the model's ``projection_head`` output). Stage ``classifier``: H2 (``classification_head``)
 with cross-entropy on the frozen backbone and H1, one augmented view per image. Both stages use the
 code's AdamW (lr 0.012, weight decay 5e-4) with a fresh one-cycle schedule, batch 800 and 200 epochs
-each (``--epochs`` sets both). The views use the ``glom_*`` augmentation presets, a reproducible
-substitute of the code's RandAugment (weaker: expect lower accuracy than the paper's); the MNIST-like
-presets zero-pad 28x28 images to 32x32 so that H_d's 4x4 windows divide the 8x8 grid.
+each (``--epochs`` sets both, ``--stage-epochs pretrain=N classifier=M`` each). The views use the
+``glom_*`` augmentation presets, a reproducible substitute of the code's RandAugment (weaker: expect
+lower accuracy than the paper's); the MNIST-like presets zero-pad 28x28 images to 32x32 so that H_d's
+4x4 windows divide the 8x8 grid.
 """
 
 from keras_capsules.recipes.base import Recipe, Stage, register_recipe

@@ -186,6 +186,24 @@ class Recipe:
             raise ValueError(f"Recipe.replace: unknown fields {sorted(unknown)}; fields: {sorted(f.name for f in dataclasses.fields(self))}.")
         return dataclasses.replace(self, **changes)
 
+    def with_stage_epochs(self, stage_epochs):
+        """A copy whose stages train for ``stage_epochs[name]`` epochs (``{"pretrain": 20, "classifier": 5}``).
+
+        Stages not named keep theirs (``None``: the recipe's ``epochs``). Raises ValueError for a
+        single-stage recipe or a name that is not one of its stages.
+        """
+        if not stage_epochs:
+            return self
+        names = [stage.name for stage in self.stages]
+        unknown = sorted(set(stage_epochs) - set(names))
+        if not self.stages or unknown:
+            raise ValueError(
+                f"Recipe {self.model}/{self.dataset}/{self.variant}: `stage_epochs` expected stage names among {names}, "
+                f"received {sorted(stage_epochs)}" + ("" if self.stages else " (a single-stage recipe: use `epochs`)") + "."
+            )
+        stages = tuple(dataclasses.replace(stage, epochs=stage_epochs.get(stage.name, stage.epochs)) for stage in self.stages)
+        return dataclasses.replace(self, stages=stages)
+
     def stage_recipes(self):
         """``[(stage, recipe), ...]`` in training order, each ``recipe`` a single-stage copy with the stage's
         epochs, loss and metrics (one ``(Stage("train"), self)`` pair for a single-stage recipe)."""

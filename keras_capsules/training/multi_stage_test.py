@@ -194,3 +194,28 @@ def test_glom_stages_under_mirrored_strategy_train_the_backbone_then_only_the_he
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(b, c)
     assert any(not np.array_equal(a, b) for a, b in zip(head2, head3))  # and trains H2
+
+
+def test_stage_epochs_set_each_stage_from_the_recipe_the_api_and_the_command_line(tmp_path, capsys):
+    from keras_capsules import cli
+
+    recipe = recipes.get("AgreementGLOM", "fashion_mnist").replace(epochs=4)
+    lengths = [(stage.name, r.epochs) for stage, r in recipe.with_stage_epochs({"pretrain": 20}).stage_recipes()]
+    assert lengths == [("pretrain", 20), ("classifier", 4)]  # a stage not named keeps --epochs
+    with pytest.raises(ValueError, match=r"`stage_epochs` expected stage names among \['pretrain', 'classifier'\], received \['head'\]\."):
+        recipe.with_stage_epochs({"head": 2})
+    with pytest.raises(ValueError, match=r"received \['train'\] \(a single-stage recipe: use `epochs`\)\."):
+        recipes.get("EffCapsNet", "mnist").with_stage_epochs({"train": 2})
+    with pytest.raises(ValueError, match=r"stage 'classifier' expected positive integer `epochs`.*received epochs=0"):
+        recipe.with_stage_epochs({"classifier": 0})
+
+    tiny = [arg for key, value in TINY.items() for arg in ("--model-arg", f"{key}={value}")]
+    common = ["train", "AgreementGLOM", "--batch-size", "8", "--limit", "16", "--eval-limit", "16", "--no-export", "--quiet", *tiny]
+    out = tmp_path / "run"
+    assert cli.main([*common, "--stage-epochs", "pretrain=1", "classifier=2", "--output", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["stages"] == [{"name": "pretrain", "epochs": 1}, {"name": "classifier", "epochs": 2}]
+    assert metrics["epochs_completed"] == 3 and len(metrics["history"]["pretrain_loss"]) == 1 and len(metrics["history"]["val_accuracy"]) == 2
+    capsys.readouterr()
+    assert cli.main([*common, "--stage-epochs", "head=2", "--output", str(tmp_path / "bad")]) == 2
+    assert "`stage_epochs` expected stage names among ['pretrain', 'classifier'], received ['head']" in capsys.readouterr().err

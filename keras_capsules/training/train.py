@@ -240,7 +240,7 @@ def weights_fingerprint(model):
     return digest.hexdigest()
 
 
-def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwargs, validation_examples):
+def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwargs, validation_examples, stage_epochs=None):
     """Recipe resolution: ``recipes.get(model, dataset, variant)`` with the run's overrides, its model arguments checked.
 
     Args:
@@ -249,6 +249,7 @@ def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwar
             the others are constructor arguments.
         model_kwargs: constructor arguments, over the overrides.
         validation_examples: the hold-out size (``None`` keeps the recipe's).
+        stage_epochs: ``{stage name: epochs}`` of a multi-stage recipe, over ``replacements["epochs"]``.
 
     Returns:
         The :class:`~keras_capsules.recipes.Recipe` the run trains and ``metrics.json`` records.
@@ -261,6 +262,7 @@ def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwar
     recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
     if validation_examples is not None:
         recipe = dataclasses.replace(recipe, validation_examples=validation_examples)
+    recipe = recipe.with_stage_epochs(stage_epochs)
     check_model_arguments(recipe.model, recipe.model_kwargs)
     return recipe
 
@@ -531,6 +533,7 @@ def train(
     callbacks: Sequence[keras.callbacks.Callback] | None = None,
     model_kwargs: dict | None = None,
     validation_examples: int | None = None,
+    stage_epochs: dict | None = None,
     **overrides,
 ) -> dict:
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
@@ -558,7 +561,7 @@ def train(
     Args:
         model: application constructor name (``"EffCapsNet"``, ``"CapsNet"``, ...).
         dataset: dataset name (``"mnist_sample"`` ships with the package).
-        epochs, batch_size, learning_rate: override the recipe.
+        epochs, batch_size, learning_rate: override the recipe (``epochs``: every stage of a multi-stage recipe).
         output: folder for ``metrics.json``, ``model.keras``, ``export/`` and ``checkpoints/``
             (default ``runs/<model>-<dataset>``).
         data_dir: folder with the dataset's standard files.
@@ -576,6 +579,8 @@ def train(
             ``min(5,000, N // 10)`` of the ``N`` training examples used; a pruning recipe's search
             set otherwise); ``0`` turns validation off (``metrics.json`` records it). Derived sets
             generated on the fly (``expanded_mnist``, ...) hold nothing out.
+        stage_epochs: epochs per stage of a multi-stage recipe, e.g. ``{"pretrain": 20, "classifier": 5}``
+            for AgreementGLOM (stages not named keep ``epochs``); ``metrics.json``'s ``stages`` records them.
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or
             constructor arguments (``router=``, ``routing_iterations=``, ...).
 
@@ -586,7 +591,8 @@ def train(
         ``"already_complete": True``.
     """
     recipe = _resolve_recipe(
-        model, dataset, variant, {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}, overrides, model_kwargs, validation_examples
+        model, dataset, variant, {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}, overrides, model_kwargs, validation_examples,
+        stage_epochs,
     )
     arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed}
     run = _start_run(recipe, strategy, output or os.path.join("runs", f"{model}-{dataset}"), arguments, verbose, callbacks)
