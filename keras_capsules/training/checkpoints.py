@@ -146,7 +146,8 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
     Args:
         backup_dir: checkpoint folder.
-        history: the history restored with the checkpoint, extended epoch by epoch.
+        history: the history restored with the checkpoint, extended epoch by epoch (with
+            ``<prefix>epoch_seconds``, each epoch's wall time, validation included).
         keep: checkpoints kept (the newest ``keep``).
         write: whether this process writes (only the chief does in multi-worker training).
         epoch_offset: epochs of the earlier stages of a multi-stage recipe (checkpoint ``k`` of this
@@ -168,15 +169,20 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.prefix = prefix
         self.stage = stage
         self.epochs_completed = None
+        self._epoch_start = None
 
     def on_train_begin(self, logs=None):
         if self.write:
             os.makedirs(self.backup_dir, exist_ok=True)
             atomic.remove_temporaries(self.backup_dir)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.time()
+
     def on_epoch_end(self, epoch, logs=None):
         for key, value in (logs or {}).items():
             self.history.setdefault(self.prefix + key, []).append(float(value))
+        self.history.setdefault(self.prefix + "epoch_seconds", []).append(round(time.time() - self._epoch_start, 2))
         self.epochs_completed = self.epoch_offset + epoch + 1
         if self.write:
             save_checkpoint(self.backup_dir, self.model, self.epochs_completed, self.history, self.keep, self.stage)

@@ -216,6 +216,8 @@ def test_stage_epochs_set_each_stage_from_the_recipe_the_api_and_the_command_lin
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["stages"] == [{"name": "pretrain", "epochs": 1}, {"name": "classifier", "epochs": 2}]
     assert metrics["epochs_completed"] == 3 and len(metrics["history"]["pretrain_loss"]) == 1 and len(metrics["history"]["val_accuracy"]) == 2
+    times = metrics["history"]["pretrain_epoch_seconds"] + metrics["history"]["epoch_seconds"]
+    assert len(times) == 3 and metrics["train_seconds"] == round(sum(times), 2)  # both stages' epochs
     capsys.readouterr()
     assert cli.main([*common, "--stage-epochs", "head=2", "--output", str(tmp_path / "bad")]) == 2
     assert "`stage_epochs` expected stage names among ['pretrain', 'classifier'], received ['head']" in capsys.readouterr().err

@@ -72,6 +72,8 @@ def test_sigkill_during_epoch_two_then_restart_resumes_with_optimizer_state(tmp_
     completed = sorted(os.listdir(os.path.join(output, "checkpoints")))
     assert completed[-1] == "epoch-0001", completed  # only the finished epoch was checkpointed
     assert not os.path.exists(os.path.join(output, "metrics.json"))
+    with open(os.path.join(output, "checkpoints", "epoch-0001", "state.json")) as handle:
+        (first_epoch_seconds,) = json.load(handle)["history"]["epoch_seconds"]
 
     lines, code = _run(str(script), output)
     assert code == 0 and lines[-1] == "DONE", lines[-20:]
@@ -84,6 +86,10 @@ def test_sigkill_during_epoch_two_then_restart_resumes_with_optimizer_state(tmp_
     assert metrics["resumed_from_epoch"] == 1 and metrics["epochs_completed"] == 3
     assert metrics["optimizer_iterations_at_start"] == steps and metrics["optimizer_iterations"] == 3 * steps
     assert len(metrics["history"]["loss"]) == 3  # the killed run's first epoch is kept in the history
+    # ... and its time: train_seconds covers the whole run's epochs, not only this call's.
+    epoch_seconds = metrics["history"]["epoch_seconds"]
+    assert len(epoch_seconds) == 3 and epoch_seconds[0] == first_epoch_seconds and min(epoch_seconds) > 0
+    assert metrics["train_seconds"] == round(sum(epoch_seconds), 2)
     assert sorted(os.listdir(os.path.join(output, "checkpoints")))[-1] == "epoch-0003"
 
 

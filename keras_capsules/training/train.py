@@ -468,6 +468,14 @@ def _train_stages(run, net, plan, point, data):
     return _Trained(history, epochs_completed, iterations_at_start, seconds)
 
 
+def _train_seconds(history, epochs_completed, this_call):
+    """Training time of the whole run: its epochs' wall times summed over stages and resumed sessions
+    (``*epoch_seconds`` in ``history``), or ``this_call``'s seconds when an epoch has no time (a run
+    resumed from a checkpoint written before epoch times were recorded)."""
+    times = [seconds for key, values in history.items() if key.endswith("epoch_seconds") for seconds in values]
+    return round(sum(times), 2) if len(times) == epochs_completed else round(this_call, 2)
+
+
 def _run_record(run, net, identity, plan, point, data, trained):
     """The run record, ``metrics.json``'s content: ``identity`` (model, dataset, variant), the evaluations, the stages' outcome, the recipe and the set-up.
 
@@ -489,7 +497,7 @@ def _run_record(run, net, identity, plan, point, data, trained):
         "steps_per_epoch": data.steps,
         "optimizer_iterations_at_start": trained.iterations_at_start,
         "optimizer_iterations": int(net.optimizer.iterations.numpy()),
-        "train_seconds": round(trained.seconds, 2),
+        "train_seconds": _train_seconds(history or {}, trained.epochs_completed, trained.seconds),
         "history": history or {},
         "validation": data.split.record,
         "validation_accuracy": (history or {}).get("val_accuracy", [None])[-1],

@@ -4,7 +4,8 @@
 # batch 256, validation hold-out of 5,000 training images (the default; accuracy after every
 # classifier epoch). The test set is evaluated once, at the end, and is not read to choose anything.
 #
-#   nohup setsid bash tools/presets/in_progress/agreementglom-fashion_mnist-3+3/run.sh DATA_DIR >/dev/null 2>&1 &
+#   nohup setsid bash tools/presets/in_progress/agreementglom-fashion_mnist/run-a.sh DATA_DIR >/dev/null 2>&1 &
+# (Finished 2026-11-27 06:53 UTC; kept as the record of run A: run-a-train.log, run-a-metrics.json.)
 #
 # Resumable: rerun the same command; train() continues after the newest checkpoint in WORK/run.
 # WORK (default /work/runs/glom-fmnist-3+3) holds a snapshot of the package (pkg/), so edits to the
