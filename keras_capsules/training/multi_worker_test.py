@@ -63,7 +63,8 @@ def test_two_workers_train_with_the_custom_loop_to_identical_weights(tmp_path):
     assert chief["weights_sha256"] == worker["weights_sha256"]  # identical weights, BatchNorm statistics included
     losses = chief["history"]["loss"]
     assert len(losses) == 3 and losses[-1] < losses[0], losses
-    assert chief["history"] == worker["history"] and chief["evaluations"] == worker["evaluations"]
+    scores = [{k: v for k, v in record["history"].items() if k != "epoch_seconds"} for record in (chief, worker)]  # times differ
+    assert scores[0] == scores[1] and chief["evaluations"] == worker["evaluations"]
     assert chief["optimizer_iterations"] == 3 * (64 // 16)
     # Only the chief writes the model, the export and the checkpoints.
     assert {"model.keras", "export", "checkpoints"} <= set(os.listdir(tmp_path / "chief"))
