@@ -3,6 +3,12 @@
 The library's custom loop trains with the same command on both workers and ends with bit-identical
 weights; Keras' own ``fit`` under the strategy is kept as an ``xfail`` (keras-team/keras#20585) so we
 notice when upstream fixes it.
+
+Both tests run on one pytest-xdist worker (one ``xdist_group``), so their local clusters never run at
+the same time. A 2-core CI machine running the rest of the suite beside a cluster has once lost a
+worker's connection (``UnavailableError``: a server refused a connection or missed a health check);
+the custom-loop cluster is then started again, once, with fresh ports and fresh output folders. Any
+other failure, or a second lost connection, fails the test and shows every worker's output.
 """
 
 import json
@@ -15,6 +21,9 @@ import textwrap
 import pytest
 
 TIMEOUT = 300
+CONNECTION_FAILURE = "UnavailableError"  # the gRPC cluster, not the code under test, failed
+
+pytestmark = pytest.mark.xdist_group("multi_worker")
 
 
 def _free_ports(count):
@@ -27,7 +36,7 @@ def _free_ports(count):
     return ports
 
 
-def _run_workers(commands):
+def _run_cluster(commands):
     """Starts one process per command with its TF_CONFIG; returns ``[(returncode, output), ...]``."""
     ports = _free_ports(len(commands))
     cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
@@ -48,16 +57,29 @@ def _run_workers(commands):
     return results
 
 
+def _train_two_workers(command, folder):
+    """Runs ``command + [output folder]`` on a chief and a worker; returns the folder that holds their results."""
+    for attempt in (1, 2):
+        run = folder / f"attempt-{attempt}"
+        results = _run_cluster([command + [str(run / "chief")], command + [str(run / "worker1")]])
+        if not any(code != 0 and CONNECTION_FAILURE in output for code, output in results):
+            break
+    assert all(code == 0 for code, _ in results), _outputs(results)
+    return run
+
+
+def _outputs(results):
+    return "\n".join(f"--- worker {index} (exit {code}) ---\n{output[-3000:]}" for index, (code, output) in enumerate(results))
+
+
 def test_two_workers_train_with_the_custom_loop_to_identical_weights(tmp_path):
     command = [sys.executable, "-m", "keras_capsules.cli", "train", "EffCapsNet", "--dataset", "mnist_sample", "--strategy", "multi_worker",
                "--epochs", "3", "--batch-size", "16", "--limit", "64", "--eval-limit", "64", "--augmentation", "none",
                "--model-arg", "reconstruction=True", "--quiet", "--output"]  # fmt: skip
-    results = _run_workers([command + [str(tmp_path / "chief")], command + [str(tmp_path / "worker1")]])
-    for code, output in results:
-        assert code == 0, output[-3000:]
-    with open(tmp_path / "chief" / "metrics.json") as handle:
+    run = _train_two_workers(command, tmp_path)
+    with open(run / "chief" / "metrics.json") as handle:
         chief = json.load(handle)
-    with open(tmp_path / "worker1" / "metrics-worker-1.json") as handle:
+    with open(run / "worker1" / "metrics-worker-1.json") as handle:
         worker = json.load(handle)
     assert chief["strategy"] == "multi_worker" and chief["replicas"] == 2
     assert chief["weights_sha256"] == worker["weights_sha256"]  # identical weights, BatchNorm statistics included
@@ -67,8 +89,8 @@ def test_two_workers_train_with_the_custom_loop_to_identical_weights(tmp_path):
     assert scores[0] == scores[1] and chief["evaluations"] == worker["evaluations"]
     assert chief["optimizer_iterations"] == 3 * (64 // 16)
     # Only the chief writes the model, the export and the checkpoints.
-    assert {"model.keras", "export", "checkpoints"} <= set(os.listdir(tmp_path / "chief"))
-    assert os.listdir(tmp_path / "worker1") == ["metrics-worker-1.json"]
+    assert {"model.keras", "export", "checkpoints"} <= set(os.listdir(run / "chief"))
+    assert os.listdir(run / "worker1") == ["metrics-worker-1.json"]
 
 
 KERAS_FIT = textwrap.dedent(
@@ -86,6 +108,5 @@ KERAS_FIT = textwrap.dedent(
 
 @pytest.mark.xfail(strict=True, reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop")
 def test_upstream_keras_fit_under_multi_worker():
-    results = _run_workers([[sys.executable, "-c", KERAS_FIT]] * 2)
-    for code, output in results:
-        assert code == 0, output[-2000:]
+    results = _run_cluster([[sys.executable, "-c", KERAS_FIT]] * 2)
+    assert all(code == 0 for code, _ in results), _outputs(results)
