@@ -172,3 +172,38 @@ def test_make_preset_records_the_hold_out_and_measures_raw_images(tmp_path, monk
     assert record["kwargs"]["input_shape"] == [28, 28, 1] and record["validation"] == held_out
     assert record["test_informed"] is False and record["decisions"] == "one run, nothing read the test set."
     assert record["log"] == "tools/presets/logs/effcapsnet-tooltest.md" and "evaluation" not in record
+
+
+def test_a_compacted_checkpoint_resumes_with_float16_weights_the_same_iterations_and_zero_moments(tmp_path):
+    from keras_capsules.training import checkpoints
+
+    def compiled():
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(2)])
+        model.compile(keras.optimizers.Adam(1e-2), "mse")
+        return model
+
+    model = compiled()
+    x = np.linspace(-1.0, 1.0, 24, dtype="float32").reshape(8, 3)
+    model.fit(x, x[:, :2] * 3.0, batch_size=4, epochs=2, verbose=0)  # 4 optimizer steps
+    original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=2, history={"loss": [1.0, 0.5]})
+    compact = tool("compact_checkpoint")
+    compact.pack(original, str(tmp_path / "packed"))
+    packed_bytes = os.path.getsize(tmp_path / "packed" / compact.PACKED_WEIGHTS)
+    assert packed_bytes < os.path.getsize(os.path.join(original, checkpoints.WEIGHTS_FILE))
+
+    folder = compact.unpack(str(tmp_path / "packed"), str(tmp_path / "resumed"))
+    assert os.path.basename(folder) == "epoch-0002"
+    resumed = compiled()
+    state = checkpoints.restore_checkpoint(str(tmp_path / "resumed"), resumed)
+    assert state["epochs_completed"] == 2 and state["history"] == {"loss": [1.0, 0.5]}
+    assert "restart at zero" in state["compacted"]
+    for trained, restored in zip(model.weights, resumed.weights):
+        expected = np.asarray(trained).astype(np.float16).astype(np.float32)  # the float16 rounding, by NumPy
+        np.testing.assert_array_equal(np.asarray(restored), expected)
+        assert restored.dtype == "float32"
+    assert int(resumed.optimizer.iterations.numpy()) == 4
+    moments = [v for v in resumed.optimizer.variables if len(v.shape) > 0]
+    assert moments and all(not np.any(np.asarray(v)) for v in moments)
+    with np.testing.assert_raises(FileExistsError):
+        compact.unpack(str(tmp_path / "packed"), str(tmp_path / "resumed"))
