@@ -7,8 +7,8 @@ repository, and most of a checkpoint's bytes are the optimizer's moments (Adam: 
     python tools/presets/compact_checkpoint.py unpack tools/presets/in_progress/NAME/checkpoint RUN
 
 ``pack`` writes ``weights-float16.h5`` (every floating model variable in float16; the optimizer's scalars,
-its iteration count and learning rate, kept as they are; its other variables, the moments, left out with
-only their shapes and dtypes recorded) and the checkpoint's ``state.json``. ``unpack`` writes
+its iteration count among them, kept as they are; its other variables, the moments, left out with only
+their shapes and dtypes recorded) and the checkpoint's ``state.json``. ``unpack`` writes
 ``RUN/epoch-NNNN/`` back in the layout of :mod:`keras_capsules.training.checkpoints`: float32 weights,
 the moments as zeros, the iteration count kept (so a learning-rate schedule continues where it was),
 and ``state.json`` with the new file's size and sha256 and a ``compacted`` entry saying so. Resuming
