@@ -23,12 +23,12 @@ contrastive stage that sent the SupCon loss from 4.55 back to 5.8 in three steps
 import argparse
 import json
 import os
-import shutil
 
 import h5py
 import numpy as np
 
 from keras_capsules.hashing import file_sha256
+from keras_capsules.saving import atomic
 from keras_capsules.training import checkpoints
 
 PACKED_WEIGHTS = "compact.h5"
@@ -74,28 +74,25 @@ def unpack(packed_dir, backup_dir):
     final = os.path.join(backup_dir, f"epoch-{int(state['epochs_completed']):04d}")
     if os.path.exists(final):
         raise FileExistsError(f"compact_checkpoint.unpack: {final} exists already; resume from it or delete it first.")
-    temporary = final + ".unpacking"
-    shutil.rmtree(temporary, ignore_errors=True)
-    os.makedirs(temporary)
-    weights = os.path.join(temporary, checkpoints.WEIGHTS_FILE)
-    with h5py.File(os.path.join(packed_dir, PACKED_WEIGHTS), "r") as packed, h5py.File(weights, "w") as restored:
-        for path, dataset in _datasets(packed):
-            stored_as = dataset.attrs.get("stored_as")
-            if stored_as == "bfloat16":
-                values = (dataset[()].astype(np.uint32) << 16).view(np.float32)
-            elif stored_as == "float16":
-                values = dataset[()].astype(np.float32)
-            else:
-                values = dataset[()]
-            restored.create_dataset(path, data=values)
-    state.update(
-        weights_bytes=os.path.getsize(weights),
-        weights_sha256=file_sha256(weights),
-        compacted="unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
-    )
-    with open(os.path.join(temporary, checkpoints.STATE_FILE), "w") as handle:
-        json.dump(state, handle, indent=2)
-    os.replace(temporary, final)
+    with atomic.atomic_directory(final) as folder:
+        weights = os.path.join(folder, checkpoints.WEIGHTS_FILE)
+        with h5py.File(os.path.join(packed_dir, PACKED_WEIGHTS), "r") as packed, h5py.File(weights, "w") as restored:
+            for path, dataset in _datasets(packed):
+                stored_as = dataset.attrs.get("stored_as")
+                if stored_as == "bfloat16":
+                    values = (dataset[()].astype(np.uint32) << 16).view(np.float32)
+                elif stored_as == "float16":
+                    values = dataset[()].astype(np.float32)
+                else:
+                    values = dataset[()]
+                restored.create_dataset(path, data=values)
+        state.update(
+            weights_bytes=os.path.getsize(weights),
+            weights_sha256=file_sha256(weights),
+            compacted="unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
+        )
+        with open(os.path.join(folder, checkpoints.STATE_FILE), "w") as handle:
+            json.dump(state, handle, indent=2)
     return final
 
 
