@@ -212,3 +212,14 @@ def test_a_compacted_checkpoint_resumes_with_rounded_weights_and_moments_and_the
         np.testing.assert_array_equal(np.asarray(restored), bfloat16_truncation(trained))
     with np.testing.assert_raises(FileExistsError):
         compact.unpack(str(tmp_path / "packed"), str(tmp_path / "resumed"))
+
+
+def test_compacting_refuses_a_weight_beyond_float16s_range(tmp_path):
+    from keras_capsules.training import checkpoints
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(), "mse")
+    model.layers[0].kernel.assign(np.array([[1e6], [0.5]], dtype="float32"))  # float16's largest is 65,504
+    original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=1)
+    with np.testing.assert_raises_regex(ValueError, "does not fit float16"):
+        tool("compact_checkpoint").pack(original, str(tmp_path / "packed"))
