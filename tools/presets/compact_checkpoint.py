@@ -53,7 +53,8 @@ def pack(checkpoint_dir, out_dir):
             if dataset.dtype != np.float32:
                 packed.create_dataset(path, data=values)
             elif not path.startswith(OPTIMIZER_PREFIX):
-                small = values.astype(np.float16)
+                with np.errstate(over="ignore"):  # reported below, by name
+                    small = values.astype(np.float16)
                 if not np.all(np.isfinite(small)):
                     raise ValueError(f"compact_checkpoint.pack: {path} does not fit float16 (largest magnitude {np.max(np.abs(values)):.3g}).")
                 packed.create_dataset(path, data=small).attrs["stored_as"] = "float16"
