@@ -1,6 +1,6 @@
 """End-to-end checks on an accelerator under the JAX backend, needing no TensorFlow.
 
-    KERAS_BACKEND=jax python benchmarks/accelerator_check.py [--output FILE] [--data-dir DIR] [--quick]
+    KERAS_BACKEND=jax python benchmarks/accelerator_check.py [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
 
 It prints one line per check and writes them all, as each ends, to ``--output`` (JSON; by default
 ``benchmarks/results/accelerator_check.json``). Nothing here asserts: the
@@ -19,6 +19,13 @@ lines say what was measured, and ``ok`` marks a check that met its stated expect
    training step after the first epoch (tracing and compilation excluded), batch size of the recipe.
 3. ``data_parallel``: the EffCapsNet fit again under ``keras.distribution.DataParallel`` over every
    device JAX sees (on a one-GPU machine this is one replica: it checks the code path, not scaling).
+4. ``consensus_step``: one training step of ``ConsensusCapsNet(input_shape=(28, 28, 1), classes=10,
+   router=...)`` per paper router (dynamic, EM, kernel, LSTM) at batch 64, as
+   ``benchmarks/training_step_cost.py --time`` measures it on a CPU (Adam, the library's loss per
+   router, random data; median step after the warm-up steps), with the hours an MNIST epoch
+   (938 steps) would take. Timings only: no ``ok``.
+
+``--checks`` runs a subset, e.g. ``--checks consensus_step`` for the step times alone.
 """
 
 import argparse
@@ -27,20 +34,27 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
 import keras
 import numpy as np
 
-import keras_capsules
-from keras_capsules import applications, presets, recipes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402 (a sibling script)
+from training_step_cost import measure_step_seconds, training_loss  # noqa: E402
+
+import keras_capsules  # noqa: E402
+from keras_capsules import applications, presets, recipes  # noqa: E402
 
 #: The embedded sample (the MNIST test set). ``keras_capsules.datasets`` imports TensorFlow, so its
 #: reader is not used here; the official files need only the fixed IDX headers skipped.
 SAMPLE_DIR = os.path.join(os.path.dirname(keras_capsules.__file__), "datasets", "sample")
 SAMPLE_TRAIN_SIZE = 8000
 
+CHECKS = ("preset", "fit", "data_parallel", "consensus_step")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+MNIST_TRAINING_IMAGES = 60_000
 #: (model, dataset, recipe variant) of the training check; the sample stands in for each recipe's data.
 FIT_RECIPES = (("EffCapsNet", "mnist_sample", "default"), ("CapsNet", "mnist_sample", "default"), ("FMCapsNet", "fashion_mnist", "light"))
 
@@ -142,13 +156,34 @@ def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_o
     }
 
 
+def check_consensus_steps(report, batch_size, steps, warmup):
+    """Records the median training step of ConsensusCapsNet on MNIST-sized input, per paper router."""
+    for router in CONSENSUS_ROUTERS:
+        keras.utils.set_random_seed(0)
+        model = applications.ConsensusCapsNet(input_shape=(28, 28, 1), classes=10, router=router)
+        seconds = measure_step_seconds(model, training_loss(router), batch_size, steps=steps, warmup=warmup)
+        epoch_steps = -(-MNIST_TRAINING_IMAGES // batch_size)
+        report({
+            "check": "consensus_step", "model": "ConsensusCapsNet", "router": router, "batch_size": batch_size, "steps_timed": steps,
+            "step_s": round(seconds, 4), "hours_per_mnist_epoch": round(seconds * epoch_steps / 3600, 3),
+        })
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "accelerator_check.json"), help="JSON file for the records")
     parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/t10k-*")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs per model and policy")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only; ConsensusCapsNet steps at batch 8, 2 timed",
+    )
+    parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated subset of {', '.join(CHECKS)}")
     args = parser.parse_args()
+    checks = args.checks.split(",")
+    unknown = sorted(set(checks) - set(CHECKS))
+    if unknown:
+        parser.error(f"--checks: unknown {', '.join(unknown)}; expected some of {', '.join(CHECKS)}")
     if keras.backend.backend() != "jax":
         parser.error(f"needs KERAS_BACKEND=jax (the backend is {keras.backend.backend()!r})")
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
@@ -161,22 +196,27 @@ def main():
             json.dump({"device": device_description(), "records": records}, handle, indent=1)
 
     print(device_description(), flush=True)
-    check_presets(args.data_dir, report, limit=512 if args.quick else None)
+    if "preset" in checks:
+        check_presets(args.data_dir, report, limit=512 if args.quick else None)
     images, labels = load_test_set("mnist_sample", None)
     size = 512 if args.quick else SAMPLE_TRAIN_SIZE
     train, held_out = (images[:size], labels[:size]), (images[SAMPLE_TRAIN_SIZE:], labels[SAMPLE_TRAIN_SIZE:])
     epochs = 1 if args.quick else args.epochs
-    for model_name, dataset, variant in FIT_RECIPES:
-        for policy in POLICIES[:1] if args.quick else POLICIES:
-            report({"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)})
-    import jax
+    if "fit" in checks:
+        for model_name, dataset, variant in FIT_RECIPES:
+            for policy in POLICIES[:1] if args.quick else POLICIES:
+                report({"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)})
+    if "data_parallel" in checks:
+        import jax
 
-    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
-    try:
-        record = fit_and_evaluate("EffCapsNet", "mnist_sample", "default", "float32", epochs, train, held_out)
-    finally:
-        keras.distribution.set_distribution(None)
-    report({"check": "data_parallel", "replicas": len(jax.devices()), **record})
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+        try:
+            record = fit_and_evaluate("EffCapsNet", "mnist_sample", "default", "float32", epochs, train, held_out)
+        finally:
+            keras.distribution.set_distribution(None)
+        report({"check": "data_parallel", "replicas": len(jax.devices()), **record})
+    if "consensus_step" in checks:
+        check_consensus_steps(report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3)
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ def profiler_flops(graph):
     return tf.compat.v1.profiler.profile(graph, options=options).total_float_ops
 
 
-def _loss(router):
+def training_loss(router):
     """The loss the library trains with: cross-entropy on the logits of the kernel/LSTM routers and of a model
     without a router (the CNN baselines), margin on capsule activations."""
     import keras
@@ -309,7 +309,7 @@ def main():
     for router in args.routers.split(","):
         routed = {} if router == "none" else {"router": router}
         model = constructor(input_shape=input_shape, classes=args.classes, **{**routed, **model_args})
-        loss_fn = _loss(router)
+        loss_fn = training_loss(router)
         graph, owners = train_step_graph(model, loss_fn, args.batch)
         scopes = scope_owners(owners)
         rows = op_costs(graph)
