@@ -50,18 +50,17 @@ def pack(checkpoint_dir, out_dir):
     with h5py.File(source_path, "r") as source, h5py.File(os.path.join(out_dir, PACKED_WEIGHTS), "w") as packed:
         for path, dataset in _datasets(source):
             values = dataset[()]
-            if dataset.dtype != np.float32:
-                packed.create_dataset(path, data=values)
-            elif not path.startswith(OPTIMIZER_PREFIX):
+            float32 = dataset.dtype == np.float32
+            if float32 and not path.startswith(OPTIMIZER_PREFIX):
                 with np.errstate(over="ignore"):  # reported below, by name
                     small = values.astype(np.float16)
                 if not np.all(np.isfinite(small)):
                     raise ValueError(f"compact_checkpoint.pack: {path} does not fit float16 (largest magnitude {np.max(np.abs(values)):.3g}).")
                 packed.create_dataset(path, data=small).attrs["stored_as"] = "float16"
-            elif dataset.ndim > 0:
+            elif float32 and dataset.ndim > 0:
                 upper_bits = (values.view(np.uint32) >> 16).astype(np.uint16)
                 packed.create_dataset(path, data=upper_bits).attrs["stored_as"] = "bfloat16"
-            else:
+            else:  # the iteration count, other scalars and non-float32 variables, as they are
                 packed.create_dataset(path, data=values)
     with open(os.path.join(out_dir, checkpoints.STATE_FILE), "w") as handle:
         json.dump(state, handle, indent=2)
