@@ -174,6 +174,7 @@ def _train(args):
     )
     where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    scores = scores or "no split evaluated (--eval-on without a split)"
     if metrics.get("already_complete"):
         print(
             f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({_epochs(metrics['epochs_completed'])}); "

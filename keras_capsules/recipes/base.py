@@ -66,7 +66,8 @@ class Recipe:
         dataset_options: options of ``datasets.load`` (derived sets: ``pairs_per_image``, ``shift``, ...).
         train_split: split trained on.
         eval_on: splits evaluated after training: ``"split"`` or ``"dataset:split"`` (e.g. ``"affnist:test"``;
-            ``"affnist|affine_mnist:test"``: affNIST when its files are present, see ``datasets.evaluation_dataset``).
+            ``"affnist|affine_mnist:test"``: affNIST when its files are present, see ``datasets.evaluation_dataset``);
+            ``()`` evaluates nothing (the first phase of a longer schedule, which must not read the test set).
         optimizer: ``"adam"``, ``"adamw"`` or ``"sgd"``.
         learning_rate: initial (``"onecycle"``: peak) learning rate.
         lr_schedule: ``"constant"``, ``"exponential"`` (``lr * lr_decay**(epoch)``, floored at

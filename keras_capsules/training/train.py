@@ -484,7 +484,7 @@ def _run_record(run, net, identity, plan, point, data, trained):
     """
     recipe, strategy, history = run.recipe, run.strategy, trained.history
     evaluations = {key: distributed_evaluate(net, eval_data, strategy, verbose=run.verbose) for key, eval_data in data.evaluations.items()}
-    first = next(iter(evaluations.values()))
+    first = next(iter(evaluations.values()), {})  # empty with `eval_on=()`: a phase that reads no test split
     return {
         **identity,
         "test_accuracy": first.get("accuracy"),

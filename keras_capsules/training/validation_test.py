@@ -58,10 +58,8 @@ def test_training_data_never_contains_the_hold_out():
     }
 
 
-@pytest.fixture(scope="module")
-def counted_run(tmp_path_factory):
-    """A two-epoch run whose test split counts every example read."""
-    reads = []
+def _count_test_reads(mp, reads):
+    """Makes ``datasets.load``'s test split append the size of every batch it serves to ``reads``."""
     load = datasets.load
 
     def counting_load(name, split="train", *args, **kwargs):
@@ -78,9 +76,16 @@ def counted_run(tmp_path_factory):
 
         return dataset.map(counted)
 
+    mp.setattr(datasets, "load", counting_load)
+
+
+@pytest.fixture(scope="module")
+def counted_run(tmp_path_factory):
+    """A two-epoch run whose test split counts every example read."""
+    reads = []
     output = str(tmp_path_factory.mktemp("validated"))
     mp = pytest.MonkeyPatch()
-    mp.setattr(datasets, "load", counting_load)
+    _count_test_reads(mp, reads)
     try:
         metrics = train_module.train(
             "EffCapsNet", "mnist_sample", epochs=2, batch_size=16, limit=48, eval_limit=40, output=output, verbose=0,
@@ -110,3 +115,17 @@ def test_validation_off_is_recorded(tmp_path):
     )
     assert metrics["validation"]["examples"] == 0 and metrics["validation"]["reason"] == "validation_examples=0"
     assert "val_accuracy" not in metrics["history"] and metrics["validation_accuracy"] is None
+
+
+def test_a_first_phase_with_eval_on_empty_reads_no_test_split(tmp_path, monkeypatch):
+    """A schedule trained as two commands: the first (``eval_on=()``) reads no test image, the resumed second reads them once."""
+    reads = []
+    _count_test_reads(monkeypatch, reads)
+    common = dict(batch_size=16, limit=32, eval_limit=24, output=str(tmp_path), verbose=0, export=False, augmentation=None,
+                  model_kwargs={"reconstruction": False}, validation_examples=16)  # fmt: skip
+    first = train_module.train("EffCapsNet", "mnist_sample", epochs=1, eval_on=(), **common)
+    assert reads == [] and first["evaluations"] == {} and first["test_accuracy"] is None
+    assert len(first["history"]["val_accuracy"]) == 1
+    second = train_module.train("EffCapsNet", "mnist_sample", epochs=2, **common)
+    assert sum(reads) == 24 and second["resumed_from_epoch"] == 1 and second["epochs_completed"] == 2
+    assert abs(second["test_accuracy"] * 24 - round(second["test_accuracy"] * 24)) < 1e-4
