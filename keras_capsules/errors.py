@@ -61,6 +61,48 @@ def check_whole_labels(owner, argument, labels):
     return labels
 
 
+def labels_outside(labels, classes=None):
+    """The labels of ``labels`` that are no class index of ``classes`` classes: below 0, or ``>= classes`` when given.
+
+    Args:
+        labels: class indices, any array-like of numbers (whole-number floats included).
+        classes: the number of classes, or ``None`` (then only negative labels are outside).
+
+    Returns:
+        The offending labels as a flat NumPy array (empty when every label lies inside).
+    """
+    values = np.asarray(labels).reshape(-1)
+    outside = values < 0 if classes is None else (values < 0) | (values >= classes)
+    return values[outside]
+
+
+def describe_labels(bad, total, shown=5):
+    """``"3 of 8 label(s), values -1, 10, 12"``: how many of ``total`` labels are ``bad`` and their first ``shown`` distinct values."""
+    distinct = np.unique(bad)
+    listed = ", ".join(repr(value.item()) for value in distinct[:shown])
+    return f"{bad.size} of {total} label(s), values {listed}{', ...' if distinct.size > shown else ''}"
+
+
+def check_label_range(owner, argument, labels, classes=None):
+    """Refuses class-index labels below 0 or ``>= classes``: losses read them as no class (``one_hot`` of 10 is a zero row) and train to NaN.
+
+    Args:
+        owner: the layer, model or function (a string) reporting the problem.
+        argument: the argument name, e.g. ``"y"``.
+        labels: the class indices ``(N,)`` or ``(N, 1)``, any array-like.
+        classes: the number of classes, or ``None`` (unknown: only negative labels are refused).
+
+    Returns:
+        ``labels`` unchanged.
+    """
+    values = np.asarray(labels)
+    bad = labels_outside(values, classes)
+    if bad.size:
+        expected = "class indices >= 0" if classes is None else f"class indices in 0..{classes - 1} ({classes} classes)"
+        fail(owner, argument, expected, describe_labels(bad, values.size))
+    return labels
+
+
 def check_positive_int(owner, argument, value, minimum=1):
     """Checks that ``value`` is an integer >= ``minimum`` (NumPy integers accepted, bools refused).
 

@@ -1,4 +1,4 @@
-"""The shared argument checks: every integral type is an integer, bools and floats are not; whole-number labels; kernel fits."""
+"""The shared argument checks: every integral type is an integer, bools and floats are not; whole-number labels in range; kernel fits."""
 
 import json
 
@@ -38,6 +38,18 @@ def test_whole_labels_pass_and_fractional_ones_are_named():
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError, match=r"1 non-integral label\(s\) such as (nan|inf)"):
             errors.check_whole_labels("f", "y", np.array([1.0, bad]))
+
+
+def test_label_range_names_how_many_labels_and_a_few_values():
+    for labels, classes in (([0, 9, 3], 10), (np.array([[9.0], [0.0]]), 10), (np.array([40, 0], np.uint8), None)):
+        assert errors.check_label_range("f", "y", labels, classes) is labels
+    with pytest.raises(ValueError, match=r"f: argument `y` expected class indices in 0\.\.9 \(10 classes\), received '8 of 9 label\(s\), values 10, 11, 12, 13, 14, \.\.\.'\."):
+        errors.check_label_range("f", "y", np.array([10, 11, 12, 13, 14, 15, 16, 17, 9]), 10)
+    with pytest.raises(ValueError, match=r"received '3 of 4 label\(s\), values -1, 10'\."):
+        errors.check_label_range("f", "y", [-1, 10, -1, 0], 10)
+    with pytest.raises(ValueError, match=r"f: argument `y` expected class indices >= 0, received '1 of 2 label\(s\), values -2'\."):
+        errors.check_label_range("f", "y", np.array([[-2], [700]]))
+    assert errors.labels_outside(np.array([[3], [-1], [5]]), 5).tolist() == [-1, 5]
 
 
 def test_kernel_fits_names_the_kernel_and_the_input_size():

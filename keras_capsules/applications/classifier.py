@@ -95,10 +95,14 @@ class CapsuleClassifier(keras.Model):
     Bad input: ``predict`` on zero examples returns empty outputs (``(0, classes)`` scores) and
     ``evaluate`` on zero examples raises a ``ValueError`` (there is no mean over no examples).
     ``fit``/``evaluate`` refuse class-index labels ``(N,)``/``(N, 1)`` that are not whole numbers
-    (2.7 would be truncated to class 2 in silence; 2.0 is accepted) where the values are visible:
-    NumPy arrays, lists and eager tensors. Labels inside a ``tf.data`` pipeline are not visible
-    before the graph is traced, so they are not checked (``keras_capsules.datasets`` checks the
-    labels it reads and those given to ``datasets.from_arrays``).
+    (2.7 would be truncated to class 2 in silence; 2.0 is accepted) or lie outside ``0..classes-1``,
+    ``classes`` being the model's output size (10..17 or -1 for 10 classes: margin, spread and
+    reconstruction losses read them as no class and train to a NaN loss), where the values are
+    visible: NumPy arrays, lists and eager tensors. One-hot and multi-hot targets ``(N, classes)``
+    are not class indices and pass unchecked. Labels inside a ``tf.data`` pipeline (a compiled
+    ``fit(dataset)``) are not visible before the graph is traced, so they are not checked:
+    ``keras_capsules.datasets`` checks the labels it reads from files, and
+    ``datasets.from_arrays(..., classes=...)`` those given to it.
 
     Args:
         inputs, outputs: as for a functional ``keras.Model``.
@@ -157,16 +161,23 @@ class CapsuleClassifier(keras.Model):
         return f"{type(self).__name__} '{self.name}'.{method}"
 
     def _check_labels(self, method, argument, labels):
-        """Refuses non-integral class indices ``(N,)``/``(N, 1)`` when their values are visible (see the class docstring)."""
+        """Refuses class indices ``(N,)``/``(N, 1)`` that are not whole numbers in ``0..classes-1`` when their values are visible.
+
+        ``classes`` is the size of a single ``(batch, classes)`` output (else only negative labels are
+        refused); with one output unit the labels are targets (0/1), not indices. See the class docstring.
+        """
         if not (isinstance(labels, (np.ndarray, list)) or hasattr(labels, "dtype")):
             return
         values = errors.concrete_value(labels)
-        classes = self.output.shape[-1] if not isinstance(self.output, (list, tuple, dict)) else None
-        if values is not None and (values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1 and classes != 1)):
+        single = not isinstance(self.output, (list, tuple, dict))
+        classes = self.output.shape[-1] if single and len(self.output.shape) == 2 else None
+        if values is not None and values.dtype.kind in "iuf" and (values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1 and classes != 1)):
             errors.check_whole_labels(self._where(method), argument, values)
+            if classes != 1:
+                errors.check_label_range(self._where(method), argument, values, classes)
 
     def fit(self, *args, **kwargs):
-        """``keras.Model.fit``, refusing non-integral class-index labels ``y`` and validation labels (see the class docstring)."""
+        """``keras.Model.fit``, refusing class-index labels ``y`` and validation labels that are not whole numbers in ``0..classes-1`` (see the class docstring)."""
         arguments = _FIT.bind(self, *args, **kwargs).arguments
         self._check_labels("fit", "y", arguments.get("y"))
         validation = arguments.get("validation_data")
@@ -175,7 +186,7 @@ class CapsuleClassifier(keras.Model):
         return super().fit(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        """``keras.Model.evaluate``, refusing non-integral class-index labels and zero examples (see the class docstring)."""
+        """``keras.Model.evaluate``, refusing class-index labels that are not whole numbers in ``0..classes-1``, and zero examples (see the class docstring)."""
         arguments = _EVALUATE.bind(self, *args, **kwargs).arguments
         self._check_labels("evaluate", "y", arguments.get("y"))
         counter, arguments["callbacks"] = _with_counter(arguments.get("callbacks"))

@@ -1,12 +1,13 @@
-"""``CapsuleClassifier`` on bad input (zero examples, fractional labels) and its summary with a decoder."""
+"""``CapsuleClassifier`` on bad input (zero examples, fractional labels, labels outside the classes) and its summary with a decoder."""
 
 import re
 
 import numpy as np
 import pytest
+import keras
 import tensorflow as tf
 
-from keras_capsules.applications import EffCapsNet
+from keras_capsules.applications import CapsuleClassifier, EffCapsNet
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,39 @@ def test_fractional_labels_are_refused_where_visible_and_whole_floats_accepted(m
     assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     loss, accuracy = model.evaluate(x, np.array([0.0, 1.0, 2.0, 3.0]), verbose=0)
     assert np.isfinite(loss) and accuracy in (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def test_labels_outside_the_classes_are_refused_and_the_last_class_trains(model):
+    x = np.random.default_rng(1).random((8, 28, 28, 1)).astype("float32")
+    expected = r"CapsuleClassifier 'eff_capsnet'\.{}: argument `{}` expected class indices in 0\.\.9 \(10 classes\), received '{}'"
+    high = expected.format("fit", "y", r"8 of 8 label\(s\), values 10(\.0)?, 11(\.0)?, 12(\.0)?, 13(\.0)?, 14(\.0)?, \.\.\.")  # floats: 10.0
+    for labels in (np.arange(10, 18), list(range(10, 18)), tf.constant(np.arange(10, 18)), np.arange(10, 18.0).reshape(8, 1)):
+        with pytest.raises(ValueError, match=high):
+            model.fit(x, labels, epochs=1, verbose=0)
+    negative = np.array([0, 1, 2, -1, 4, 5, 6, 7])
+    with pytest.raises(ValueError, match=expected.format("fit", "validation_data", r"1 of 8 label\(s\), values -1")):
+        model.fit(x, np.arange(8), validation_data=(x, negative), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=expected.format("evaluate", "y", r"1 of 8 label\(s\), values -1")):
+        model.evaluate(x, negative, verbose=0)
+    with pytest.raises(ValueError, match=expected.format("evaluate", "y", r"8 of 8 label\(s\), values 10, 11, 12, 13, 14, \.\.\.")):
+        model.evaluate(x, np.arange(10, 18), verbose=0)
+    # 9, the last class, is valid: one step on the 8 images trains to a finite loss.
+    history = model.fit(x, np.full(8, 9), batch_size=8, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_multi_hot_and_single_unit_targets_are_not_class_indices():
+    inputs = keras.Input((4,))
+    x = np.ones((4, 4), "float32")
+    three = CapsuleClassifier(inputs, keras.layers.Dense(3, activation="sigmoid", name="predictions")(inputs), name="three")
+    three.compile(optimizer="adam", loss="binary_crossentropy")
+    multi_hot = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1], [1, 1, 1]], "float32")  # (N, classes): not checked
+    assert np.isfinite(three.evaluate(x, multi_hot, verbose=0))
+    with pytest.raises(ValueError, match=r"'three'\.evaluate: argument `y` expected class indices in 0\.\.2 \(3 classes\), received '1 of 4 label\(s\), values 3'"):
+        three.evaluate(x, np.array([0, 1, 2, 3]), verbose=0)
+    one = CapsuleClassifier(inputs, keras.layers.Dense(1, activation="sigmoid", name="predictions")(inputs), name="one")
+    one.compile(optimizer="adam", loss="binary_crossentropy")
+    assert np.isfinite(one.evaluate(x, np.array([0, 1, 1, 0]), verbose=0))  # 0/1 targets of one unit, not indices of one class
 
 
 def _rows(text):

@@ -124,13 +124,18 @@ def load(
     return _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder)
 
 
-def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0, shuffle=False, drop_remainder=False):
+def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0, shuffle=False, drop_remainder=False, classes=None):
     """Arrays in :func:`load_arrays`' form as :func:`load` serves them: a batched ``tf.data.Dataset``.
+
+    The labels are checked here, where their values are visible: a model compiled on the returned
+    dataset cannot check them (they are traced into its graph).
 
     Args:
         images, labels: ``uint8 (N, H, W, C)`` and ``(N, ...)``, e.g. part of a :func:`load_arrays` split.
             Class indices ``(N,)``/``(N, 1)`` must be whole numbers: float labels such as 2.7 are refused
-            (``2.0`` is accepted), where ``fit`` would truncate them to class 2 in silence.
+            (``2.0`` is accepted), where ``fit`` would truncate them to class 2 in silence. They must be
+            ``>= 0``, and ``< classes`` when ``classes`` is given (losses read -1 or 10..17 of 10 classes
+            as no class and train to a NaN loss). Multi-hot targets ``(N, classes)`` are not checked.
         batch_size: examples per batch.
         augment: name of an augmentation preset or ``None``.
         training: apply the preset's random training transform instead of its evaluation transform.
@@ -138,6 +143,8 @@ def from_arrays(images, labels, batch_size=32, augment=None, training=False, see
         shuffle: shuffle the examples each epoch (deterministically from ``seed``), as :func:`load`
             does for training splits.
         drop_remainder: drop the last incomplete batch.
+        classes: the number of classes (e.g. :func:`num_classes` of the dataset), or ``None``: unknown,
+            only negative class indices are refused.
 
     Returns:
         ``(image float32, label)`` batches (in order unless ``shuffle``): images in [0, 1], then the preset's transform
@@ -147,9 +154,12 @@ def from_arrays(images, labels, batch_size=32, augment=None, training=False, see
 
     if not errors.is_integer(batch_size) or batch_size < 1:
         raise ValueError(f"datasets.from_arrays: argument `batch_size` expected a positive integer, received {batch_size!r}.")
+    if classes is not None:
+        classes = errors.check_positive_int("datasets.from_arrays", "classes", classes)
     label_values = errors.concrete_value(labels)
-    if label_values is not None and (label_values.ndim == 1 or label_values.shape[1:] == (1,)):
+    if label_values is not None and label_values.dtype.kind in "iuf" and (label_values.ndim == 1 or label_values.shape[1:] == (1,)):
         errors.check_whole_labels("datasets.from_arrays", "labels", label_values)
+        errors.check_label_range("datasets.from_arrays", "labels", label_values, classes)
     preset = None if augment is None else get_augmentation(augment)
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
     if shuffle:

@@ -120,7 +120,7 @@ def test_fractional_labels_are_refused_in_files_and_arrays(offline):
     folder = _write_test_split(offline / "float_labels", np.zeros((3, 28, 28)), [1, 2, 3])
     # IDX float64 labels (type code 0x0E, big-endian): 1.0, 2.7, 3.0.
     (folder / "t10k-labels-idx1-ubyte").write_bytes(bytes([0, 0, 0x0E, 1]) + (3).to_bytes(4, "big") + np.array([1.0, 2.7, 3.0], ">f8").tobytes())
-    with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holds labels outside 0\.\.9 \(or not whole numbers\) .*first 2\.7 at index 1"):
+    with pytest.raises(datasets.DataFormatError, match=r"datasets\.load: .*t10k-labels-idx1-ubyte' holds labels that are not whole numbers \(1 of 3, first 2\.7 at index 1\)"):
         datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
     images = np.zeros((3, 28, 28, 1), np.uint8)
     with pytest.raises(ValueError, match=r"datasets\.from_arrays: argument `labels` expected class indices that are whole numbers .*such as 2\.7"):
@@ -131,6 +131,42 @@ def test_fractional_labels_are_refused_in_files_and_arrays(offline):
     assert labels[0].tolist() == [1.0, 2.0, 3.0]  # whole floats are served as given
     multi_hot = np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]], "float32")  # (N, classes) targets are not class indices
     assert len(list(datasets.from_arrays(images, multi_hot, batch_size=3))) == 1
+
+
+def test_idx_label_file_with_a_label_past_the_classes_is_refused_by_name(offline):
+    # Byte 12 in the label file of a 10-class set (MNIST: digits 0..9); the reader must not serve it.
+    folder = _write_test_split(offline / "label_12", np.zeros((4, 28, 28)), [0, 12, 9, 12])
+    message = (
+        r"datasets\.load: argument `data_dir` expected label files with class indices in 0\.\.9 \(the 10 classes of 'mnist'\), "
+        r"received '.*label_12/t10k-labels-idx1-ubyte' holding labels outside them: 2 of 4 label\(s\), values 12\."
+    )
+    for call in (datasets.load_arrays, datasets.load):
+        with pytest.raises(datasets.DataFormatError, match=message):
+            call("mnist", "test", data_dir=folder, verify=False)
+    folder = _write_test_split(offline / "label_9", np.zeros((4, 28, 28)), [0, 9, 9, 3])
+    assert datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)[1].tolist() == [0, 9, 9, 3]
+
+
+def test_from_arrays_refuses_labels_outside_the_classes(offline):
+    images = np.zeros((8, 28, 28, 1), np.uint8)
+    high, negative = np.arange(10, 18), np.array([0, 1, -1, 3, 4, 5, 6, 7])
+    expected = r"datasets\.from_arrays: argument `labels` expected class indices in 0\.\.9 \(10 classes\), received '{}'"
+    with pytest.raises(ValueError, match=expected.format(r"8 of 8 label\(s\), values 10, 11, 12, 13, 14, \.\.\.")):
+        datasets.from_arrays(images, high, classes=10)
+    with pytest.raises(ValueError, match=expected.format(r"2 of 8 label\(s\), values 10\.0, 17\.0")):
+        datasets.from_arrays(images, np.array([[0.0], [10.0], [1], [2], [3], [17.0], [4], [5]]), classes=10)
+    for classes in (None, 10):
+        with pytest.raises(ValueError, match=r"expected class indices (>= 0|in 0\.\.9 \(10 classes\)), received '1 of 8 label\(s\), values -1'"):
+            datasets.from_arrays(images, negative, classes=classes)
+    # Without classes the upper end is unknown: 10..17 pass; with classes, 9 is the last class.
+    assert [y.tolist() for _, y in datasets.from_arrays(images, high, batch_size=8).as_numpy_iterator()] == [list(range(10, 18))]
+    nines = np.full(8, 9)
+    assert [y.tolist() for _, y in datasets.from_arrays(images, nines, batch_size=8, classes=10).as_numpy_iterator()] == [[9] * 8]
+    multi_hot = np.tile(np.array([[0.0, 1.0, 1.0]], "float32"), (8, 1))  # (N, classes) targets are not class indices
+    assert len(list(datasets.from_arrays(images, multi_hot, batch_size=8, classes=3))) == 1
+    for bad in (0, 2.5, True):
+        with pytest.raises((TypeError, ValueError), match=r"datasets\.from_arrays: argument `classes` expected an integer >= 1"):
+            datasets.from_arrays(images, nines, classes=bad)
 
 
 def test_numpy_integer_batch_size_and_limit(offline):
@@ -146,7 +182,7 @@ def test_numpy_integer_batch_size_and_limit(offline):
 def test_bad_labels_empty_files_and_bad_data_dir(offline):
     folder = _write_test_split(offline / "bad", np.zeros((3, 28, 28)), [1, 13, 2])
     for verify in (True, False):
-        with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holds labels outside 0\.\.9 .*first 13 at index 1"):
+        with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holding labels outside them: 1 of 3 label\(s\), values 13\."):
             datasets.load_arrays("fashion_mnist", "test", data_dir=folder, verify=verify)
     folder = _write_test_split(offline / "empty", np.zeros((0, 28, 28)), np.zeros((0,)))
     with pytest.raises(datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' and .*t10k-labels-idx1-ubyte' hold no examples"):

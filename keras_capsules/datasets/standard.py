@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from keras_capsules import errors
 from keras_capsules.datasets import formats
 from keras_capsules.datasets.idx import read_idx, read_idx_with_digest
 from keras_capsules.datasets.registry import DatasetInfo, get_info, register_dataset, spelled
@@ -98,19 +99,33 @@ def _idx_reader(name):
                 f"{name!r} images are {size[0]}x{size[1]}, expected shape (N, {size[0]}, {size[1]}). It is not served as "
                 f"{name!r}, with or without verify."
             )
-        classes = dataset_info.classes
-        bad = np.flatnonzero((labels < 0) | (labels >= classes) | (labels != np.round(labels)))
-        if bad.size:
-            raise formats.DataFormatError(
-                f"datasets.load: {labels_path!r} holds labels outside 0..{classes - 1} (or not whole numbers) for {name!r} "
-                f"({bad.size} of {labels.size}, first {labels[bad[0]].item()!r} at index {int(bad[0])})."
-            )
+        labels = formats.whole_labels(labels, "datasets.load", labels_path)
+        check_label_file(name, labels_path, labels)
         if verify:
             check_official_idx(name, images_path, stems[0], images_digest)
             check_official_idx(name, labels_path, stems[1], labels_digest)
-        return images[..., None], labels.astype("int32")
+        return images[..., None], labels
 
     return read_folder
+
+
+def check_label_file(name, path, labels):
+    """Refuses the label file ``path`` of dataset ``name`` when a label lies outside its classes ``0..classes-1``.
+
+    Args:
+        labels: the file's class indices ``(N,)``, whole numbers.
+
+    Raises:
+        DataFormatError: naming the file, the dataset's class range, and the offending labels (a few values and how many).
+    """
+    classes = get_info(name).classes
+    bad = errors.labels_outside(labels, classes)
+    if bad.size:
+        raise formats.DataFormatError(
+            f"datasets.load: argument `data_dir` expected label files with class indices in 0..{classes - 1} (the {classes} classes of "
+            f"{name!r}), received {path!r} holding labels outside them: {errors.describe_labels(bad, labels.size)}. It is not served "
+            f"as {name!r}, with or without verify."
+        )
 
 
 def read_sample(split, data_dir=None, download=False):
