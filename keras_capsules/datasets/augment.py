@@ -157,6 +157,16 @@ def _effcapsnet_mnist(image, seed):
     return _eff_erase(image, seeds[3])
 
 
+def _random_shift(image, seed):
+    height, width = image.shape[0], image.shape[1]
+    return pad_and_crop(image, seed, shift_pixels(height, width), (height, width))
+
+
+def shift_pixels(height, width):
+    """The largest shift of ``"random_shift"``: 1/14 of the shorter side, rounded, at least 1 (2 px on 28x28, 5 px on 64x64)."""
+    return max(1, round(min(height, width) / 14))
+
+
 register_augmentation(
     "mnist_shift2",
     _mnist_shift2,
@@ -168,6 +178,12 @@ register_augmentation(
     _mnist_shift2_flip,
     description="random translation by up to 2 px and horizontal flip",
     source="REM Fashion-MNIST loader: RandomCrop(28, padding=2) + RandomHorizontalFlip",
+)
+register_augmentation(
+    "random_shift",
+    _random_shift,
+    description="random translation by up to 1/14 of the shorter side in each direction (2 px on 28x28), zero padded; any size and channels",
+    source="the generic recipes' augmentation for a user's own images (recipes.generic): MNIST's 2-px shifts (Sabour et al. 2017) scaled to the image size",
 )
 register_augmentation(
     "effcapsnet_mnist",
