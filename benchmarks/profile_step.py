@@ -79,10 +79,10 @@ def main():
     from applications import _loss_for
     from common import machine_description
     from keras_capsules import applications
-    from keras_capsules.cli import _key_values  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
+    from keras_capsules.cli.options import key_values  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
 
     entry = applications.get_configuration(args.configuration)
-    kwargs = {**entry.kwargs, **_key_values(args.model_arg, "--model-arg")}
+    kwargs = {**entry.kwargs, **key_values(args.model_arg, "--model-arg")}
     model = entry.constructor(**kwargs)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=_loss_for(model))
     shape = tuple(model.inputs[0].shape[1:])

@@ -25,7 +25,7 @@ CHECK = textwrap.dedent(
 
 
 # Keras first imported by one of the package's own modules, mid-way through its import chain (the case of
-# `import keras_capsules; import keras` is cli_help_test's).
+# `import keras_capsules; import keras` is cli/help_test's).
 @pytest.mark.parametrize("first", ["import keras_capsules.layers"])
 def test_every_keras_class_is_registered_after_keras_is_imported(first):
     done = subprocess.run(

@@ -31,7 +31,7 @@ PRIVATE_API_MODULE = "export/_private_api.py"
 def _imports(path, lazy_only=False):
     """Every ``keras_capsules.<package>`` a module imports, module level or inside functions (``lazy_only``: inside functions only).
 
-    A top-level module counts as a package of its own (``cli_predict``); ``"cli"`` stands for every ``cli*`` module.
+    A top-level module counts as a package of its own (``losses``).
     """
     tree = ast.parse(path.read_text())
     functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -46,11 +46,6 @@ def _imports(path, lazy_only=False):
     return found
 
 
-def _unit(name):
-    """The package an imported name counts under: every ``cli*`` module is the command line, ``"cli"``."""
-    return "cli" if name.startswith("cli") else name
-
-
 def _modules():
     return [p for p in ROOT.rglob("*.py") if not p.name.endswith("_test.py")]
 
@@ -58,7 +53,7 @@ def _modules():
 def _package(module):
     """The package ``module`` belongs to (a top-level module is one of its own)."""
     parts = module.relative_to(ROOT).parts
-    return _unit(parts[0] if len(parts) > 1 else module.stem)
+    return parts[0] if len(parts) > 1 else module.stem
 
 
 def _private_imports(path):
@@ -77,7 +72,7 @@ def test_lower_layers_do_not_import_higher_ones(source, banned):
     path = ROOT / source
     modules = [path] if path.is_file() else [p for p in _modules() if path in p.parents]
     offenders = sorted(
-        f"{module.relative_to(ROOT)} imports {name}" for module in modules for name in _imports(module) if _unit(name) in banned
+        f"{module.relative_to(ROOT)} imports {name}" for module in modules for name in _imports(module) if name in banned
     )
     assert not offenders, offenders
 
@@ -86,7 +81,7 @@ def test_no_lazy_import_stands_in_for_a_cycle():
     """An import inside a function never names a package that imports, directly or not, the importing one."""
     graph = {}
     for module in _modules():
-        graph.setdefault(_package(module), set()).update(_unit(name) for name in _imports(module))
+        graph.setdefault(_package(module), set()).update(_imports(module))
 
     def reaches(start, goal):
         seen, todo = set(), [start]
@@ -102,7 +97,7 @@ def test_no_lazy_import_stands_in_for_a_cycle():
     cycles = sorted(
         f"{module.relative_to(ROOT)} imports {name} inside a function, and {name} imports {_package(module)} (directly or not)"
         for module in _modules()
-        for name in {_unit(name) for name in _imports(module, lazy_only=True)} - {_package(module)}
+        for name in _imports(module, lazy_only=True) - {_package(module)}
         if reaches(name, _package(module))
     )
     assert not cycles, cycles
@@ -116,7 +111,7 @@ def test_private_keras_and_tensorflow_apis_are_imported_in_one_small_module():
 
 def test_only_the_command_line_imports_evaluation():
     modules = [p for p in _modules() if "evaluation" not in p.relative_to(ROOT).parts]
-    importers = sorted(str(m.relative_to(ROOT)) for m in modules if "evaluation" in _imports(m) and not m.name.startswith("cli"))
+    importers = sorted(str(m.relative_to(ROOT)) for m in modules if "evaluation" in _imports(m) and _package(m) != "cli")
     assert not importers, importers
 
 
@@ -124,6 +119,6 @@ def test_the_checker_sees_lazy_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from keras_capsules.layers.conv_caps import patch_indices\n    import keras_capsules.training.train\n")
     assert _imports(module) == {"layers", "training"}
-    module.write_text("import keras_capsules.saving\n\ndef f():\n    from keras_capsules import cli_predict\n    from keras.src import tree\n")
-    assert _imports(module) == {"saving", "cli_predict"} and _imports(module, lazy_only=True) == {"cli_predict"}
+    module.write_text("import keras_capsules.saving\n\ndef f():\n    from keras_capsules.cli import predict\n    from keras.src import tree\n")
+    assert _imports(module) == {"saving", "cli"} and _imports(module, lazy_only=True) == {"cli"}
     assert _private_imports(module) == ["keras.src.tree"]

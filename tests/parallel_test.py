@@ -1,7 +1,7 @@
 """The README's test command (``-n 2 --dist loadgroup``) keeps each ``xdist_group`` on one worker.
 
-Several modules (``training/distribute_test.py``, ``export/formats_test.py``, ``cli_test.py``,
-``cli_usage_test.py``) build costly module-scoped fixtures, such as every application fitted under
+Several modules (``training/distribute_test.py``, ``export/formats_test.py``, the ``cli/`` tests)
+build costly module- or session-scoped fixtures, such as every application fitted under
 MirroredStrategy and exported, and mark their tests with one ``xdist_group`` so that the fixture is built once.
 pytest-xdist groups them by appending ``@<group>`` to each node id on the worker. With pytest 9.2 that rename
 silently stopped working (pytest-dev/pytest-xdist#1386): the tests were spread over both workers and each

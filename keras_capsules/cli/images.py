@@ -1,9 +1,8 @@
-"""``keras-capsules predict``: the top classes of images (PNG, JPEG, ``.npy``) under a ``.keras`` model or a preset.
+"""Image files as model inputs for ``keras-capsules predict``: PNG, JPEG, GIF, BMP pictures and ``.npy`` arrays, read and converted.
 
-Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
+Imports TensorFlow only to decode or resize a picture.
 """
 
-import argparse
 import os
 import sys
 
@@ -94,80 +93,3 @@ def to_model_input(label, image, height, width, channels):
         print(f"keras-capsules predict: {label} is {values.shape[0]}x{values.shape[1]}, resized to the model's {size[0]}x{size[1]}.", file=sys.stderr)
         values = tf.image.resize(values, size, antialias=True).numpy()
     return values
-
-
-def _load(args):
-    """``(model, names)``: the model, and whose class names its outputs have (a dataset, a Preset, or ``None``: indices)."""
-    from keras_capsules import presets
-    from keras_capsules.training.evaluation import training_record
-
-    opened = presets.open_model(args.model)
-    if opened is None:
-        raise ValueError(
-            f"predict: argument `MODEL` expected a .keras file or a preset MODEL/NAME (one of {', '.join(presets.available())}), "
-            f"received {args.model!r}: no such file or preset."
-        )
-    model, key = opened
-    if key is None:
-        return model, args.dataset or training_record(args.model).get("dataset")
-    return model, args.dataset or presets.get(*key)
-
-
-def _predict(args):
-    import numpy as np
-
-    from keras_capsules import presets
-
-    model, names = _load(args)
-    shape = model.input_shape
-    if not (isinstance(shape, tuple) and len(shape) == 4):
-        raise ValueError(f"predict: {args.model} takes inputs of shape {shape}; predict needs one image input (batch, height, width, channels).")
-    images = [image for path in args.images for image in read_images(path)]
-    batch = np.stack([to_model_input(label, image, *shape[1:]) for label, image in images])
-    scores = model.predict(batch, batch_size=args.batch_size, verbose=0)
-    if not (isinstance(scores, np.ndarray) and scores.ndim == 2):
-        returned = f"an array of shape {scores.shape}" if isinstance(scores, np.ndarray) else f"a {type(scores).__name__}"
-        raise ValueError(f"predict: {args.model} returns {returned}; predict needs one output of class scores (batch, classes).")
-    if names is None:
-        unknown = f"class names unknown (no --dataset, no metrics.json next to {args.model}): class indices shown"
-        print(f"keras-capsules predict: {unknown}.", file=sys.stderr)
-        order = np.argsort(-scores, axis=1, kind="stable")[:, : args.top_k]
-        ranked = [[(int(i), str(i), float(row[i])) for i in indices] for row, indices in zip(scores, order)]
-    else:
-        ranked = presets.decode_predictions(scores, names, top=args.top_k)
-    for (label, _), classes in zip(images, ranked):
-        print(label)
-        width = max(len(str(index)) for index, _, _ in classes)
-        for index, name, score in classes:
-            print(f"  {score:.4f}  {index:>{width}d}  {name}")
-    return 0
-
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, received {text!r}")
-    return value
-
-
-def add_predict_command(commands):
-    predict = commands.add_parser(
-        "predict",
-        help="the top classes of images (PNG, JPEG, .npy) under a .keras model or a preset, with class names",
-        description="Prints, for every image, its top classes with their names and scores (capsule lengths or probabilities), "
-        "best first, as lines SCORE CLASS NAME. MODEL is a .keras file or a preset written MODEL/NAME or MODEL:NAME, any case "
-        "(e.g. EffCapsNet/mnist; `keras-capsules presets` lists them). Images are PNG, JPEG, GIF or BMP files, or .npy arrays "
-        "(H, W), (H, W, C) or batches (N, H, W[, C]) of integers 0..255 or floats in [0, 1]; each is converted to the model's "
-        "input: scaled to [0, 1], RGB to grey by luminance or grey to RGB, alpha dropped, and resized (bilinear) where its size "
-        "differs, which is said on stderr.",
-    )
-    predict.add_argument("model", metavar="MODEL", help="a .keras file, or a preset MODEL/NAME or MODEL:NAME, e.g. EffCapsNet/mnist")
-    predict.add_argument("images", metavar="IMAGE", nargs="+", help="PNG, JPEG, GIF, BMP or .npy files")
-    predict.add_argument("--top-k", type=_positive_int, default=5, metavar="K", help="classes shown per image (default: 5 classes)")
-    predict.add_argument(
-        "--dataset", metavar="NAME",
-        help="dataset whose class names to show (default: a preset's dataset; for a .keras file the one in the metrics.json "
-        "next to it, else class indices)",
-    )  # fmt: skip
-    predict.add_argument("--batch-size", type=int, default=32, metavar="IMAGES", help="images per model call (default: 32 images)")
-    predict.set_defaults(handler=_predict)

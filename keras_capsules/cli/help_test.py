@@ -10,7 +10,7 @@ import sys
 import textwrap
 from importlib import metadata
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Every subcommand's --help, --version, then a command that needs Keras, in one fresh interpreter.
 SCRIPT = textwrap.dedent(

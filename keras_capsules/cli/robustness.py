@@ -3,7 +3,7 @@
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
-from keras_capsules.cli_options import DATA_DEFAULT, TRAINED_ON, augment_option, trained_on
+from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, augment_option, trained_on
 
 TRANSFORMS = ("rotation", "scale", "shear", "translation")
 

@@ -1,0 +1,57 @@
+"""``keras-capsules evaluate``: loss and metrics of a ``.keras`` model on a dataset split, as JSON.
+
+Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
+"""
+
+import json
+
+from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, augment_option, key_values, trained_on
+
+
+def _evaluate(args):
+    from keras_capsules.datasets import evaluation_dataset
+    from keras_capsules.training import evaluate
+
+    augment = augment_option(args.augment, args.model_file)
+    dataset = evaluation_dataset(args.dataset or trained_on(args.model_file), args.split, args.data_dir)
+    results = evaluate(
+        args.model_file,
+        dataset,
+        split=args.split,
+        batch_size=args.batch_size,
+        data_dir=args.data_dir,
+        download=args.download,
+        limit=args.limit,
+        augment=augment,
+        **key_values(args.dataset_option, "--dataset-option"),
+    )
+    print(json.dumps({"model": args.model_file, "dataset": dataset, "split": args.split, "augment": augment, **results}, indent=2))
+    return 0
+
+
+def add_evaluate_command(commands):
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a .keras model on a dataset split",
+        description="Evaluates MODEL.keras on a dataset split (with the evaluation transform it was trained with) and prints "
+        "loss and metrics as JSON.",
+    )
+    evaluate.add_argument("model_file", metavar="MODEL.keras", help="the model file")
+    evaluate.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help=f"dataset name; 'affnist|affine_mnist' is affNIST when its files are present, else the generated affine_mnist (default: {TRAINED_ON})",
+    )
+    evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
+    evaluate.add_argument("--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)")
+    evaluate.add_argument(
+        "--augment",
+        default="auto",
+        metavar="PRESET",
+        help="preset whose evaluation transform to apply, or 'none' (default: auto, the one in the metrics.json next to the model)",
+    )
+    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    evaluate.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
+    evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)")
+    evaluate.set_defaults(handler=_evaluate)

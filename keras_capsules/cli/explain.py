@@ -1,0 +1,82 @@
+"""``keras-capsules explain``: the REM report of a ``.keras`` model (routing entropy, parse trees, saliency and parse-tree pictures).
+
+Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
+"""
+
+import os
+
+from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, trained_on
+
+
+def _explain_folder(model_file):
+    """``runs/explain-<name>``: the run folder's name for a ``train`` run's ``model.keras``, else the file's."""
+    from keras_capsules.training.evaluation import training_record
+
+    folder, name = os.path.split(os.path.abspath(model_file))
+    if name == "model.keras" and training_record(model_file):
+        return os.path.join("runs", "explain-" + os.path.basename(folder))
+    return os.path.join("runs", "explain-" + os.path.splitext(name)[0])
+
+
+def _explain(args):
+    from keras_capsules import datasets
+    from keras_capsules.interpret import explain
+    from keras_capsules.interpret.explain import check_pictures
+    from keras_capsules.saving import load_model
+
+    check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
+
+    dataset = args.dataset or trained_on(args.model_file)
+    model = load_model(args.model_file)
+    data = datasets.load(
+        dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, download=args.download, limit=args.limit, shuffle=False
+    )
+    output = args.output or _explain_folder(args.model_file)
+    report = explain(
+        model,
+        data,
+        output,
+        levels=args.levels,
+        quantize=not args.no_quantize,
+        num_images=args.num_images,
+        include_dictionaries=args.dictionaries,
+    )
+    accuracy = "n/a" if report["accuracy"] is None else f"{report['accuracy']:.4f}"
+    print(
+        f"{args.model_file} on {dataset} ({args.split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
+        f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
+        f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
+    )
+    return 0
+
+
+def add_explain_command(commands):
+    explain = commands.add_parser(
+        "explain",
+        help="REM report of a .keras model: routing entropy and parse trees (JSON), saliency and parse-tree PNGs",
+        description="Writes the REM report of MODEL.keras: entropy.json (routing entropy, parse trees) and, with matplotlib, "
+        "saliency.png and parse_tree_<i>.png.",
+    )
+    explain.add_argument("model_file", metavar="MODEL.keras", help="the model file")
+    explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
+    explain.add_argument("--split", default="test", help="split read (default: test)")
+    explain.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    explain.add_argument("--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)")
+    explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
+    explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K, in quantisation levels (default: 11 levels)")
+    explain.add_argument(
+        "--no-quantize", action="store_true", help="run the routers unquantised; keys are still binned (default: quantised)"
+    )
+    explain.add_argument(
+        "--num-images", type=int, default=8, metavar="IMAGES",
+        help="images that get saliency and parse-tree pictures; 0: none, no matplotlib needed (default: 8 images)",
+    )  # fmt: skip
+    explain.add_argument(
+        "--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON (default: counts only)"
+    )
+    explain.add_argument(
+        "--output", metavar="FOLDER",
+        help="output folder (default: runs/explain-MODEL; runs/explain-RUN for the model.keras of a `train` run in folder RUN)",
+    )  # fmt: skip
+    explain.set_defaults(handler=_explain)

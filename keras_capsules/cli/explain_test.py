@@ -1,0 +1,33 @@
+"""``keras-capsules explain``: matplotlib checked first, default output folders that do not collide."""
+
+import os
+import sys
+
+import pytest
+
+from keras_capsules import cli
+from keras_capsules.cli.explain import _explain_folder
+
+
+def test_explain_without_matplotlib_fails_at_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if matplotlib were absent
+    output = tmp_path / "report"
+    # The model file does not exist: the matplotlib error comes first, before anything is loaded.
+    assert cli.main(["explain", str(tmp_path / "absent.keras"), "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert "needs matplotlib" in err and "--num-images 0" in err and "absent.keras" not in err
+    assert not output.exists()
+    from keras_capsules.interpret import explain
+
+    with pytest.raises(ImportError, match=r"needs matplotlib.*num_images=0"):
+        explain(None, None, str(output), num_images=1)  # checked before the model or the data are touched
+    assert not output.exists()
+
+
+@pytest.mark.xdist_group("cli_usage")
+def test_explain_default_folders_do_not_collide(lower_case_run, tmp_path):
+    _, output, _ = lower_case_run
+    assert _explain_folder(str(output / "model.keras")) == os.path.join("runs", "explain-run")  # a train run: its folder
+    (tmp_path / "model.keras").write_bytes(b"")
+    assert _explain_folder(str(tmp_path / "model.keras")) == os.path.join("runs", "explain-model")  # not a run: the file
+    assert _explain_folder("some/where/capsnet.keras") == os.path.join("runs", "explain-capsnet")

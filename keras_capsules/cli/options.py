@@ -1,0 +1,88 @@
+"""What several ``keras-capsules`` commands share: option parsers, model and preset names, the dataset and augmentation a model file was trained with, help texts.
+
+Imports neither Keras nor TensorFlow at module level (``keras-capsules --help`` stays fast).
+"""
+
+import argparse
+import ast
+import difflib
+
+DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
+TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
+
+
+def trained_on(model_file):
+    """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
+    from keras_capsules.training.evaluation import training_record
+
+    return training_record(model_file).get("dataset") or "mnist_sample"
+
+
+def augment_option(value, model_file):
+    """The ``--augment`` value: ``"auto"`` -> the preset in ``model_file``'s ``metrics.json`` (``None`` without a file), ``"none"`` -> ``None``."""
+    from keras_capsules.training.evaluation import training_preset
+
+    if value == "auto":
+        return training_preset(model_file) if model_file else None
+    return None if value.lower() == "none" else value
+
+
+def key_values(pairs, flag):
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (values parsed as Python literals when possible)."""
+    result = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"keras-capsules: argument `{flag}` expected KEY=VALUE, received {pair!r}.")
+        try:
+            result[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            result[key] = raw
+    return result
+
+
+def none_or(kind):
+    """An argparse type: ``'none'`` (any case) -> ``None``, anything else -> ``kind(text)``."""
+
+    def parse(text):
+        return None if text.lower() == "none" else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def positive_int(text):
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, received {text!r}")
+    return value
+
+
+def model_name(name):
+    """The application or recipe model called ``name`` in any case (``effcapsnet`` -> ``EffCapsNet``).
+
+    Raises:
+        ValueError: no such model; the message suggests the closest name.
+    """
+    from keras_capsules import applications, recipes
+
+    constructors = [n for n in applications.__all__ if n[:1].isupper() and not isinstance(getattr(applications, n), type)]
+    known = {model.lower(): model for model in [*constructors, *(model for model, _, _ in recipes.available())]}
+    if name.lower() in known:
+        return known[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+    hint = f" Did you mean {known[close[0]]!r}?" if close else ""
+    raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
+
+
+def preset_option(text, flag):
+    """``presets.find(text)``, or a ValueError naming ``flag`` and the presets."""
+    from keras_capsules import presets
+
+    key = presets.find(text)
+    if key is None:
+        raise ValueError(
+            f"argument `{flag}` expected a preset MODEL/NAME or MODEL:NAME (one of {', '.join(presets.available())}), received {text!r}."
+        )
+    return key

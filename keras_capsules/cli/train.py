@@ -1,0 +1,99 @@
+"""``keras-capsules train``: train an application with its paper recipe, evaluate, save and export; rerunning resumes.
+
+Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
+"""
+
+import os
+
+from keras_capsules.cli.options import DATA_DEFAULT, key_values, model_name
+from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
+
+def _train(args):
+    from keras_capsules.training import train
+
+    overrides = recipe_overrides(args)
+    model_kwargs = key_values(args.model_arg, "--model-arg")
+    stage_epochs = key_values(args.stage_epochs, "--stage-epochs")
+    if args.router:
+        model_kwargs["router"] = args.router
+    if args.routing_iterations:
+        model_kwargs["routing_iterations"] = args.routing_iterations
+    metrics = train(
+        model=model_name(args.model),
+        dataset=args.dataset,
+        output=args.output,
+        data_dir=args.data_dir,
+        limit=args.limit,
+        seed=args.seed,
+        verbose=0 if args.quiet else 1,
+        export=not args.no_export,
+        variant=args.recipe,
+        download=args.download,
+        strategy=args.strategy,
+        resume=not args.no_resume,
+        eval_limit=args.eval_limit,
+        model_kwargs=model_kwargs,
+        validation_examples=args.validation_examples,
+        stage_epochs=stage_epochs,
+        **overrides,
+    )
+    where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
+    scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    scores = scores or "no split evaluated (--eval-on without a split)"
+    if metrics.get("already_complete"):
+        print(
+            f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({_epochs(metrics['epochs_completed'])}); "
+            f"its stored result: {scores}. Outputs in {where} (--no-resume trains it again)."
+        )
+        return 0
+    resumed = f", resumed after epoch {metrics['resumed_from_epoch']}" if metrics["resumed_from_epoch"] else ""
+    if metrics["resumed_from_epoch"] and metrics["resumed_from_epoch"] >= metrics["epochs_completed"]:
+        resumed = ", all trained by an earlier run; now evaluated and saved"
+    print(
+        f"\n{metrics['model']} on {metrics['dataset']} ({_epochs(metrics['epochs_completed'])}{resumed}, "
+        f"{metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
+    )
+    return 0
+
+
+def _epochs(count):
+    return f"{count} epoch" + ("" if count == 1 else "s")
+
+
+def add_train_command(commands):
+    train = commands.add_parser(
+        "train",
+        help="train an application with its paper recipe, evaluate, save and export (resumes after a crash)",
+        description="Trains MODEL with its paper recipe, evaluates it and writes OUTPUT/metrics.json, OUTPUT/model.keras, "
+        "OUTPUT/export (a SavedModel) and OUTPUT/checkpoints. Rerunning the same command resumes after the last completed "
+        "epoch (also after Ctrl-C), or reports the stored result of a finished run. Every recipe value can be overridden "
+        "with the flags below; `keras-capsules recipes` lists the recipes.",
+    )
+    train.add_argument("model", help="application constructor, any case, e.g. EffCapsNet or capsnet")
+    train.add_argument("--dataset", default="mnist_sample", metavar="NAME", help="dataset name (default: mnist_sample, the embedded MNIST sample)")
+    train.add_argument("--recipe", default="default", metavar="VARIANT", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
+    train.add_argument(
+        "--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy (default: default)"
+    )
+    train.add_argument("--router", metavar="NAME", help="router of the capsule layers, e.g. dynamic (default: the recipe's)")
+    train.add_argument("--routing-iterations", type=int, metavar="ITERATIONS", help="routing iterations (default: the recipe's)")
+    train.add_argument(
+        "--model-arg", action="append", metavar="KEY=VALUE",
+        help="constructor argument, repeatable, e.g. reconstruction=False (default: the recipe's)",
+    )  # fmt: skip
+    train.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    train.add_argument("--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)")
+    train.add_argument("--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
+    train.add_argument(
+        "--validation-examples", type=int, metavar="IMAGES",
+        help="images of the training split held out for validation after every epoch; 0 turns validation off "
+        "(default: the recipe's, else min(5000, a tenth of the training images))",
+    )  # fmt: skip
+    train.add_argument("--output", metavar="FOLDER", help="output folder (default: runs/MODEL-DATASET)")
+    train.add_argument("--seed", type=int, default=0, help="random seed of weights, shuffling and augmentation (default: 0)")
+    train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over (default: resume)")
+    train.add_argument("--no-export", action="store_true", help="skip the SavedModel export (default: export)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
+    add_recipe_flags(train)
+    train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")
