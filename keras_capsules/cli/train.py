@@ -8,6 +8,21 @@ import os
 from keras_capsules.cli.options import DATA_DEFAULT, key_values, model_name
 from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 
+#: The dataset trained on without --dataset: the MNIST sample embedded in the package.
+DEFAULT_DATASET = "mnist_sample"
+
+
+def training_dataset(dataset, data_dir):
+    """The dataset ``train`` trains on, from its ``--dataset`` and ``--data-dir`` values (``None`` when not given).
+
+    Returns:
+        ``dataset`` when given, else :data:`DEFAULT_DATASET`; ``data_dir`` names no dataset of its own here, it is
+        the folder the loaders search for the dataset's files.
+    """
+    del data_dir
+    return dataset or DEFAULT_DATASET
+
+
 def _train(args):
     from keras_capsules.training import train
 
@@ -20,7 +35,7 @@ def _train(args):
         model_kwargs["routing_iterations"] = args.routing_iterations
     metrics = train(
         model=model_name(args.model),
-        dataset=args.dataset,
+        dataset=training_dataset(args.dataset, args.data_dir),
         output=args.output,
         data_dir=args.data_dir,
         limit=args.limit,
@@ -70,7 +85,7 @@ def add_train_command(commands):
         "with the flags below; `keras-capsules recipes` lists the recipes.",
     )
     train.add_argument("model", help="application constructor, any case, e.g. EffCapsNet or capsnet")
-    train.add_argument("--dataset", default="mnist_sample", metavar="NAME", help="dataset name (default: mnist_sample, the embedded MNIST sample)")
+    train.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {DEFAULT_DATASET}, the embedded MNIST sample)")
     train.add_argument("--recipe", default="default", metavar="VARIANT", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
     train.add_argument(
         "--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy (default: default)"

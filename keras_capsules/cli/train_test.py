@@ -6,6 +6,7 @@ import os
 import pytest
 
 from keras_capsules import cli
+from keras_capsules.cli.train import training_dataset
 
 
 @pytest.mark.xdist_group("cli_run")
@@ -19,6 +20,14 @@ def test_train_applies_every_override(overrides_run):
     assert metrics["validation"]["examples"] == 0 and "val_loss" not in metrics["history"]  # --validation-examples 0: all 96 train
     # 12 steps reach 31.5 % on these 200 held-out images (TensorFlow 2.21, CPU); chance is 10 % (+-2.1 % std).
     assert metrics["test_accuracy"] >= 0.2
+
+
+def test_without_dataset_train_trains_on_the_embedded_sample():
+    assert cli.build_parser().parse_args(["train", "EffCapsNet"]).dataset is None
+    assert training_dataset(None, None) == "mnist_sample"
+    assert training_dataset(None, "some/folder") == "mnist_sample"  # --data-dir alone: the sample, as before
+    assert training_dataset("fashion_mnist", None) == "fashion_mnist"
+    assert training_dataset("mnist", "some/folder") == "mnist"
 
 
 def test_unknown_model_argument_is_one_line(tmp_path, capsys, small_training):
