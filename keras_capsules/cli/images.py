@@ -20,10 +20,13 @@ def read_images(path):
     image when its last axis has at most 4 entries, else a batch).
 
     Raises:
-        ValueError: the file is missing, of another kind, undecodable, or a ``.npy`` array of another rank.
+        ValueError: the file is missing, a directory, of another kind or undecodable, or a ``.npy`` array of
+            another rank or without a pixel (no images).
     """
     import numpy as np
 
+    if os.path.isdir(path):
+        raise ValueError(f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP or .npy), received {path!r}, a directory.")
     if not os.path.isfile(path):
         raise ValueError(f"predict: image file {path!r} does not exist.")
     suffix = os.path.splitext(path)[1].lower()
@@ -32,14 +35,16 @@ def read_images(path):
             array = np.load(path, allow_pickle=False)
         except ValueError as error:
             raise ValueError(f"predict: {path!r} is not a NumPy array file ({error}).") from None
+        if array.ndim not in (2, 3, 4):
+            raise ValueError(
+                f"predict: {path!r} holds an array of shape {array.shape}; expected one image (H, W) or (H, W, C), "
+                "or a batch (N, H, W) or (N, H, W, C)."
+            )
+        if array.size == 0:
+            raise ValueError(f"predict: {path!r} holds no images: its array of shape {array.shape} is empty.")
         if array.ndim == 2 or (array.ndim == 3 and array.shape[-1] <= 4):
             return [(path, array.reshape(*array.shape[:2], -1))]
-        if array.ndim in (3, 4):
-            return [(f"{path}[{i}]", image.reshape(*image.shape[:2], -1)) for i, image in enumerate(array)]
-        raise ValueError(
-            f"predict: {path!r} holds an array of shape {array.shape}; expected one image (H, W) or (H, W, C), "
-            "or a batch (N, H, W) or (N, H, W, C)."
-        )
+        return [(f"{path}[{i}]", image.reshape(*image.shape[:2], -1)) for i, image in enumerate(array)]
     if suffix in PICTURE_SUFFIXES:
         import tensorflow as tf
 

@@ -95,6 +95,29 @@ def test_bad_images_and_models_are_one_line_errors(model_file, tmp_path, capsys)
         assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
 
 
+def test_an_npy_file_without_images_is_a_one_line_error_naming_it(model_file, tmp_path, capsys):
+    path, _ = model_file
+    png = write_png(tmp_path / "fine.png", np.zeros((8, 8, 1), np.uint8))
+    for name, shape in (("none.npy", (0, 8, 8)), ("none4d.npy", (0, 8, 8, 1)), ("no_pixels.npy", (0, 0))):
+        empty = str(tmp_path / name)
+        np.save(empty, np.zeros(shape, "float32"))
+        assert cli.main(["predict", path, png, empty]) == 2  # a user error, as a missing file: status 2, not 1
+        err = capsys.readouterr().err
+        assert err == f"keras-capsules predict: error: predict: {empty!r} holds no images: its array of shape {shape} is empty.\n"
+
+
+def test_a_directory_is_refused_as_a_directory_not_as_a_missing_file(model_file, tmp_path, capsys):
+    path, _ = model_file
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    write_png(folder / "digit.png", np.zeros((8, 8, 1), np.uint8))
+    assert cli.main(["predict", path, str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-capsules predict: error: predict: argument `IMAGE`") and err.count("\n") == 1, err
+    assert f"received {str(folder)!r}, a directory" in err and "image files (PNG, JPEG, GIF, BMP or .npy)" in err
+    assert "does not exist" not in err and "Traceback" not in err
+
+
 def test_preset_names_the_digits_of_real_mnist_test_images(tmp_path, capsys):
     images, labels = datasets.load_arrays("mnist_sample", "test")[:2]
     pngs = [write_png(tmp_path / f"digit{i}.png", images[i]) for i in range(4)]
