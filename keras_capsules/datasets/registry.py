@@ -72,6 +72,8 @@ class DatasetInfo:
         read_folder, read_tfds, arrays, pipeline: see the module docstring.
         description: one line.
         class_names: the class names in label order (``classes`` of them); empty: see :func:`class_names`.
+        stratified_holdout: ``train``'s validation hold-out takes each class's share
+            (:func:`keras_capsules.training.validation.stratified_split_indices`) instead of a uniform draw.
     """
 
     name: str
@@ -89,6 +91,7 @@ class DatasetInfo:
     pipeline: Optional[Callable] = None
     description: str = ""
     class_names: tuple = ()
+    stratified_holdout: bool = False
 
     def training_split(self, split):
         """Whether ``split`` is a training split (random augmentation, shuffled by default)."""

@@ -172,7 +172,12 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
     examples = validation.resolve_size(requested, len(images))
     if examples == 0 and recipe.pruning is not None:
         raise ValueError("train: argument `validation_examples` expected a positive hold-out for a pruning recipe (its threshold search reads it), received 0.")
-    train_indices, validation_indices = validation.split_indices(len(images), examples)
+    if datasets.info(dataset).stratified_holdout:  # a folder of images: each class holds out its share
+        train_indices, validation_indices = validation.stratified_split_indices(labels, examples)
+        held_out_record = validation.stratified_record(labels, validation_indices, datasets.class_names(dataset))
+    else:
+        train_indices, validation_indices = validation.split_indices(len(images), examples)
+        held_out_record = validation.record(examples)
     train_indices = train_indices[:limit]
 
     def training(augment):
@@ -187,7 +192,7 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
         held_out = datasets.from_arrays(
             images[validation_indices], labels[validation_indices], batch_size=max(recipe.batch_size, 64), augment=recipe.augmentation
         ).cache()
-    return SplitData(training, held_out, {**validation.record(examples), "training_examples": len(train_indices)})
+    return SplitData(training, held_out, {**held_out_record, "training_examples": len(train_indices)})
 
 
 def _check_stage(state, stage, folder):
@@ -586,7 +591,8 @@ def train(
         validation_examples: size of the validation hold-out (default: the recipe's, else
             ``min(5,000, N // 10)`` of the ``N`` training examples used; a pruning recipe's search
             set otherwise); ``0`` turns validation off (``metrics.json`` records it). Derived sets
-            generated on the fly (``expanded_mnist``, ...) hold nothing out.
+            generated on the fly (``expanded_mnist``, ...) hold nothing out; a registered folder of
+            images (``datasets.register_folder``) holds out each class's share.
         stage_epochs: epochs per stage of a multi-stage recipe, e.g. ``{"pretrain": 20, "classifier": 5}``
             for AgreementGLOM (stages not named keep ``epochs``); ``metrics.json``'s ``stages`` records them.
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or

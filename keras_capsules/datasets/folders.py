@@ -1,0 +1,613 @@
+"""A user's own folder of images as a dataset (Keras's convention: one sub-folder per class).
+
+Layout: ``FOLDER/<class>/<image>`` gives one split, ``"train"``; ``FOLDER/train/<class>/...`` next to
+``FOLDER/test/<class>/...`` gives ``"train"`` and ``"test"`` (the two must have the same class
+folders). Class names are the folder names, kept exactly (spaces, accents) and ordered by ``sorted()``,
+as Keras orders them; label ``i`` is ``class_names[i]``. Images are PNG, JPEG, BMP and GIF (its first
+frame), found by extension (any case) and decoded by TensorFlow (``tf.io.decode_image``).
+
+Size and channels, when not given: the most common ``(height, width)`` of the folder's images (ties:
+the larger area, then the larger height); gray (1 channel) when every image is stored gray, else RGB
+(3; GIFs decode as RGB). Other sizes are resized to it, bilinear with antialiasing
+(``tf.image.resize(..., antialias=True)``), stretched to the exact size (the aspect ratio is not
+kept), rounded to ``uint8``. Gray images are repeated to RGB; with ``channels=1`` colour images become
+their luma (``tf.image.rgb_to_grayscale``'s weights 0.2989, 0.5870, 0.1140), rounded. An alpha channel
+is dropped (not composited); a 16-bit PNG keeps its high byte (``value // 256``, TensorFlow's decoder).
+
+A folder is read once per process and settings (``image_size``, ``channels``): every image is decoded in
+parallel by ``tf.data`` (twice when the size or the channels are inferred: a first pass reads every
+image's size), the arrays are kept in memory, and a summary is printed once to stdout (classes, images
+per split, the size and channels chosen and why, how many images were resized or converted, what was
+skipped). :func:`folder_summary` returns it as a dict. Nothing is ever written into the folder.
+
+Bad folders (the table in ``docs/datasets.md``): errors stop the read; warnings are printed in the
+summary and counted in the record.
+
+- path missing / not a folder: ``FileNotFoundError`` / ``NotADirectoryError``.
+- no class sub-folder (an empty folder, or only files): ``DataFormatError``.
+- a single class (once classes without images are skipped): ``DataFormatError`` (a classifier needs two).
+- ``train/`` and ``test/`` with different class folders: ``DataFormatError`` naming the differences.
+- no image file, or none that decodes: ``DataFormatError``.
+- a class folder without a decodable training image: warning; the class is skipped (with its test images).
+- a file that does not decode (corrupt, truncated, another format under an image extension): warning;
+  skipped, counted, the first few named.
+- a file that is not PNG/JPEG/BMP/GIF (``.txt``, ``Thumbs.db``): skipped, counted by extension.
+- a hidden file or folder (name starting with ``.``: ``.DS_Store``, ``.ipynb_checkpoints``): skipped, counted.
+- a file directly in the folder (or in ``train/``, ``test/``), an entry next to ``train/`` and
+  ``test/`` (``val/``): warning; skipped, counted, named (the hold-out is drawn from ``train/``).
+- sub-folders inside a class folder: read recursively with their class (as Keras), counted.
+- a symlink to a file or a folder: followed. A symlink to a folder above it (a cycle): warning, not
+  followed. A broken symlink: warning, skipped.
+- an alpha channel / a 16-bit PNG: alpha dropped / high byte kept, counted.
+- gray and colour images mixed: converted to the chosen channels, counted.
+"""
+
+import collections
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from keras_capsules import errors
+from keras_capsules.datasets.formats import DataFormatError
+from keras_capsules.datasets.loaders import from_arrays, load_arrays
+from keras_capsules.datasets.registry import DatasetInfo, available, get_info, register_dataset
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+__all__ = ["IMAGE_EXTENSIONS", "folder_summary", "from_directory", "register_folder"]
+
+#: File extensions read as images (compared in lower case).
+IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+#: How images of another size are brought to the chosen one (recorded in the summary).
+RESIZE_METHOD = "bilinear with antialias (tf.image.resize), stretched to the exact size, rounded to uint8"
+SUBSETS = ("train", "validation", "test")
+#: Files named in a warning, at most.
+_NAMED = 3
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Read folders by ``(absolute path, image_size, channels)``.
+_READ: "dict[tuple, _Folder]" = {}
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What a walk of the folder found: image files per split and class folder, and what it skipped."""
+
+    root: str
+    layout: str = "class folders"
+    class_folders: tuple = ()
+    files: dict = dataclasses.field(default_factory=dict)  # split -> [(path, class folder index)]
+    skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    named: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(list))
+    extensions: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    nested_folders: int = 0
+
+    def skip(self, kind, path):
+        """Counts ``path`` as skipped for reason ``kind``, naming the first few."""
+        self.skipped[kind] += 1
+        if len(self.named[kind]) < _NAMED:
+            self.named[kind].append(os.path.relpath(path, self.root))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Folder:
+    """A folder read with given settings: its arrays per split, its record, and its registrations by name."""
+
+    class_names: tuple
+    arrays: dict
+    record: dict
+    default_name: str
+    infos: dict = dataclasses.field(default_factory=dict)
+
+
+def _entries(folder, scan):
+    """The entries of ``folder`` sorted by name, hidden ones (``.name``) counted and left out."""
+    entries = []
+    with os.scandir(folder) as listing:
+        listing = sorted(listing, key=lambda entry: entry.name)
+    for entry in listing:
+        if entry.name.startswith("."):
+            scan.skip("hidden", entry.path)
+        else:
+            entries.append(entry)
+    return entries
+
+
+def _walk(folder, ancestors, scan):
+    """Image files under ``folder``, sorted by name, sub-folders recursively; symlinks are followed unless they loop.
+
+    Args:
+        ancestors: real paths of the folders above (and including) ``folder``: a link back to one is a cycle.
+    """
+    found = []
+    for entry in _entries(folder, scan):
+        if entry.is_dir():
+            real = os.path.realpath(entry.path)
+            if real in ancestors:
+                scan.skip("symlink_cycle", entry.path)
+                continue
+            scan.nested_folders += 1
+            found += _walk(entry.path, ancestors | {real}, scan)
+        elif entry.is_file():
+            extension = os.path.splitext(entry.name)[1].lower()
+            if extension in IMAGE_EXTENSIONS:
+                found.append(entry.path)
+            else:
+                scan.skip("not_image", entry.path)
+                scan.extensions[extension or entry.name] += 1
+        elif entry.is_symlink():
+            scan.skip("broken_link", entry.path)
+        else:
+            scan.skip("not_image", entry.path)  # a socket, a device, a pipe
+    return found
+
+
+def _class_folders(entries, scan):
+    """The class folders among a split folder's ``entries`` (those that are folders), files beside them counted as skipped."""
+    folders = []
+    for entry in entries:
+        if entry.is_dir():
+            folders.append(entry)
+        elif entry.is_symlink() and not entry.is_file():
+            scan.skip("broken_link", entry.path)
+        else:
+            scan.skip("outside_class_folders", entry.path)
+    return folders
+
+
+def _scan(path, owner):
+    """Walks ``path``: the layout, the sorted class folders and the image files of each split (see the module docstring)."""
+    if not os.path.exists(path):
+        errors.fail(owner, "path", "an existing folder of images (one sub-folder per class)", path, FileNotFoundError)
+    if not os.path.isdir(path):
+        errors.fail(owner, "path", "a folder of images (one sub-folder per class), not a file", path, NotADirectoryError)
+    scan = _Scan(path)
+    top = _entries(path, scan)
+    names = {entry.name for entry in top if entry.is_dir()}
+    if {"train", "test"} <= names:
+        scan.layout = "train/ and test/"
+        roots = {"train": os.path.join(path, "train"), "test": os.path.join(path, "test")}
+        for entry in top:
+            if entry.name not in roots:
+                scan.skip("outside_class_folders", entry.path)
+        by_split = {split: _class_folders(_entries(root, scan), scan) for split, root in roots.items()}
+    else:
+        roots = {"train": path}
+        by_split = {"train": _class_folders(top, scan)}
+    folder_names = {split: [entry.name for entry in entries] for split, entries in by_split.items()}
+    if "test" in folder_names and folder_names["test"] != folder_names["train"]:
+        only_train = sorted(set(folder_names["train"]) - set(folder_names["test"]))
+        only_test = sorted(set(folder_names["test"]) - set(folder_names["train"]))
+        raise DataFormatError(
+            f"{owner}: argument `path` expected train/ and test/ with the same class folders (labels are given by the "
+            f"sorted names), received {path!r} with {only_train or 'none'} only in train/ and {only_test or 'none'} only in test/."
+        )
+    scan.class_folders = tuple(folder_names["train"])
+    if len(scan.class_folders) < 2:
+        where = "train/" if "test" in roots else "the folder"
+        found = f"the single class folder {scan.class_folders[0]!r}" if scan.class_folders else "no class sub-folder"
+        if not scan.class_folders and scan.skipped["outside_class_folders"]:
+            found += f", only {scan.skipped['outside_class_folders']} files (put each image in its class's sub-folder)"
+        hint = "" if "test" in roots or "train" not in scan.class_folders else " (train/ is read as a split only next to test/)"
+        raise DataFormatError(
+            f"{owner}: argument `path` expected a folder with one sub-folder of images per class, at least 2 classes (a "
+            f"classifier needs two), received {path!r}: {where} holds {found}{hint}."
+        )
+    top_real = os.path.realpath(path)
+    for split, entries in by_split.items():
+        ancestors = {top_real, os.path.realpath(roots[split])}
+        scan.files[split] = []
+        for label, entry in enumerate(entries):
+            real = os.path.realpath(entry.path)
+            if real in ancestors:
+                scan.skip("symlink_cycle", entry.path)
+                continue
+            scan.files[split] += [(file, label) for file in _walk(entry.path, ancestors | {real}, scan)]
+    if not any(scan.files.values()):
+        raise DataFormatError(
+            f"{owner}: argument `path` expected image files ({', '.join(IMAGE_EXTENSIONS)}) in its class folders, "
+            f"received {path!r} whose {len(scan.class_folders)} class folders hold none ({_skipped_words(scan) or 'nothing else either'})."
+        )
+    return scan
+
+
+def _decoded(paths, convert=None):
+    """Decodes ``paths`` in parallel (``tf.data``), skipping the files that fail.
+
+    Args:
+        paths: file paths, ``(N,)``.
+        convert: ``uint8 (h, w, c) -> uint8 (H, W, C)`` applied to each image, or ``None`` (sizes only).
+
+    Returns:
+        ``(ok, stored, images)``: ``bool (N,)`` the files decoded; ``int64 (N, 4)`` their stored
+        ``(height, width, channels, 16-bit)``; ``uint8 (N, H, W, C)`` the converted images (``None``
+        without ``convert``). Rows of files that failed are zeros.
+    """
+    import tensorflow as tf
+
+    def read(index, path):
+        contents = tf.io.read_file(path)
+        image = tf.io.decode_image(contents, expand_animations=False)  # uint8 (h, w, 1..4); 16-bit PNG: the high byte
+        header = tf.strings.join([tf.strings.substr(contents, 0, 25), b"\0" * 25])  # a PNG's bit depth is byte 24
+        sixteen_bit = (tf.strings.substr(header, 0, 8) == _PNG_SIGNATURE) & (tf.strings.substr(header, 24, 1) == b"\x10")
+        stored = tf.concat([tf.cast(tf.shape(image), tf.int64), [tf.cast(sixteen_bit, tf.int64)]], axis=0)
+        return (index, stored) if convert is None else (index, stored, convert(image))
+
+    dataset = tf.data.Dataset.from_tensor_slices((np.arange(len(paths)), list(paths)))
+    dataset = dataset.map(read, num_parallel_calls=tf.data.AUTOTUNE).ignore_errors().batch(256)
+    ok = np.zeros(len(paths), dtype=bool)
+    stored = np.zeros((len(paths), 4), dtype=np.int64)
+    images = None
+    for batch in dataset.as_numpy_iterator():
+        index = batch[0]
+        ok[index], stored[index] = True, batch[1]
+        if convert is not None:
+            if images is None:
+                images = np.zeros((len(paths), *batch[2].shape[1:]), dtype=np.uint8)
+            images[index] = batch[2]
+    return ok, stored, images
+
+
+def _to_uint8(image):
+    import tensorflow as tf
+
+    return tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
+
+
+def _converter(size, channels):
+    """``uint8 (h, w, 1..4) -> uint8 (*size, channels)``: alpha dropped, gray <-> RGB, then resized when the size differs."""
+    import tensorflow as tf
+
+    def convert(image):
+        color = tf.shape(image)[-1] >= 3
+        if channels == 3:
+            image = tf.cond(color, lambda: image[..., :3], lambda: tf.repeat(image[..., :1], 3, axis=-1))
+        else:
+            luma = lambda: _to_uint8(tf.image.rgb_to_grayscale(tf.cast(image[..., :3], tf.float32)))  # noqa: E731
+            image = tf.cond(color, luma, lambda: image[..., :1])
+        same_size = tf.reduce_all(tf.shape(image)[:2] == size)
+        resized = lambda: _to_uint8(tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear", antialias=True))  # noqa: E731
+        return tf.ensure_shape(tf.cond(same_size, lambda: image, resized), (*size, channels))
+
+    return convert
+
+
+def _inferred(stored, image_size, channels):
+    """The size and channels (given, else inferred from ``stored``, the decoded images' ``(h, w, c, 16-bit)``) and why."""
+    if image_size is None:
+        sizes = collections.Counter(map(tuple, stored[:, :2].tolist()))
+        image_size = max(sizes, key=lambda size: (sizes[size], size[0] * size[1], size[0]))
+        size_reason = f"the most common size ({sizes[image_size]} of {len(stored)} images)"
+    else:
+        size_reason = "given"
+    if channels is None:
+        color = int(np.sum(stored[:, 2] >= 3))
+        channels = 3 if color else 1
+        channels_reason = f"{color} of {len(stored)} images are colour" if color else "every image is gray"
+    else:
+        channels_reason = "given"
+    return tuple(int(s) for s in image_size), channels, size_reason, channels_reason
+
+
+def _check_settings(owner, image_size, channels):
+    if image_size is not None:
+        if not (isinstance(image_size, (tuple, list)) and len(image_size) == 2 and all(errors.is_integer(s) and s > 0 for s in image_size)):
+            errors.fail(owner, "image_size", "None (inferred) or (height, width), two positive integers", image_size)
+        image_size = (int(image_size[0]), int(image_size[1]))
+    if channels is not None:
+        errors.check_one_of(owner, "channels", channels, (1, 3))
+    return image_size, channels
+
+
+def _read_folder(path, image_size, channels, owner):
+    """The :class:`_Folder` of ``path`` with these settings: read (and the summary printed) on the first call only."""
+    if not isinstance(path, (str, os.PathLike)):
+        errors.fail(owner, "path", "a folder path (str or os.PathLike)", path, TypeError)
+    image_size, channels = _check_settings(owner, image_size, channels)
+    path = os.path.abspath(os.fspath(path))
+    key = (path, image_size, channels)
+    if key not in _READ:
+        _READ[key] = _read(path, image_size, channels, owner, _default_name(*key))
+        print("\n".join(_summary_lines(_READ[key].record)), flush=True)
+    return _READ[key]
+
+
+def _read(path, image_size, channels, owner, default_name):
+    scan = _scan(path, owner)
+    splits = tuple(scan.files)
+    paths = [file for split in splits for file, _ in scan.files[split]]
+    split_of = np.concatenate([np.full(len(scan.files[split]), i) for i, split in enumerate(splits)])
+    labels = np.array([label for split in splits for _, label in scan.files[split]], dtype=np.int32)
+    reasons = ("given", "given")
+    if image_size is None or channels is None:
+        ok, stored, _ = _decoded(paths)
+        if not ok.any():
+            _none_decode(owner, path, paths)
+        image_size, channels, *reasons = _inferred(stored[ok], image_size, channels)
+    ok, stored, images = _decoded(paths, _converter(image_size, channels))
+    for index in np.flatnonzero(~ok):
+        scan.skip("undecodable", paths[index])
+    if not ok.any():
+        _none_decode(owner, path, paths)
+    # Classes without a decoded training image are skipped, with their test images.
+    trained = np.bincount(labels[ok & (split_of == 0)], minlength=len(scan.class_folders)) > 0
+    empty = [name for name, kept in zip(scan.class_folders, trained) if not kept]
+    class_names = tuple(name for name, kept in zip(scan.class_folders, trained) if kept)
+    if len(class_names) < 2:
+        raise DataFormatError(
+            f"{owner}: argument `path` expected at least 2 class folders with training images (a classifier needs two), "
+            f"received {path!r} with images only in {list(class_names)} ({_skipped_words(scan)})."
+        )
+    keep = ok & trained[labels]
+    if "test" in splits and not np.any(keep & (split_of == 1)):
+        raise DataFormatError(f"{owner}: argument `path` expected images in test/'s class folders, received {path!r} whose test/ holds none that decodes.")
+    new_label = np.cumsum(trained) - 1
+    arrays = {}
+    for i, split in enumerate(splits):
+        rows = keep & (split_of == i)
+        split_images, split_labels = images[rows], new_label[labels[rows]].astype(np.int32)
+        split_images.flags.writeable = split_labels.flags.writeable = False  # shared by every caller
+        arrays[split] = (split_images, split_labels)
+    kept = stored[keep]
+    record = {
+        "path": path,
+        "layout": scan.layout,
+        "class_names": list(class_names),
+        "images": {split: len(arrays[split][1]) for split in splits},
+        "images_per_class": {split: dict(zip(class_names, np.bincount(arrays[split][1], minlength=len(class_names)).tolist())) for split in splits},
+        "image_size": list(image_size),
+        "image_size_from": reasons[0],
+        "channels": channels,
+        "channels_from": reasons[1],
+        "resized": int(np.sum(np.any(kept[:, :2] != image_size, axis=1))),
+        "resize_method": RESIZE_METHOD,
+        "gray_to_rgb": int(np.sum(kept[:, 2] < 3)) if channels == 3 else 0,
+        "rgb_to_gray": int(np.sum(kept[:, 2] >= 3)) if channels == 1 else 0,
+        "alpha_dropped": int(np.sum(np.isin(kept[:, 2], (2, 4)))),
+        "sixteen_bit": int(np.sum(kept[:, 3])),
+        "nested_folders": scan.nested_folders,
+        "empty_classes": empty,
+        "images_of_empty_classes": int(np.sum(ok & ~trained[labels])),
+        "skipped": dict(scan.skipped),
+        "skipped_named": {kind: list(names) for kind, names in scan.named.items()},
+        "skipped_extensions": dict(scan.extensions),
+    }
+    return _Folder(class_names, arrays, record, default_name)
+
+
+def _none_decode(owner, path, paths):
+    named = ", ".join(os.path.relpath(p, path) for p in paths[:_NAMED])
+    raise DataFormatError(
+        f"{owner}: argument `path` expected images that TensorFlow decodes (PNG, JPEG, BMP, GIF), received {path!r} whose "
+        f"{len(paths)} image files all fail to decode (corrupt, truncated or another format), e.g. {named}."
+    )
+
+
+_SKIP_WORDS = {
+    "undecodable": "files that do not decode (corrupt, truncated or another format)",
+    "not_image": "files that are not PNG/JPEG/BMP/GIF",
+    "hidden": "hidden files or folders",
+    "outside_class_folders": "entries outside the class folders",
+    "broken_link": "broken symlinks",
+    "symlink_cycle": "symlinks to a folder above them (cycles), not followed",
+}
+
+
+def _skipped_words(scan):
+    return "; ".join(f"{scan.skipped[kind]} {words}" for kind, words in _SKIP_WORDS.items() if scan.skipped[kind])
+
+
+def _summary_lines(record):
+    """The printed summary of a folder's ``record``: what was read, chosen, converted and skipped."""
+    classes = record["class_names"]
+    lines = [f"Image folder {record['path']} ({record['layout']}): {len(classes)} classes {classes}"]
+    lines.append("  images: " + ", ".join(f"{split} {count}" for split, count in record["images"].items()))
+    height, width = record["image_size"]
+    lines.append(
+        f"  size {height}x{width}: {record['image_size_from']}; {record['resized']} image(s) resized to it ({record['resize_method']})"
+    )
+    lines.append(f"  channels {record['channels']} ({'gray' if record['channels'] == 1 else 'RGB'}): {record['channels_from']}")
+    converted = [
+        f"{record[key]} {words}"
+        for key, words in (
+            ("gray_to_rgb", "gray images repeated to RGB"),
+            ("rgb_to_gray", "colour images turned to gray (luma)"),
+            ("alpha_dropped", "alpha channels dropped"),
+            ("sixteen_bit", "16-bit images scaled to 8 bits (high byte)"),
+        )
+        if record[key]
+    ]
+    if converted:
+        lines.append("  converted: " + "; ".join(converted))
+    if record["nested_folders"]:
+        lines.append(f"  {record['nested_folders']} sub-folders inside class folders were read with their class")
+    for kind, words in _SKIP_WORDS.items():
+        count = record["skipped"].get(kind)
+        if count:
+            named = ", ".join(record["skipped_named"][kind]) + (", ..." if count > _NAMED else "")
+            if kind == "not_image":
+                named = ", ".join(f"{extension} {n}" for extension, n in sorted(record["skipped_extensions"].items()))
+            lines.append(f"  {'warning: ' if kind in _WARNED else ''}skipped {count} {words}: {named}")
+    if record["empty_classes"]:
+        lines.append(
+            f"  warning: skipped the class folders without a readable training image {record['empty_classes']} "
+            f"(and their {record['images_of_empty_classes']} other images)"
+        )
+    return lines
+
+
+#: Skips that the summary flags as warnings (the others are expected in ordinary folders).
+_WARNED = ("undecodable", "outside_class_folders", "broken_link", "symlink_cycle")
+
+
+def _default_name(path, image_size, channels):
+    """``"folder:<absolute path>"``, with ``"@<h>x<w>"`` and ``"@<c>ch"`` for settings that were given."""
+    return f"folder:{path}" + (f"@{image_size[0]}x{image_size[1]}" if image_size else "") + (f"@{channels}ch" if channels else "")
+
+
+def register_folder(
+    path: str | os.PathLike,
+    image_size: tuple | None = None,
+    channels: int | None = None,
+    name: str | None = None,
+    *,
+    owner: str = "datasets.register_folder",
+) -> DatasetInfo:
+    """Registers the folder of images ``path`` as a dataset, so ``load``, ``load_arrays``, ``class_names`` and ``train`` read it by name.
+
+    The folder is read now (see the module docstring for the layout, the inference, the conversions
+    and the bad-folder cases) and once per process: the same folder with the same settings (and
+    name) returns the same info.
+
+    Args:
+        path: the folder: one sub-folder per class, or ``train/`` and ``test/`` each with one per class.
+        image_size: ``(height, width)`` of every image, or ``None``: the most common size.
+        channels: ``1`` (gray) or ``3`` (RGB), or ``None``: 1 when every image is gray, else 3.
+        name: registry name (default ``"folder:<absolute path>"``, with ``"@<h>x<w>"`` / ``"@<c>ch"``
+            appended for the settings given).
+        owner: the function named in errors.
+
+    Returns:
+        Its :class:`~keras_capsules.datasets.registry.DatasetInfo`: ``image_shape (H, W, C)``,
+        ``class_names``, ``splits`` ``("train",)`` or ``("train", "test")``, ``stratified_holdout``;
+        ``info.arrays(split, data_dir, download)`` returns the split's read-only ``uint8 (N, H, W, C)``
+        images and ``int32 (N,)`` labels (``data_dir`` and ``download`` are ignored).
+
+    Raises:
+        FileNotFoundError, NotADirectoryError, DataFormatError: see the module docstring's table.
+        ValueError: ``name`` is already registered for another dataset.
+    """
+    folder = _read_folder(path, image_size, channels, owner)
+    if name is None:
+        name = folder.default_name
+    elif not isinstance(name, str) or not name:
+        errors.fail(owner, "name", "None or a non-empty string", name, TypeError)
+    info = folder.infos.get(name)
+    if info is not None and name in available() and get_info(name) is info:
+        return info
+    if info is None:
+        splits = tuple(folder.arrays)
+
+        def arrays(split, data_dir=None, download=False):
+            del data_dir, download  # the images are the folder's
+            return folder.arrays[split]
+
+        counts = ", ".join(f"{split} {len(folder.arrays[split][1])}" for split in splits)
+        info = DatasetInfo(
+            name,
+            (*folder.record["image_size"], folder.record["channels"]),
+            len(folder.class_names),
+            splits,
+            files=f"images (PNG, JPEG, BMP, GIF) in one sub-folder per class of {folder.record['path']}",
+            folders=(),
+            arrays=arrays,
+            description=f"your images in {folder.record['path']}: {len(folder.class_names)} classes, {counts}",
+            class_names=folder.class_names,
+            stratified_holdout=True,
+        )
+        folder.infos[name] = info
+    return register_dataset(info)
+
+
+def folder_summary(name: str) -> dict:
+    """The record of the folder registered as ``name`` (what :func:`register_folder` printed), for ``metrics.json``.
+
+    Returns:
+        A new dict: ``path``, ``layout``, ``class_names``, ``images`` and ``images_per_class`` per split,
+        ``image_size`` / ``channels`` with ``image_size_from`` / ``channels_from`` (``"given"`` or why),
+        ``resized`` and ``resize_method``, the conversion counts (``gray_to_rgb``, ``rgb_to_gray``,
+        ``alpha_dropped``, ``sixteen_bit``), ``nested_folders``, ``empty_classes`` (skipped, with their
+        ``images_of_empty_classes``), ``skipped`` counts by reason with ``skipped_named`` (the first few
+        files) and ``skipped_extensions``.
+
+    Raises:
+        ValueError: ``name`` is not a registered folder.
+    """
+    for folder in _READ.values():
+        if name in folder.infos and name in available() and get_info(name) is folder.infos[name]:
+            return _copy(folder.record)
+    folders = sorted(n for folder in _READ.values() for n in folder.infos if n in available())
+    raise ValueError(f"datasets.folder_summary: argument `name` expected the name of a registered folder ({folders or 'none registered'}), received {name!r}.")
+
+
+def _copy(record):
+    return {key: _copy(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value for key, value in record.items()}
+
+
+def _hold_out_size(validation, training_examples, owner):
+    """The hold-out size: ``None`` -> :func:`~keras_capsules.training.validation.default_size`; an int; a fraction, rounded half up."""
+    from keras_capsules.training import validation as hold_out  # imports the trainer, which imports the datasets
+
+    if validation is None:
+        return hold_out.default_size(training_examples)
+    if errors.is_integer(validation) and 0 <= validation < training_examples:
+        return int(validation)
+    if errors.is_number(validation) and not errors.is_integer(validation) and 0 < validation < 1:
+        examples = int(np.floor(validation * training_examples + 0.5))
+        if examples < training_examples:
+            return examples
+    errors.fail(
+        owner,
+        "validation",
+        f"None (the default, min(5000, N // 10)), a number of images in [0, {training_examples}) or a fraction in (0, 1) that "
+        f"leaves a training image (N = {training_examples} training images)",
+        validation,
+    )
+
+
+def from_directory(
+    path: str | os.PathLike,
+    subset: str = "train",
+    image_size: tuple | None = None,
+    channels: int | None = None,
+    batch_size: int = 32,
+    validation: int | float | None = None,
+    seed: int = 0,
+    augment: str | None = None,
+    shuffle: bool | None = None,
+) -> "tf.data.Dataset":
+    """A folder of images (one sub-folder per class; see the module docstring) as ``load`` serves a dataset.
+
+    Args:
+        path: the folder: one sub-folder per class, or ``train/`` and ``test/`` each with one per class.
+        subset: ``"train"`` (the training images less the validation hold-out), ``"validation"`` (the
+            hold-out) or ``"test"`` (the ``test/`` split).
+        image_size: ``(height, width)``, or ``None``: the folder's most common size.
+        channels: ``1`` or ``3``, or ``None``: 1 when every image is gray, else 3.
+        batch_size: images per batch.
+        validation: hold-out size: a number of images, a fraction of the training images in (0, 1)
+            (rounded half up), or ``None``: ``min(5000, N // 10)`` as :func:`~keras_capsules.training.train`.
+            Stratified by class (:func:`~keras_capsules.training.validation.stratified_split_indices`)
+            with the fixed ``VALIDATION_SEED``, whatever ``seed``: the images ``train`` holds out of this
+            folder with ``validation_examples`` of the same size.
+        seed: seed of the shuffle and of the augmentation.
+        augment: name of an augmentation preset or ``None`` (its training transform for ``"train"``).
+        shuffle: shuffle every epoch (default: for ``"train"`` only).
+
+    Returns:
+        Batched, prefetched ``(image float32 (B, H, W, C) in [0, 1], label int32 (B,))``, with the
+        attribute ``class_names`` (a tuple in label order), as ``keras.utils.image_dataset_from_directory``.
+    """
+    from keras_capsules.training import validation as hold_out  # imports the trainer, which imports the datasets
+
+    owner = "datasets.from_directory"
+    errors.check_one_of(owner, "subset", subset, SUBSETS)
+    info = register_folder(path, image_size, channels, owner=owner)
+    if subset == "test":
+        if "test" not in info.splits:
+            errors.fail(owner, "subset", f"'train' or 'validation' for {path!r}, which has no train/ and test/ sub-folders", subset)
+        images, labels = load_arrays(info.name, "test")
+    else:
+        images, labels = load_arrays(info.name, "train")
+        examples = _hold_out_size(validation, len(labels), owner)
+        if subset == "validation" and examples == 0:
+            errors.fail(owner, "validation", f"a hold-out of at least one image for subset='validation' ({len(labels)} training images)", validation)
+        train_indices, validation_indices = hold_out.stratified_split_indices(labels, examples)
+        rows = train_indices if subset == "train" else validation_indices
+        images, labels = images[rows], labels[rows]
+    training = subset == "train"
+    dataset = from_arrays(images, labels, batch_size=batch_size, augment=augment, training=training, seed=seed, shuffle=training if shuffle is None else bool(shuffle))
+    dataset.class_names = info.class_names
+    return dataset
