@@ -315,6 +315,7 @@ def _read_folder(path, image_size, channels, owner):
 
 
 def _read(path, image_size, channels, owner, default_name):
+    """Scans and decodes the folder ``path``: its :class:`_Folder` (arrays per split, the record), registered as nothing yet."""
     scan = _scan(path, owner)
     splits = tuple(scan.files)
     paths = [file for split in splits for file, _ in scan.files[split]]
