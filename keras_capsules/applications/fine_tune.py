@@ -56,6 +56,43 @@ def _adapt_first_kernel(stored, wanted):
     return None
 
 
+def _resolve(model_name, weights, kwargs):
+    """``(key, preset, constructor, arguments)``: the preset ``weights`` of ``model_name`` and its architecture arguments under ``kwargs``."""
+    from keras_capsules import applications, presets
+
+    key = presets.find(weights if "/" in str(weights) or ":" in str(weights) else f"{model_name}/{weights}")
+    constructor = getattr(applications, model_name)
+    if key is None or key[0] != model_name:
+        names = ", ".join(f"{model_name}/{name}" for name in constructor.presets())
+        raise ValueError(
+            f"fine_tune_model({model_name!r}, weights={weights!r}): argument `weights` expected a preset of {model_name} "
+            f"({names or 'it has none'}), received {weights!r}."
+        )
+    preset = presets.get(*key)
+    arguments = {k: (tuple(v) if isinstance(v, list) else v) for k, v in preset.kwargs.items() if k not in ("input_shape", "classes")}
+    return key, preset, constructor, {**arguments, **kwargs}
+
+
+def _backbone_names(constructor, input_shape, arguments):
+    """The weighted layers of the ``include_top=False`` model, in model order."""
+    from keras_capsules.presets.weights_file import weighted_layers
+
+    return list(weighted_layers(constructor(include_top=False, input_shape=tuple(input_shape), **arguments)))
+
+
+def new_layer_names(model_name, weights, **kwargs):
+    """The weighted layers :func:`fine_tune_model` initialises afresh (the top), without loading anything.
+
+    Layer names do not depend on the input size or the classes, so the model is built at the preset's.
+    """
+    from keras_capsules.presets.weights_file import weighted_layers
+
+    _, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
+    shape, classes = tuple(preset.kwargs["input_shape"]), preset.kwargs["classes"]
+    backbone = _backbone_names(constructor, shape, arguments)
+    return [name for name in weighted_layers(constructor(input_shape=shape, classes=classes, **arguments)) if name not in backbone]
+
+
 def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
     """The application ``model_name`` for ``input_shape`` and ``classes``, its backbone loaded from preset ``weights``.
 
@@ -75,20 +112,13 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
             differs in a way the architecture cannot take (the message names the layer, both shapes
             and the preset's input shape).
     """
-    from keras_capsules import applications, presets
+    from keras_capsules import presets
     from keras_capsules.presets.weights_file import read_weights, weighted_layers
 
+    key, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
     where = f"fine_tune_model({model_name!r}, weights={weights!r})"
-    key = presets.find(weights if "/" in str(weights) or ":" in str(weights) else f"{model_name}/{weights}")
-    if key is None or key[0] != model_name:
-        names = ", ".join(f"{model_name}/{name}" for name in getattr(applications, model_name).presets())
-        raise ValueError(f"{where}: argument `weights` expected a preset of {model_name} ({names or 'it has none'}), received {weights!r}.")
-    preset = presets.get(*key)
-    arguments = {k: (tuple(v) if isinstance(v, list) else v) for k, v in preset.kwargs.items() if k not in ("input_shape", "classes")}
-    arguments.update(kwargs)
-    constructor = getattr(applications, model_name)
     model = constructor(input_shape=tuple(input_shape), classes=int(classes), **arguments)
-    backbone_names = list(weighted_layers(constructor(include_top=False, input_shape=tuple(input_shape), **arguments)))
+    backbone_names = _backbone_names(constructor, input_shape, arguments)
     stored = {}
     for name, value in read_weights(presets.locate(preset)).items():
         layer, _, index = name.rpartition("/")
@@ -96,8 +126,7 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
     layers = weighted_layers(model)
     preset_shape = tuple(preset.kwargs.get("input_shape", ()))
     adapted = {}
-    first = True
-    for name in backbone_names:
+    for position, name in enumerate(backbone_names):
         layer = layers[name]
         if name not in stored or len(stored[name]) != len(layer.weights):
             raise ValueError(f"{where}: the preset has no weights for backbone layer {name!r} built with {arguments}.")
@@ -105,7 +134,7 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
         for index, variable in enumerate(layer.weights):
             value, wanted = stored[name][index], tuple(variable.shape)
             if tuple(value.shape) != wanted:
-                converted = _adapt_first_kernel(value, wanted) if first and index == 0 else None
+                converted = _adapt_first_kernel(value, wanted) if position == 0 and index == 0 else None
                 if converted is None:
                     raise ValueError(
                         f"{where}: weight {index} of backbone layer {name!r} has shape {tuple(value.shape)} in the preset "
@@ -117,6 +146,5 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
             values.append(value)
         for variable, value in zip(layer.weights, values):
             variable.assign(value.astype(variable.dtype))
-        first = False
     top = [name for name in layers if name not in backbone_names]
     return FineTuned(model, "/".join(key), backbone_names, top, adapted)

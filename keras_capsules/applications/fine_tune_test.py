@@ -70,3 +70,10 @@ def test_same_input_keeps_every_backbone_weight_exactly():
     assert tuned.adapted == {} and tuned.top == ("class_caps", "decoder")
     np.testing.assert_array_equal(np.asarray(tuned.model.get_layer("conv1").weights[0]), stored["conv1/0"].astype(np.float32))
     assert applications.EffCapsNet(input_shape=(28, 28, 1), classes=4, reconstruction=True).count_params() == tuned.model.count_params()
+
+
+def test_new_layer_names_match_the_built_model(rgb_tuned):
+    from keras_capsules.applications.fine_tune import new_layer_names
+
+    assert new_layer_names("EffCapsNet", "mnist", reconstruction=False) == ["class_caps"]
+    assert new_layer_names("EffCapsNet", "EffCapsNet/mnist") == ["class_caps", "decoder"]

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-from keras_capsules import applications, datasets, recipes
+from keras_capsules import applications, datasets, errors, recipes
+from keras_capsules.applications import fine_tune
 from keras_capsules.datasets.augment import multi_view
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
@@ -245,6 +246,35 @@ def weights_fingerprint(model):
     return digest.hexdigest()
 
 
+def _paper_or_generic_recipe(model, dataset, variant):
+    """``recipes.get(model, dataset, variant)``; for a dataset no paper used (a folder of images) without a recipe of its own, the application's generic recipe."""
+    info = datasets.info(dataset)
+    if info.stratified_holdout and (model, dataset, variant) not in recipes.available(model) and variant in ("default", "generic"):
+        from keras_capsules.recipes.generic import generic
+
+        return generic(model, dataset, has_test="test" in info.splits)
+    return recipes.get(model, dataset, variant)
+
+
+def _fine_tuning_stages(recipe, weights, freeze_backbone_epochs):
+    """``recipe`` with a first stage that trains only the new layers for ``freeze_backbone_epochs`` of its epochs (none: unchanged)."""
+    if not freeze_backbone_epochs:
+        return recipe
+    if weights is None:
+        raise ValueError(f"train: argument `freeze_backbone_epochs` expected 0 without `weights` (there is no pretrained backbone to freeze), received {freeze_backbone_epochs!r}.")
+    if recipe.stages or not errors.is_integer(freeze_backbone_epochs) or not 0 < freeze_backbone_epochs < recipe.epochs:
+        raise ValueError(
+            f"train: argument `freeze_backbone_epochs` expected an integer in 1..{recipe.epochs - 1} (fewer than the {recipe.epochs} "
+            f"epochs, on a single-stage recipe), received {freeze_backbone_epochs!r}" + (" with a multi-stage recipe" if recipe.stages else "") + "."
+        )
+    new_layers = tuple(fine_tune.new_layer_names(recipe.model, weights, **recipe.model_kwargs))
+    stages = (
+        recipes.Stage("frozen_backbone", epochs=int(freeze_backbone_epochs), trainable=new_layers),
+        recipes.Stage("fine_tune", epochs=recipe.epochs - int(freeze_backbone_epochs)),
+    )
+    return dataclasses.replace(recipe, stages=stages)
+
+
 def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwargs, validation_examples, stage_epochs=None):
     """Recipe resolution: ``recipes.get(model, dataset, variant)`` with the run's overrides, its model arguments checked.
 
@@ -262,7 +292,7 @@ def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwar
     recipe_fields = {field.name for field in dataclasses.fields(recipes.Recipe)}
     recipe_overrides = {k: v for k, v in overrides.items() if k in recipe_fields}
     model_overrides = {**{k: v for k, v in overrides.items() if k not in recipe_fields}, **(model_kwargs or {})}
-    recipe = recipes.get(model, dataset, variant).replace(**replacements)
+    recipe = _paper_or_generic_recipe(model, dataset, variant).replace(**replacements)
     recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
     recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
     if validation_examples is not None:
@@ -547,6 +577,8 @@ def train(
     model_kwargs: dict | None = None,
     validation_examples: int | None = None,
     stage_epochs: dict | None = None,
+    weights: str | None = None,
+    freeze_backbone_epochs: int = 0,
     **overrides,
 ) -> dict:
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
@@ -595,6 +627,11 @@ def train(
             images (``datasets.register_folder``) holds out each class's share.
         stage_epochs: epochs per stage of a multi-stage recipe, e.g. ``{"pretrain": 20, "classifier": 5}``
             for AgreementGLOM (stages not named keep ``epochs``); ``metrics.json``'s ``stages`` records them.
+        weights: fine-tune from a preset of ``model`` (``"mnist"`` or ``"EffCapsNet/mnist"``): its backbone under
+            new class capsules for ``dataset``'s classes and image shape
+            (:func:`~keras_capsules.applications.fine_tune.fine_tune_model`; ``metrics.json``'s ``fine_tuned``).
+        freeze_backbone_epochs: with ``weights``, the first this many of the ``epochs`` train only the new
+            layers (stage ``frozen_backbone``, then stage ``fine_tune`` trains everything with a fresh optimizer).
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or
             constructor arguments (``router=``, ``routing_iterations=``, ...).
 
@@ -608,7 +645,8 @@ def train(
         model, dataset, variant, {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}, overrides, model_kwargs, validation_examples,
         stage_epochs,
     )
-    arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed}
+    recipe = _fine_tuning_stages(recipe, weights, freeze_backbone_epochs)
+    arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed, **({"weights": weights} if weights is not None else {})}
     run = _start_run(recipe, strategy, output or os.path.join("runs", f"{model}-{dataset}"), arguments, verbose, callbacks)
     finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker else None
     if finished is not None:
@@ -618,12 +656,16 @@ def train(
 
     data = _load_data(run, dataset, data_dir, download)
     with run.strategy.scope():
-        net = construct_model(recipe, datasets.num_classes(dataset), data.training.element_spec[0].shape[1:])
+        input_shape, classes = data.training.element_spec[0].shape[1:], datasets.num_classes(dataset)
+        architecture = {k: v for k, v in recipe.model_kwargs.items() if k not in ("input_shape", "classes")}
+        tuned = None if weights is None else fine_tune.fine_tune_model(recipe.model, weights, input_shape, classes, **architecture)
+        net = construct_model(recipe, classes, input_shape) if tuned is None else tuned.model
         if not resume and run.chief:
             clear_checkpoints(run.backup_dir)
     plan = recipe.stage_recipes()
     point = _resume_point(run, plan, resume)
     trained = _train_stages(run, net, plan, point, data)
-    metrics = _run_record(run, net, {"model": model, "dataset": dataset, "variant": variant}, plan, point, data, trained)
+    identity = {"model": model, "dataset": dataset, "variant": variant, "fine_tuned": None if tuned is None else tuned.record()}
+    metrics = _run_record(run, net, identity, plan, point, data, trained)
     _save_run(run, net, export, metrics)
     return metrics
