@@ -5,8 +5,8 @@
 #   bash tools/results/robustness_mnist.sh DATA_DIR [MODEL ...]
 #
 # Writes docs/results/robustness-mnist/<model>-<preset>.json (one per model, skipped when present) and
-# redraws docs/results/robustness-mnist.png from every JSON there, then prints the Markdown table of
-# docs/results.md. Inference only, resumable per model.
+# redraws docs/results/robustness-mnist.png from every JSON there, then rewrites the pages' figures from them
+# (tools/docs_figures.py). Inference only, resumable per model.
 set -euo pipefail
 data=${1:?usage: robustness_mnist.sh DATA_DIR [MODEL ...]}
 shift
@@ -30,14 +30,6 @@ folder = sys.argv[1]
 results = [RobustnessResult.from_dict(json.load(open(p))) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
 plot_comparison(results, folder + ".png")
 print("plot:", folder + ".png")
-# The table of docs/results.md: a row per transform and magnitude, a column per model (accuracy in %).
-print("| transform | magnitude | " + " | ".join(f"`{r.model}`" for r in results) + " |")
-print("|---|---:|" + "---:|" * len(results))
-print("| none | | " + " | ".join(f"{100 * r.accuracy:.2f}" for r in results) + " |")
-for name, rows in results[0].table.items():
-    for magnitude, _ in rows:
-        if magnitude in (0, 1):  # the untransformed images, the row above
-            continue
-        cells = [100 * dict(r.table[name])[magnitude] for r in results]
-        print(f"| {name} | {magnitude:g} {results[0].units[name]} | " + " | ".join(f"{a:.1f}" for a in cells) + " |")
 PY
+# The table and findings of docs/results.md (and the README's summary) are written from these JSON files.
+python "$repo/tools/docs_figures.py"

@@ -1,0 +1,123 @@
+"""The measured figures of the user pages agree with their committed run records (tools/docs_figures.py)."""
+
+import copy
+import json
+import math
+import shutil
+
+import pytest
+
+from repo_scripts import ROOT, load_script
+
+figures = load_script("tools/docs_figures.py")
+main_job = load_script("tools/results/main_job.py")
+RERUN = "run python tools/docs_figures.py to rewrite them from the records"
+
+
+def _read(relative):
+    return (ROOT / relative).read_text(encoding="utf-8")
+
+
+def _block(text, name):
+    start, end = figures.markers(name)
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_every_page_agrees_with_its_records():
+    assert figures.main(check_only=True) == [], f"pages differ from their records: {RERUN}"
+
+
+def test_main_job_figures_are_the_records_values():
+    paths = sorted((ROOT / "docs" / "results" / "main-job").glob("*.json"))
+    record = json.loads(paths[-1].read_text())
+    accuracy = f"{100 * record['test_accuracy']:.2f} %"  # e.g. 0.991 -> "99.10 %"
+    for page, name in [
+        ("README.md", "main-job-readme"),
+        ("docs/results.md", "main-job-results"),
+        ("docs/getting-started.md", "main-job-getting-started"),
+        ("docs/applications/eff_capsnet.md", "main-job-eff-capsnet"),
+        ("docs/applications/index.md", "main-job-applications"),
+    ]:
+        block = _block(_read(page), name)
+        assert accuracy in block and paths[-1].name in block, (page, name)
+    for page in ("README.md", "docs/results.md", "docs/getting-started.md"):  # the time, where the page quotes one
+        assert f"{record['train_seconds']:.0f} s" in _read(page)
+
+
+def test_robustness_and_affnist_figures_are_the_records_values():
+    results = ROOT / "docs" / "results"
+    effcapsnet = json.loads((results / "robustness-mnist" / "effcapsnet-mnist.json").read_text())
+    rotation_45 = dict(effcapsnet["table"]["rotation"])[45.0]
+    table = _block(_read("docs/results.md"), "robustness-table")
+    row = next(line for line in table.splitlines() if line.startswith("| rotation | 45 degrees |"))
+    assert row.split("|")[5].strip() == f"{100 * rotation_45:.1f}"  # the EffCapsNet/mnist column
+    fm = json.loads((results / "affnist-style" / "fmcapsnet-expanded_mnist.json").read_text())
+    cnn = json.loads((results / "affnist-style" / "baselinecnn-expanded_mnist.json").read_text())
+    fm_affine, cnn_affine = (r["evaluations"]["affine_mnist:test"]["accuracy"] for r in (fm, cnn))
+    readme = _block(_read("README.md"), "robustness-readme")
+    assert f"FMCapsNet scores {100 * fm_affine:.2f} %" in readme and f"matched CNN {100 * cnn_affine:.2f} %" in readme
+    findings = _block(_read("docs/results.md"), "affnist-findings")
+    assert f"a difference of {round(10000 * (cnn_affine - fm_affine))} images" in findings
+    p = (fm_affine + cnn_affine) / 2
+    assert f"about {100 * math.sqrt(p * (1 - p) / 10000):.2f} points" in findings  # one accuracy's standard error
+
+
+def test_training_cost_estimate_follows_the_registry():
+    registry = {(r["model"], r["name"]): r for r in json.loads((ROOT / "keras_capsules" / "presets" / "registry.json").read_text())}
+    eff = registry[("EffCapsNet", "mnist")]
+    # EffCapsNet mnist: 31.5M MACs per image, 3 passes per step, 60,000 images per epoch (no hold-out).
+    rate = 3 * 31.5e6 * 60000 * eff["epochs"] / eff["train_seconds"]
+    epoch = 3 * 30.1e6 * 55000 / rate  # the matched CNN's epoch of 55,000 images at that rate
+    block = _block(_read("docs/applications/baseline_cnn.md"), "baseline-cnn-cost")
+    assert f"about {epoch:.0f} s (EffCapsNet's rate)" in block and f"about {rate / 1e9:.0f} GMAC/s" in block
+    assert f"{registry[('BaselineCNN', 'mnist')]['train_seconds']:,.0f} s" in block
+
+
+def test_a_figure_typed_over_a_block_is_reported(tmp_path):
+    for page in figures.PAGES:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, tmp_path / page)
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    block = _block(readme, "robustness-readme")
+    (tmp_path / "README.md").write_text(readme.replace(block, block.replace("FMCapsNet scores", "FMCapsNet scores about")), encoding="utf-8")
+    stale = [page for page, (text, new) in figures.generate(tmp_path).items() if text != new]
+    assert stale == ["README.md"]
+
+
+def test_a_page_without_its_markers_is_named():
+    with pytest.raises(ValueError, match=r"docs_figures: docs/x\.md must hold <!-- figures:rem-preset:start --> \.\.\. <!-- figures:rem-preset:end --> once each"):
+        figures.replace_block("no markers here", "rem-preset", "body", "docs/x.md")
+
+
+def test_a_record_that_no_longer_supports_a_sentence_stops_the_generator(monkeypatch):
+    records = figures.robustness_records()
+    flipped = copy.deepcopy(records)
+    cnn = dict(flipped["BaselineCNN/mnist"]["table"]["rotation"])
+    capsules = dict(flipped["EffCapsNet/mnist"]["table"]["rotation"])
+    cnn[15.0] = capsules[15.0] + 0.01  # the CNN now ahead at 15 degrees
+    flipped["BaselineCNN/mnist"]["table"]["rotation"] = [[m, a] for m, a in cnn.items()]
+    monkeypatch.setattr(figures, "robustness_records", lambda: flipped)
+    with pytest.raises(figures.StaleSentence, match="the capsule network is ahead under rotation"):
+        figures.robustness_findings()
+
+
+def test_main_job_record_keeps_the_runs_figures():
+    metrics = {
+        "dataset": "mnist_sample",
+        "epochs_completed": 3,
+        "steps_per_epoch": 450,
+        "recipe": {"batch_size": 16},
+        "validation": {"examples": 800, "training_examples": 7200},
+        "parameters": 1573744,
+        "history": {"val_accuracy": [0.95249998, 0.97124999, 0.97875001]},
+        "test_accuracy": 0.9909999966,
+        "train_seconds": 95.134,
+    }
+    import datetime
+
+    now = datetime.datetime(2026, 11, 28, 8, 35, tzinfo=datetime.timezone.utc)
+    record = main_job.record(metrics, "ab" * 20, 130.26, [8.12, 9.67], now)
+    assert record["test_accuracy"] == 0.991 and record["train_seconds"] == 95.1 and record["command_seconds"] == 130.3
+    assert record["validation_accuracy"] == [0.9525, 0.9712, 0.9788]
+    assert (record["date"], record["time_utc"], record["commit"]) == ("2026-11-28", "08:35", "ab" * 20)
+    assert record["host"]["load_average_1min"] == {"start": 8.12, "end": 9.67} and record["training_examples"] == 7200
