@@ -21,6 +21,9 @@ What the architecture allows, and what it refuses:
 
 import numpy as np
 
+from keras_capsules import presets
+from keras_capsules.presets.weights_file import read_weights, weighted_layers
+
 #: What :func:`fine_tune_model` did to a backbone layer's weights, by layer name, in ``FineTuned.adapted``.
 GRAY_TO_RGB = "first convolution: the grayscale kernel divided by 3 on each RGB channel (the mean of the channels)"
 RGB_TO_GRAY = "first convolution: the RGB kernel summed over its channels (a gray image as R = G = B)"
@@ -58,7 +61,7 @@ def _adapt_first_kernel(stored, wanted):
 
 def _resolve(model_name, weights, kwargs):
     """``(key, preset, constructor, arguments)``: the preset ``weights`` of ``model_name`` and its architecture arguments under ``kwargs``."""
-    from keras_capsules import applications, presets
+    from keras_capsules import applications
 
     key = presets.find(weights if "/" in str(weights) or ":" in str(weights) else f"{model_name}/{weights}")
     constructor = getattr(applications, model_name)
@@ -75,8 +78,6 @@ def _resolve(model_name, weights, kwargs):
 
 def _backbone_names(constructor, input_shape, arguments):
     """The weighted layers of the ``include_top=False`` model, in model order."""
-    from keras_capsules.presets.weights_file import weighted_layers
-
     return list(weighted_layers(constructor(include_top=False, input_shape=tuple(input_shape), **arguments)))
 
 
@@ -85,8 +86,6 @@ def new_layer_names(model_name, weights, **kwargs):
 
     Layer names do not depend on the input size or the classes, so the model is built at the preset's.
     """
-    from keras_capsules.presets.weights_file import weighted_layers
-
     _, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
     shape, classes = tuple(preset.kwargs["input_shape"]), preset.kwargs["classes"]
     backbone = _backbone_names(constructor, shape, arguments)
@@ -112,9 +111,6 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
             differs in a way the architecture cannot take (the message names the layer, both shapes
             and the preset's input shape).
     """
-    from keras_capsules import presets
-    from keras_capsules.presets.weights_file import read_weights, weighted_layers
-
     key, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
     where = f"fine_tune_model({model_name!r}, weights={weights!r})"
     model = constructor(input_shape=tuple(input_shape), classes=int(classes), **arguments)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from keras_capsules import errors
+from keras_capsules.datasets import holdout as hold_out
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.loaders import from_arrays, load_arrays
 from keras_capsules.datasets.registry import DatasetInfo, available, get_info, register_dataset
@@ -538,8 +539,7 @@ def _copy(record):
 
 
 def _hold_out_size(validation, training_examples, owner):
-    """The hold-out size: ``None`` -> :func:`~keras_capsules.training.validation.default_size`; an int; a fraction, rounded half up."""
-    from keras_capsules.training import validation as hold_out  # imports the trainer, which imports the datasets
+    """The hold-out size: ``None`` -> :func:`~keras_capsules.datasets.holdout.default_size`; an int; a fraction, rounded half up."""
 
     if validation is None:
         return hold_out.default_size(training_examples)
@@ -580,7 +580,7 @@ def from_directory(
         batch_size: images per batch.
         validation: hold-out size: a number of images, a fraction of the training images in (0, 1)
             (rounded half up), or ``None``: ``min(5000, N // 10)`` as :func:`~keras_capsules.training.train`.
-            Stratified by class (:func:`~keras_capsules.training.validation.stratified_split_indices`)
+            Stratified by class (:func:`~keras_capsules.datasets.holdout.stratified_split_indices`)
             with the fixed ``VALIDATION_SEED``, whatever ``seed``: the images ``train`` holds out of this
             folder with ``validation_examples`` of the same size.
         seed: seed of the shuffle and of the augmentation.
@@ -591,7 +591,6 @@ def from_directory(
         Batched, prefetched ``(image float32 (B, H, W, C) in [0, 1], label int32 (B,))``, with the
         attribute ``class_names`` (a tuple in label order), as ``keras.utils.image_dataset_from_directory``.
     """
-    from keras_capsules.training import validation as hold_out  # imports the trainer, which imports the datasets
 
     owner = "datasets.from_directory"
     errors.check_one_of(owner, "subset", subset, SUBSETS)

@@ -13,7 +13,7 @@ from PIL import Image
 
 from keras_capsules import datasets, recipes
 from keras_capsules.datasets import folders, registry
-from keras_capsules.training import validation
+from keras_capsules.datasets import holdout as validation
 
 train_module = importlib.import_module("keras_capsules.training.train")
 RNG = np.random.default_rng(0)

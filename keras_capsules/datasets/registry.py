@@ -73,7 +73,7 @@ class DatasetInfo:
         description: one line.
         class_names: the class names in label order (``classes`` of them); empty: see :func:`class_names`.
         stratified_holdout: ``train``'s validation hold-out takes each class's share
-            (:func:`keras_capsules.training.validation.stratified_split_indices`) instead of a uniform draw.
+            (:func:`keras_capsules.datasets.holdout.stratified_split_indices`) instead of a uniform draw.
     """
 
     name: str

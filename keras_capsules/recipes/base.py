@@ -96,7 +96,7 @@ class Recipe:
             The optimizer is wrapped in ``LobsterOptimizer`` from the start, so checkpoints resume
             with its state.
         validation_examples: size of the validation hold-out drawn from ``train_split``
-            (:mod:`keras_capsules.training.validation`); ``None``: ``min(5,000, N // 10)``; ``0``: none.
+            (:mod:`keras_capsules.datasets.holdout`); ``None``: ``min(5,000, N // 10)``; ``0``: none.
         stages: :class:`Stage` records of a multi-stage recipe, trained in order by ``train`` with
             checkpoints and resume across stages (``()``: one stage with the fields above).
         configuration: the registered application configuration trained (a name of

@@ -17,7 +17,8 @@ from keras_capsules.applications import fine_tune
 from keras_capsules.datasets.augment import multi_view
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
-from keras_capsules.training import pruning, validation
+from keras_capsules.datasets import holdout as validation
+from keras_capsules.training import pruning
 from keras_capsules.training.checkpoints import (
     CheckpointError,
     EpochCheckpoint,
@@ -134,7 +135,7 @@ class SplitData:
     Attributes:
         training: ``augment -> tf.data.Dataset``: the examples trained on, shuffled, with ``augment``'s training transform.
         validation: the hold-out as the evaluation splits are served (the augmentation's evaluation transform), or ``None``.
-        record: what ``metrics.json`` says about the hold-out (:func:`~keras_capsules.training.validation.record`).
+        record: what ``metrics.json`` says about the hold-out (:func:`~keras_capsules.datasets.holdout.record`).
     """
 
     training: object
@@ -244,6 +245,13 @@ def weights_fingerprint(model):
     for value in model.get_weights():
         digest.update(np.ascontiguousarray(value).tobytes())
     return digest.hexdigest()
+
+
+def default_output(model, dataset):
+    """``runs/<model>-<dataset>``; for a folder of images (registered as ``folder:/path/...``), ``runs/<model>-<the folder's name>``."""
+    if datasets.info(dataset).stratified_holdout:
+        dataset = os.path.basename(os.path.normpath(datasets.folder_summary(dataset)["path"])) or "folder"
+    return os.path.join("runs", f"{model}-{dataset}")
 
 
 def _paper_or_generic_recipe(model, dataset, variant):
@@ -585,7 +593,7 @@ def train(
 
     Validation protocol: the run trains on its training split minus a fixed validation hold-out
     (``validation_examples`` images drawn with a fixed seed, independent of ``seed``; see
-    :mod:`keras_capsules.training.validation`) and reports validation loss and metrics after every
+    :mod:`keras_capsules.datasets.holdout`) and reports validation loss and metrics after every
     epoch (``val_*`` in the progress output and in ``metrics.json``'s ``history``). The test splits
     are evaluated once, at the end. Decisions about a run (continue, stop, change the schedule, pick
     a seed) should read validation only.
@@ -608,7 +616,7 @@ def train(
         dataset: dataset name (``"mnist_sample"`` ships with the package).
         epochs, batch_size, learning_rate: override the recipe (``epochs``: every stage of a multi-stage recipe).
         output: folder for ``metrics.json``, ``model.keras``, ``export/`` and ``checkpoints/``
-            (default ``runs/<model>-<dataset>``).
+            (default ``runs/<model>-<dataset>``, see :func:`default_output`).
         data_dir: folder with the dataset's standard files.
         limit: use only the first ``limit`` training examples. eval_limit: the same for evaluation.
         seed: random seed for weights, shuffling and augmentation.
@@ -647,7 +655,7 @@ def train(
     )
     recipe = _fine_tuning_stages(recipe, weights, freeze_backbone_epochs)
     arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed, **({"weights": weights} if weights is not None else {})}
-    run = _start_run(recipe, strategy, output or os.path.join("runs", f"{model}-{dataset}"), arguments, verbose, callbacks)
+    run = _start_run(recipe, strategy, output or default_output(model, dataset), arguments, verbose, callbacks)
     finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker else None
     if finished is not None:
         return finished
@@ -666,6 +674,8 @@ def train(
     point = _resume_point(run, plan, resume)
     trained = _train_stages(run, net, plan, point, data)
     identity = {"model": model, "dataset": dataset, "variant": variant, "fine_tuned": None if tuned is None else tuned.record()}
+    if datasets.info(dataset).stratified_holdout:  # a folder of images: what was read, converted and skipped
+        identity["dataset_folder"] = datasets.folder_summary(dataset)
     metrics = _run_record(run, net, identity, plan, point, data, trained)
     _save_run(run, net, export, metrics)
     return metrics

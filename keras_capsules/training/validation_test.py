@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import datasets, recipes
-from keras_capsules.training import validation
+from keras_capsules.datasets import holdout as validation
 
 train_module = importlib.import_module("keras_capsules.training.train")
 
