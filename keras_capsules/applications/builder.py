@@ -6,11 +6,13 @@ network on the input and returns a :class:`Network` (the features and the layers
 constructor keeps the Keras Applications signature and docstring and returns
 ``build(APPLICATION, locals())``. :func:`build` runs what every constructor shares: argument
 validation, the router check, inputs and preprocessing, the body, the top / pooling / decoder /
-``classifier_activation`` assembly, and the weights file. Preset names are the constructor's
-``with_presets`` wrapper's.
+``classifier_activation`` assembly, the record of the call (:func:`constructor_record`, which
+``presets.save`` writes to a preset folder), and the weights file. Preset names and preset folders are
+the constructor's ``with_presets`` wrapper's.
 """
 
 import dataclasses
+import json
 import os
 import types
 import warnings
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import keras
+import numpy as np
 
 from keras_capsules import errors, presets, routing
 from keras_capsules.applications.classifier import CapsuleClassifier
@@ -125,7 +128,47 @@ def build(application: Application, arguments: dict[str, Any]) -> Any:
         args.router = application.default_router if args.router is None else args.router
         check_router(name, args.router, application.router_hint, **needs)
     inputs, x = model_inputs(args.input_tensor, args.input_shape, args.include_preprocessing)
-    return load_weights(assemble(name, inputs, application.body(x, args), args), args.weights)
+    model = assemble(name, inputs, application.body(x, args), args)
+    model.constructor = constructor_record(name, arguments, args)
+    return load_weights(model, args.weights)
+
+
+#: Constructor arguments a record leaves out: the weights loaded, and the tensor built on.
+UNRECORDED = ("weights", "input_tensor")
+
+
+def _json_value(value):
+    """``value`` with tuples as lists, NumPy scalars as Python numbers, and Keras objects (a ``Router``, an activation) as their serialisation."""
+    if isinstance(value, (tuple, list)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return keras.saving.serialize_keras_object(value)
+
+
+def constructor_record(model_name: str, arguments: dict[str, Any], args: Any) -> dict | None:
+    """``{"name": model_name, "arguments": {...}}``: the call that rebuilds the architecture (``CapsuleClassifier.constructor``).
+
+    The arguments are the constructor's parameters (the keys of ``arguments``, its ``locals()``) with
+    their values after validation (``args``): the variant's ``classes``, the ``input_shape`` and the
+    default ``router`` filled in, as JSON values. ``weights`` and ``input_tensor`` are left out.
+
+    Returns:
+        The record, or ``None`` when the model was built on an ``input_tensor`` (its graph may hold
+        layers that no argument names) or an argument has no JSON form.
+    """
+    if args.input_tensor is not None:
+        return None
+    record = {"name": model_name, "arguments": {key: _json_value(getattr(args, key)) for key in arguments if key not in UNRECORDED}}
+    try:
+        json.dumps(record)
+    except (TypeError, ValueError):
+        return None
+    return record
 
 
 def assemble(model_name: str, inputs: Any, network: Network, args: Any) -> Any:

@@ -69,6 +69,7 @@ def test_numpy_integer_classes_and_input_shape_build_the_model_with_a_json_confi
     model = constructor(classes=integer(7), input_shape=(integer(height), integer(width), integer(channels)))
     assert model.output_shape == (None, 7) and model.input_shape == (None, height, width, channels)
     config = json.loads(json.dumps(model.get_config()))  # NumPy integers would not serialise
+    assert type(model.constructor["arguments"]["classes"]) is int and model.constructor["arguments"]["classes"] == 7
     assert config["layers"][0]["config"]["batch_shape"] == [None, height, width, channels]
 
 
@@ -79,3 +80,25 @@ def test_bools_and_floats_are_still_refused_as_sizes():
     for shape in ((28.0, 28, 1), (28, 28, True)):
         with pytest.raises(ValueError, match=r"EffCapsNet: argument `input_shape` expected .*integers"):
             EffCapsNet(input_shape=shape)
+
+
+def test_the_builder_records_the_call_that_rebuilds_the_architecture():
+    model = Toy(classes=5, classifier_activation="softmax")
+    # Every parameter of Toy but weights and input_tensor, after validation: the paper input shape filled in, as JSON values.
+    assert model.constructor == {
+        "name": "Toy",
+        "arguments": {
+            "include_top": True, "input_shape": [3, 3, 1], "pooling": None, "classes": 5, "classifier_activation": "softmax",
+            "name": "toy", "include_preprocessing": False, "router": "dynamic",
+        },
+    }
+    rebuilt = Toy(**model.constructor["arguments"])
+    assert [(w.path, w.shape) for w in rebuilt.weights] == [(w.path, w.shape) for w in model.weights]
+    # A router instance is recorded as its Keras serialisation, which the router argument takes back.
+    from keras_capsules import routing
+
+    instance = Toy(router=routing.get("dynamic", iterations=2)).constructor["arguments"]["router"]
+    assert instance["class_name"] == "DynamicRouter" and instance["config"]["iterations"] == 2
+    assert routing.router_name(instance) == "dynamic"
+    # Built on a tensor, the graph may hold other layers: nothing is recorded.
+    assert Toy(input_tensor=keras.Input((3, 3, 1))).constructor is None

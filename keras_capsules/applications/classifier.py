@@ -1,6 +1,7 @@
 """``CapsuleClassifier``: the functional model every application returns, with an optional label-masked reconstruction decoder that trains with plain ``fit``."""
 
 import inspect
+import json
 import sys
 import textwrap
 
@@ -11,6 +12,7 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.layers.heads import Mask
 from keras_capsules.losses import reconstruction_loss
+from keras_capsules.presets.class_names import check_class_names, output_units
 from keras_capsules.serialization import register
 
 
@@ -112,6 +114,9 @@ class CapsuleClassifier(keras.Model):
         reconstruction_weight: weight of the reconstruction term (0.0005 with ``"sum"``; 0.392 with ``"mean"``).
         pixel_reduction: ``"sum"`` or ``"mean"`` over pixels.
         mask_top_k: capsules kept by :meth:`reconstruct` without labels (2 for MultiMNIST).
+        class_names: ``None`` or one name per class, in output order (see :attr:`class_names`).
+        constructor: ``None`` or the application constructor and arguments that rebuild this
+            architecture (see :attr:`constructor`; the application builder sets it).
         name: model name.
     """
 
@@ -123,9 +128,13 @@ class CapsuleClassifier(keras.Model):
         reconstruction_weight: float = 0.0005,
         pixel_reduction: str = "sum",
         mask_top_k: int = 1,
+        class_names: tuple[str, ...] | None = None,
+        constructor: dict | None = None,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.class_names = class_names
+        self.constructor = constructor
         errors.check_one_of(self, "pixel_reduction", pixel_reduction, ("sum", "mean"))
         if isinstance(decoder, dict):
             decoder = keras.saving.deserialize_keras_object(decoder)
@@ -150,6 +159,39 @@ class CapsuleClassifier(keras.Model):
             self.scores_and_poses = keras.Function(self.input, [keras.tree.flatten(self.outputs)[0], poses], name=f"{self.name}_with_poses")
             if not decoder.built:
                 decoder.build((None, poses.shape[1] * poses.shape[2]))
+
+    @property
+    def class_names(self) -> tuple[str, ...] | None:
+        """The names of the classes, in output order (``None``: not set); kept by ``get_config`` and ``.keras`` files.
+
+        Setting it checks the names: a sequence of strings, one per output unit when the model has a
+        single ``(batch, classes)`` output.
+        """
+        return self._class_names
+
+    @class_names.setter
+    def class_names(self, names):
+        self._class_names = check_class_names(self, names, output_units(self))
+
+    @property
+    def constructor(self) -> dict | None:
+        """``{"name": <application>, "arguments": {...}}``: the call that rebuilds this architecture, or ``None``.
+
+        The application builder records it (``EffCapsNet(...)`` -> ``{"name": "EffCapsNet", "arguments":
+        {"variant": "mnist", "classes": 10, ...}}``, JSON values); ``keras_capsules.presets.save`` writes
+        it to a preset folder's ``config.json``. Kept by ``get_config`` and ``.keras`` files; each read
+        returns a fresh copy.
+        """
+        return None if self._constructor is None else json.loads(self._constructor)
+
+    @constructor.setter
+    def constructor(self, record):
+        if record is not None and not (isinstance(record, dict) and isinstance(record.get("name"), str) and isinstance(record.get("arguments"), dict)):
+            errors.fail(self, "constructor", 'None or {"name": <application name>, "arguments": {...}}', record, TypeError)
+        try:
+            self._constructor = None if record is None else json.dumps(record, sort_keys=True)
+        except (TypeError, ValueError) as error:
+            errors.fail(self, "constructor", f"arguments with JSON values ({error})", record, TypeError)
 
     @property
     def layers(self):
@@ -293,6 +335,8 @@ class CapsuleClassifier(keras.Model):
                 "reconstruction_weight": self.reconstruction_weight,
                 "pixel_reduction": self.pixel_reduction,
                 "mask_top_k": self.mask_top_k,
+                "class_names": None if self.class_names is None else list(self.class_names),
+                "constructor": self.constructor,
             }
         )
         return config

@@ -1,4 +1,4 @@
-"""``CapsuleClassifier`` on bad input (zero examples, fractional labels, labels outside the classes) and its summary with a decoder."""
+"""``CapsuleClassifier`` on bad input (zero examples, fractional labels, labels outside the classes), its summary with a decoder, and its class names and constructor record."""
 
 import re
 
@@ -120,3 +120,43 @@ def test_summary_rows_add_up_to_the_total_with_a_decoder_row(model, options):
     assert sum(count for _, count in rows) == model.count_params() == 1_573_744
     weights = [int(n.replace(",", "")) for n in re.findall(r"(?m)^ (?:Trainable|Non-trainable) params: ([\d,]+)", text)]
     assert sum(weights) == 1_573_744  # the model's weights, whatever the optimizer adds to "Total params" after fit
+
+
+def test_class_names_and_the_constructor_travel_in_the_keras_file(tmp_path):
+    from keras_capsules import saving
+
+    model = EffCapsNet(classes=3, class_capsule_dim=4)
+    assert model.class_names is None and model.constructor["name"] == "EffCapsNet"
+    model.class_names = ["cat", "dog", "bird"]  # a list is kept as a tuple
+    assert model.class_names == ("cat", "dog", "bird")
+    saving.save_model(model, str(tmp_path / "named.keras"))
+    loaded = saving.load_model(str(tmp_path / "named.keras"))
+    assert loaded.class_names == ("cat", "dog", "bird") and loaded.constructor == model.constructor
+    assert loaded.constructor["arguments"]["class_capsule_dim"] == 4
+    x = np.random.default_rng(2).random((2, 28, 28, 1)).astype("float32")
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    # A file saved before the keys existed: a config without them loads with no names and no record.
+    config = model.get_config()
+    del config["class_names"], config["constructor"]
+    old = CapsuleClassifier.from_config(config)
+    assert old.class_names is None and old.constructor is None
+
+
+def test_class_names_are_checked_against_the_classes():
+    inputs = keras.Input((4,))
+    model = CapsuleClassifier(inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c"), name="three")
+    assert model.class_names == ("a", "b", "c")
+    with pytest.raises(ValueError, match=r"CapsuleClassifier 'three': argument `class_names` expected 3 names \(one per output unit of the model: its classes\), received \['a', 'b'\]"):
+        model.class_names = ("a", "b")
+    with pytest.raises(TypeError, match=r"CapsuleClassifier 'three': argument `class_names` expected None or a sequence of strings \(one per class\), received 'abc'"):
+        model.class_names = "abc"
+    with pytest.raises(TypeError, match=r"argument `class_names` expected a sequence of strings \(one per class\), received 'an item 2 of type int'"):
+        model.class_names = ("a", "b", 2)
+    with pytest.raises(ValueError, match=r"CapsuleClassifier 'four': argument `class_names` expected 3 names"):
+        CapsuleClassifier(inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c", "d"), name="four")
+    assert model.class_names == ("a", "b", "c")  # a refused value leaves the names as they were
+    model.class_names = None
+    assert model.class_names is None
+    # Without a (batch, classes) output the number of classes is unknown: any names are kept.
+    grid = CapsuleClassifier(inputs, keras.layers.Reshape((2, 2))(inputs), class_names=("x",), name="grid")
+    assert grid.class_names == ("x",)

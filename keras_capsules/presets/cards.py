@@ -156,3 +156,129 @@ def replace_section(text, section):
         before, rest = text.split(START, 1)
         return before + section + rest.split(END, 1)[1]
     return text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def _percent(value):
+    return f"{100 * value:.2f} %"
+
+
+def _data_summary(metrics):
+    """A folder summary (``datasets.folder_summary``) at the top level of a run's metrics, or ``None``."""
+    return next((value for value in metrics.values() if isinstance(value, dict) and "images_per_class" in value), None)
+
+
+def _folder_training_data(metrics):
+    """The "Training data" paragraph of a preset folder's card, and its per-class image table."""
+    held_out = metrics.get("validation") or {}
+    limit = (metrics.get("arguments") or {}).get("limit")
+    text = (
+        f"**Training data.** Dataset `{metrics.get('dataset', 'not recorded')}`: "
+        + (f"the first {limit:,} images of its training split" if limit else "its training split")
+        + (f" minus a validation hold-out of {held_out['examples']:,} images ({held_out.get('selection', 'selection not recorded')})." if held_out.get("examples") else "; no validation hold-out.")
+    )
+    lines = [text, ""]
+    summary = _data_summary(metrics)
+    if summary:
+        splits = list(summary["images_per_class"])
+        lines += [
+            "Images per class in the folder it was read from:",
+            "",
+            "| class | " + " | ".join(splits) + " |",
+            "|---|" + "---:|" * len(splits),
+            *(f"| {name} | " + " | ".join(f"{summary['images_per_class'][split].get(name, 0):,}" for split in splits) + " |" for name in summary["class_names"]),
+            "",
+        ]
+    return lines
+
+
+def _folder_procedure(metrics):
+    """The "Training procedure" paragraph of a preset folder's card."""
+    recipe = metrics.get("recipe") or {}
+    stages = metrics.get("stages")
+    epochs = metrics.get("epochs_completed")
+    parts = [f"Recipe `{' / '.join(str(metrics.get(key, '?')) for key in ('model', 'dataset', 'variant'))}`"]
+    if epochs is not None:
+        parts.append(f"{epochs} epochs" + (" (" + ", ".join(f"{stage['name']} {stage['epochs']}" for stage in stages) + ")" if stages else ""))
+    if recipe:
+        parts.append(
+            f"optimizer {recipe.get('optimizer')} at learning rate {recipe.get('learning_rate')} ({recipe.get('lr_schedule', 'constant')} schedule), "
+            f"batch size {recipe.get('batch_size')}, loss {recipe.get('loss')}, augmentation {recipe.get('augmentation') or 'none'}"
+        )
+    if metrics.get("train_seconds") is not None:
+        parts.append(f"{metrics['train_seconds'] / 3600:.2f} h of training ({metrics.get('replicas', 1)} replica(s), strategy {metrics.get('strategy', 'default')})")
+    return _paragraph("Training procedure", "; ".join(parts) + ".")
+
+
+def _folder_evaluation(metrics):
+    """The "Evaluation" paragraph of a preset folder's card: validation and test accuracies as the run measured them."""
+    held_out = (metrics.get("validation") or {}).get("examples")
+    measured = []
+    if metrics.get("validation_accuracy") is not None:
+        size = f" ({held_out:,} images)" if held_out else ""
+        measured.append(f"**{_percent(metrics['validation_accuracy'])}** on the validation hold-out{size} after the last epoch")
+    eval_limit = (metrics.get("arguments") or {}).get("eval_limit")
+    for split, values in (metrics.get("evaluations") or {}).items():
+        if values.get("accuracy") is not None:
+            on = f"the first {eval_limit:,} images of `{split}`" if eval_limit else f"the `{split}` split"
+            measured.append(f"**{_percent(values['accuracy'])}** on {on}, evaluated once at the end of the run")
+    text = "Top-1 accuracy as the training run measured it: " + "; ".join(measured) + "." if measured else "The run recorded no accuracy."
+    return _paragraph("Evaluation", text)
+
+
+def _call(model, arguments):
+    return f"{model}({', '.join(f'{key}={value!r}' for key, value in sorted(arguments.items()))})"
+
+
+def folder_card(config: dict, metadata: dict, text: str | None = None, title: str = "Preset") -> str:
+    """Markdown model card of a preset folder (its ``README.md``) from its ``config.json`` and ``metadata.json``.
+
+    The sections of :func:`model_card`: what the model is (``text``, the saver's own words, first),
+    intended use and limitations, training data, procedure and evaluation from the run's metrics (when
+    recorded), how to use, and a table of the facts (classes, parameters, constructor, file, versions).
+    """
+    model = config.get("constructor")
+    names = metadata.get("class_names")
+    preprocessing = metadata.get("preprocessing") or {}
+    metrics = metadata.get("metrics") or {}
+    shape = "x".join(str(size) for size in preprocessing.get("input_shape", ()))
+    low, high = preprocessing.get("input_range", [0, 1])
+    what = f"`{model}` model" if model else "Keras model (no application constructor recorded)"
+    classes = f"{len(names)} classes ({_classes(tuple(names))})" if names else "classes (not named)"
+    lines = [f"# {title}", ""]
+    if text:
+        lines += [text.strip(), ""]
+    lines += [
+        f"This {what} was saved with keras-capsules {metadata.get('keras_capsules_version')} as a preset folder: "
+        "`presets.load(folder)` rebuilds it with its weights and class names.",
+        "",
+        *_paragraph(
+            "Intended use and limitations",
+            f"Sorts {shape} images with values in [{low}, {high}] into its {classes}. It was trained and measured only on the "
+            "data described here; images unlike them (another size, colour, subject or camera) are outside what it was measured "
+            "on, and its accuracies hold for data like its evaluation images only."
+            + ("" if metrics else " No training run is recorded with this folder, so nothing is known here about its data or accuracy."),
+        ),
+    ]
+    if metrics:
+        lines += [*_folder_training_data(metrics), *_folder_procedure(metrics), *_folder_evaluation(metrics)]
+    load = f"applications.{model}(weights=folder)" if model else "presets.load(folder)"
+    lines += [
+        "**How to use.**",
+        "",
+        "```python",
+        "from keras_capsules import applications, presets",
+        f"model = presets.load(folder)  # or {load}" if model else "model = presets.load(folder)",
+        f"scores = model.predict(images)  # (batch, {shape.replace('x', ', ')}) images in [{low}, {high}]",
+        "top3 = presets.decode_predictions(scores, model, top=3)  # [(index, class name, score), ...] per image",
+        "```",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| classes | {_classes(tuple(names)) if names else 'not named'} |",
+        f"| parameters | {metadata.get('parameters', 0):,} |",
+        f"| constructor | `{_call(model, config.get('arguments') or {})}` |" if model else "| constructor | none recorded: built from its Keras config |",
+        f"| weights | `{metadata['weights']['file']}` ({metadata['weights'].get('storage_dtype', 'float32')}), SHA-256 `{metadata['weights']['sha256']}` |",
+        f"| saved with | keras-capsules {metadata.get('keras_capsules_version')}, Keras {metadata.get('keras_version')} "
+        f"({metadata.get('backend')}), {metadata.get('date_saved')} |",
+    ]
+    return "\n".join(lines) + "\n"

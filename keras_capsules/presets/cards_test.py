@@ -87,3 +87,38 @@ def test_readme_table_is_current():
     for key in presets.available():
         model, name = key.split("/", 1)
         assert re.search(rf"`{model}\(weights=\\\"{re.escape(name)}\\\"\)`", readme) or f'`{model}(weights="{name}")`' in readme
+
+
+def test_card_of_a_preset_folder_reports_the_run():
+    config = {"format": "keras_capsules.preset", "format_version": 1, "constructor": "EffCapsNet", "arguments": {"classes": 3, "variant": "mnist"}}
+    metrics = {
+        "model": "EffCapsNet", "dataset": "shoes", "variant": "default", "epochs_completed": 11, "train_seconds": 5400.0,
+        "stages": [{"name": "pretrain", "epochs": 8}, {"name": "classifier", "epochs": 3}],
+        "recipe": {"optimizer": "adamw", "learning_rate": 0.012, "lr_schedule": "onecycle", "batch_size": 256, "loss": "margin", "augmentation": None},
+        "validation": {"examples": 30, "seed": 0, "selection": "uniform draw"}, "validation_accuracy": 0.9,
+        "evaluations": {"test": {"accuracy": 0.875, "loss": 0.2}}, "arguments": {"limit": 300, "eval_limit": 40, "seed": 0},
+        "replicas": 1, "strategy": "default",
+        "folder": {"class_names": ["sandal", "boot"], "images_per_class": {"train": {"sandal": 150, "boot": 180}, "test": {"sandal": 20, "boot": 20}}},
+    }
+    metadata = {
+        "keras_capsules_version": "9.9.9", "keras_version": "3.0.0", "backend": "tensorflow", "date_saved": "2026-01-01 00:00:00 UTC",
+        "parameters": 147952, "weights": {"file": "model.weights.npz", "sha256": "ab" * 32, "storage_dtype": "float32"},
+        "class_names": ["sandal", "boot"], "preprocessing": {"input_shape": [28, 28, 1], "input_range": [0, 1]}, "metrics": metrics,
+    }
+    card = cards.folder_card(config, metadata, "Shoes from the shop's catalogue.", title="shoes")
+    sections = ["# shoes", "Shoes from the shop's catalogue.", "**Intended use and limitations.** Sorts 28x28x1 images with values in [0, 1] into its 2 classes",
+                "**Training data.**", "**Training procedure.**", "**Evaluation.**", "**How to use.**", "| classes |"]
+    positions = [card.index(section) for section in sections]
+    assert positions == sorted(positions)
+    assert "Dataset `shoes`: the first 300 images of its training split minus a validation hold-out of 30 images (uniform draw)." in card
+    assert "| class | train | test |\n|---|---:|---:|\n| sandal | 150 | 20 |\n| boot | 180 | 20 |" in card
+    assert ("Recipe `EffCapsNet / shoes / default`; 11 epochs (pretrain 8, classifier 3); optimizer adamw at learning rate 0.012 (onecycle schedule), "
+            "batch size 256, loss margin, augmentation none; 1.50 h of training") in card
+    assert "**90.00 %** on the validation hold-out (30 images) after the last epoch; **87.50 %** on the first 40 images of `test`" in card
+    assert "model = presets.load(folder)  # or applications.EffCapsNet(weights=folder)" in card
+    assert "| constructor | `EffCapsNet(classes=3, variant='mnist')` |" in card and "| parameters | 147,952 |" in card
+    assert f"SHA-256 `{'ab' * 32}`" in card and "| saved with | keras-capsules 9.9.9, Keras 3.0.0 (tensorflow), 2026-01-01 00:00:00 UTC |" in card
+    # Without a run record the card says that nothing is known about the data or the accuracy.
+    bare = cards.folder_card({"keras_config": {}}, dict(metadata, metrics=None, class_names=None))
+    assert "No training run is recorded with this folder" in bare and "**Evaluation.**" not in bare
+    assert "| constructor | none recorded: built from its Keras config |" in bare and "| classes | not named |" in bare

@@ -1,13 +1,15 @@
-"""``decode_predictions``: class scores of a preset model turned into named classes, best first."""
+"""``decode_predictions``: class scores turned into named classes, best first (names from a dataset, a preset, a preset folder or a model)."""
 
+import os
 from collections.abc import Sequence
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from keras_capsules import errors
-from keras_capsules.presets import registry
+from keras_capsules.presets import folders, registry
+from keras_capsules.presets.class_names import check_class_names, class_names_of
 
 
 def ranked_classes(
@@ -31,29 +33,50 @@ def ranked_classes(
 
 
 def _class_names(dataset_or_preset) -> tuple[str, ...]:
-    """The class names of a dataset name, a ``"Model/name"`` preset key or a :class:`~keras_capsules.presets.Preset`."""
+    """The class names of a dataset name, a preset key, a :class:`~keras_capsules.presets.Preset`, a preset folder, a model or a sequence of names.
+
+    A string is a preset key or a dataset name before it is a folder (a data folder named ``mnist`` does not hide the dataset).
+    """
+    from keras_capsules import datasets
+
     if isinstance(dataset_or_preset, registry.Preset):
         return dataset_or_preset.class_names
+    if isinstance(dataset_or_preset, (list, tuple)):
+        return check_class_names("decode_predictions", dataset_or_preset, argument="dataset_or_preset")
+    if hasattr(dataset_or_preset, "predict"):  # a model
+        names = class_names_of(dataset_or_preset)
+        if names is None:
+            errors.fail("decode_predictions", "dataset_or_preset", "a model with class names (set model.class_names, or pass a dataset name)", f"model {dataset_or_preset.name!r} without class names")
+        return names
     if isinstance(dataset_or_preset, str) and "/" in dataset_or_preset:
         model, name = dataset_or_preset.split("/", 1)
         if registry.is_preset(model, name):
             return registry.get(model, name).class_names
-        errors.fail("decode_predictions", "dataset_or_preset", f"a dataset name or one of the presets {registry.available()}", dataset_or_preset)
-    from keras_capsules import datasets
+    if isinstance(dataset_or_preset, str) and dataset_or_preset in datasets.available():
+        return datasets.class_names(dataset_or_preset)
+    if isinstance(dataset_or_preset, (str, os.PathLike)) and os.path.isdir(dataset_or_preset):
+        names = folders.read(dataset_or_preset, function="decode_predictions").class_names
+        if names is None:
+            errors.fail("decode_predictions", "dataset_or_preset", "a preset folder that records class names", os.fspath(dataset_or_preset))
+        return names
+    if isinstance(dataset_or_preset, str) and "/" in dataset_or_preset:
+        errors.fail("decode_predictions", "dataset_or_preset", f"a dataset name, one of the presets {registry.available()} or a preset folder", dataset_or_preset)
+    errors.fail(
+        "decode_predictions",
+        "dataset_or_preset",
+        f"a dataset name ({datasets.available()}), a preset key ({registry.available()}), a Preset, a preset folder, a model with class names or a list of names",
+        dataset_or_preset,
+    )
 
-    if not isinstance(dataset_or_preset, str) or dataset_or_preset not in datasets.available():
-        errors.fail(
-            "decode_predictions",
-            "dataset_or_preset",
-            f"a dataset name ({datasets.available()}), a preset key ({registry.available()}) or a Preset",
-            dataset_or_preset,
-        )
-    return datasets.class_names(dataset_or_preset)
+
+def _described(source):
+    """How errors name where the class names came from: ``model 'eff_capsnet'``, ``'EffCapsNet/mnist'``, ``'fashion_mnist'``."""
+    return f"model {source.name!r}" if hasattr(source, "predict") else repr(getattr(source, "key", source))
 
 
 def decode_predictions(
     predictions: npt.ArrayLike,
-    dataset_or_preset: Union[str, registry.Preset],
+    dataset_or_preset: Union[str, os.PathLike, registry.Preset, Sequence[str], Any],
     top: int = 5,
 ) -> list[list[tuple[int, str, float]]]:
     """The ``top`` classes of each example with their names: ``[[(class_index, class_name, score), ...], ...]``.
@@ -62,11 +85,14 @@ def decode_predictions(
         >>> model = applications.EffCapsNet(weights="mnist")
         >>> decode_predictions(model.predict(images), "EffCapsNet/mnist", top=3)[0]
         [(7, '7', 0.98...), (2, '2', 0.05...), (3, '3', 0.03...)]
+        >>> mine = presets.load("my-preset")  # a preset folder: presets.save(model, "my-preset")
+        >>> decode_predictions(mine.predict(images), mine, top=1)  # or "my-preset"
 
     Args:
         predictions: ``(batch, classes)`` class scores (capsule lengths, probabilities or logits).
         dataset_or_preset: whose class names: a dataset name (``"fashion_mnist"``), a preset key
-            (``"EffCapsNet/mnist"``) or a :class:`~keras_capsules.presets.Preset`.
+            (``"EffCapsNet/mnist"``), a :class:`~keras_capsules.presets.Preset`, the path of a preset
+            folder, a model that carries class names (``model.class_names``), or the names themselves.
         top: classes per example (at most ``classes``).
 
     Returns:
@@ -84,7 +110,7 @@ def decode_predictions(
         errors.fail(
             "decode_predictions",
             "predictions",
-            f"{len(names)} class scores per example (the classes of {getattr(dataset_or_preset, 'key', dataset_or_preset)!r})",
+            f"{len(names)} class scores per example (the classes of {_described(dataset_or_preset)})",
             f"shape {scores.shape}",
         )
     return ranked_classes(scores, top, names, argument="predictions")

@@ -21,6 +21,8 @@ REGISTRY_FILE = os.path.join(os.path.dirname(__file__), "registry.json")
 PACKAGE_DIR = os.path.join(os.path.dirname(__file__), "files")
 ENVIRONMENT_VARIABLE = "KERAS_CAPSULES_PRESETS"
 CACHE_SUBDIR = "keras_capsules"
+#: The constructor arguments a preset fixes that may still be switched off, unless its record says otherwise: the decoder.
+REMOVABLE = ("reconstruction",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +101,7 @@ class Preset:
     notes: str = ""
     metrics: dict = dataclasses.field(default_factory=dict)
     url: Optional[str] = None
-    removable: tuple = ("reconstruction",)
+    removable: tuple = REMOVABLE
 
     @property
     def key(self):
@@ -128,7 +130,7 @@ def _read_registry(path=REGISTRY_FILE):
         records = json.load(handle)
     presets = {}
     for record in records:
-        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", ("reconstruction",))),
+        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", REMOVABLE)),
                       validation_curve=tuple(record.get("validation_curve", ())))
         preset = Preset(**record)
         presets[preset.key] = preset
