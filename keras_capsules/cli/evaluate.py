@@ -5,19 +5,24 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import json
 
-from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, augment_option, key_values, trained_on
+from keras_capsules.cli.options import DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, augment_option, folder_for_model, key_values, trained_on
 
 
 def _evaluate(args):
     from keras_capsules.datasets import evaluation_dataset
+    from keras_capsules.saving import load_model
     from keras_capsules.training import evaluate
 
     augment = augment_option(args.augment, args.model_file)
-    dataset = evaluation_dataset(args.dataset or trained_on(args.model_file), args.split, args.data_dir)
+    model, split = load_model(args.model_file), args.split
+    if args.dataset is None and args.data_dir is not None:
+        dataset, split = folder_for_model("evaluate", args.data_dir, model, split)
+    else:
+        dataset = evaluation_dataset(args.dataset or trained_on(args.model_file), split, args.data_dir)
     results = evaluate(
-        args.model_file,
+        model,
         dataset,
-        split=args.split,
+        split=split,
         batch_size=args.batch_size,
         data_dir=args.data_dir,
         download=args.download,
@@ -25,7 +30,7 @@ def _evaluate(args):
         augment=augment,
         **key_values(args.dataset_option, "--dataset-option"),
     )
-    print(json.dumps({"model": args.model_file, "dataset": dataset, "split": args.split, "augment": augment, **results}, indent=2))
+    print(json.dumps({"model": args.model_file, "dataset": dataset, "split": split, "augment": augment, **results}, indent=2))
     return 0
 
 
@@ -50,7 +55,7 @@ def add_evaluate_command(commands):
         metavar="PRESET",
         help="preset whose evaluation transform to apply, or 'none' (default: auto, the one in the metrics.json next to the model)",
     )
-    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); {FOLDER_HELP}")
     evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     evaluate.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
     evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)")

@@ -9,6 +9,10 @@ import difflib
 
 DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
 TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
+FOLDER_HELP = (
+    "without --dataset: a folder of your own images, one subfolder per class (or train/ and test/ holding them), read at the "
+    "model's input size and channels; its test/ split, else all its images"
+)
 
 
 def trained_on(model_file):
@@ -86,3 +90,60 @@ def preset_option(text, flag):
             f"argument `{flag}` expected a preset MODEL/NAME or MODEL:NAME (one of {', '.join(presets.available())}), received {text!r}."
         )
     return key
+
+
+def folder_dataset(command, data_dir, image_size=None, channels=None):
+    """Registers ``data_dir``, a folder of class subfolders (or of ``train/`` and ``test/`` holding them), and returns its dataset name.
+
+    Used when a command gets ``--data-dir`` and no ``--dataset``: the folder is the data, never a
+    reason to fall back to another set. Its read summary (classes, images, size and channels and why,
+    conversions, skipped files) is printed.
+
+    Raises:
+        ValueError: naming ``command`` and the folder, saying what was looked for, when the folder holds
+            no class subfolders of images (the reader's reason follows).
+    """
+    from keras_capsules import datasets
+
+    try:
+        return datasets.register_folder(data_dir, image_size=None if image_size is None else tuple(image_size), channels=channels).name
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"{command}: argument `--data-dir` expected a folder of images with one subfolder per class (or train/ and test/ "
+            f"holding them), since no --dataset was given; received {data_dir!r}: {error} To use a named dataset's standard "
+            f"files in that folder instead, pass --dataset NAME (`keras-capsules recipes` lists the datasets)."
+        ) from None
+
+
+def add_folder_options(parser):
+    """``--image-size H W`` and ``--channels C``: how a folder of images (``--data-dir`` without ``--dataset``) is read."""
+    parser.add_argument(
+        "--image-size", type=int, nargs=2, metavar=("HEIGHT", "WIDTH"),
+        help="with --data-dir FOLDER of images: resize every image to this size (default: the folder's most common size)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--channels", type=int, choices=(1, 3),
+        help="with --data-dir FOLDER of images: 1 (gray) or 3 (RGB) (default: 1 when every image is gray, else 3)",
+    )
+
+
+def folder_for_model(command, data_dir, model, split):
+    """``(dataset name, split)``: the folder of images ``data_dir`` read at ``model``'s input size and channels.
+
+    A folder without ``test/`` has one split, all its images: asked for ``"test"`` (the default), the
+    command evaluates them and says so.
+
+    Raises:
+        ValueError: the folder holds no class subfolders, or has no split ``split``.
+    """
+    from keras_capsules import datasets
+
+    height, width, channels = tuple(model.inputs[0].shape[1:])
+    name = folder_dataset(command, data_dir, (height, width), channels)
+    splits = datasets.info(name).splits
+    if split == "test" and split not in splits:
+        print(f"{command}: {data_dir} has no test/ split: evaluating all its images (its training images too, if it trained the model).")
+        return name, "train"
+    if split not in splits:
+        raise ValueError(f"{command}: argument `--split` expected one of {list(splits)} for the folder {data_dir!r}, received {split!r}.")
+    return name, split

@@ -3,7 +3,7 @@
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
-from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, augment_option, trained_on
+from keras_capsules.cli.options import DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, augment_option, folder_for_model, trained_on
 
 TRANSFORMS = ("rotation", "scale", "shear", "translation")
 
@@ -13,10 +13,18 @@ def _robustness(args):
     from keras_capsules.evaluation.robustness import report
 
     key = presets.find(args.model)
-    dataset = args.dataset or (presets.get(*key).dataset if key else trained_on(args.model))
-    options = dict(split=args.split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
+    model, split = args.model, args.split
+    if args.dataset is None and args.data_dir is not None:
+        opened = presets.open_model(args.model)
+        if opened is None:
+            raise ValueError(f"robustness: argument `MODEL` expected a .keras file or a preset, received {args.model!r}: no such file or preset.")
+        model = opened[0]
+        dataset, split = folder_for_model("robustness", args.data_dir, model, split)
+    else:
+        dataset = args.dataset or (presets.get(*key).dataset if key else trained_on(args.model))
+    options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
     augment = augment_option(args.augment, None if key else args.model)
-    report(args.model, dataset, data_dir=args.data_dir, download=args.download, augment=augment, plot=args.plot, json_path=args.json, **options)
+    report(model, dataset, data_dir=args.data_dir, download=args.download, augment=augment, plot=args.plot, json_path=args.json, **options)
     return 0
 
 
@@ -42,7 +50,7 @@ def add_robustness_command(commands):
         help="augmentation preset whose evaluation transform follows the geometric one, or 'none' "
         "(default: auto, the one recorded in the metrics.json next to a model file; none for a preset)",
     )
-    robustness.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    robustness.add_argument("--data-dir", metavar="FOLDER", help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); {FOLDER_HELP}")
     robustness.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     robustness.add_argument("--plot", metavar="FILE.png", help="also draw accuracy against magnitude per transform to this PNG (default: no plot)")
     robustness.add_argument("--json", metavar="FILE.json", help="also write the result as JSON (default: none)")

@@ -3,29 +3,33 @@
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
-import os
-
-from keras_capsules.cli.options import DATA_DEFAULT, key_values, model_name
+from keras_capsules.cli.options import DATA_DEFAULT, add_folder_options, folder_dataset, key_values, model_name
 from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 
 #: The dataset trained on without --dataset: the MNIST sample embedded in the package.
 DEFAULT_DATASET = "mnist_sample"
 
 
-def training_dataset(dataset, data_dir):
-    """The dataset ``train`` trains on, from its ``--dataset`` and ``--data-dir`` values (``None`` when not given).
+def training_dataset(dataset, data_dir, image_size=None, channels=None):
+    """The dataset ``train`` trains on, from its ``--dataset``, ``--data-dir``, ``--image-size`` and ``--channels`` values.
 
     Returns:
-        ``dataset`` when given, else :data:`DEFAULT_DATASET`; ``data_dir`` names no dataset of its own here, it is
-        the folder the loaders search for the dataset's files.
+        ``dataset`` when given (``data_dir`` is then where its standard files are searched); else, with
+        ``data_dir``, that folder of images registered as a dataset (:func:`~keras_capsules.cli.options.folder_dataset`,
+        an error when it holds no class subfolders); else :data:`DEFAULT_DATASET`.
     """
-    del data_dir
+    if dataset is None and data_dir is not None:
+        return folder_dataset("train", data_dir, image_size, channels)
+    if image_size is not None or channels is not None:
+        raise ValueError("train: arguments `--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset, received them without.")
     return dataset or DEFAULT_DATASET
 
 
 def _train(args):
     from keras_capsules.training import train
+    from keras_capsules.training.train import default_output
 
+    dataset = training_dataset(args.dataset, args.data_dir, args.image_size, args.channels)
     overrides = recipe_overrides(args)
     model_kwargs = key_values(args.model_arg, "--model-arg")
     stage_epochs = key_values(args.stage_epochs, "--stage-epochs")
@@ -35,7 +39,7 @@ def _train(args):
         model_kwargs["routing_iterations"] = args.routing_iterations
     metrics = train(
         model=model_name(args.model),
-        dataset=training_dataset(args.dataset, args.data_dir),
+        dataset=dataset,
         output=args.output,
         data_dir=args.data_dir,
         limit=args.limit,
@@ -50,9 +54,11 @@ def _train(args):
         model_kwargs=model_kwargs,
         validation_examples=args.validation_examples,
         stage_epochs=stage_epochs,
+        weights=args.weights,
+        freeze_backbone_epochs=args.freeze_backbone_epochs,
         **overrides,
     )
-    where = args.output or os.path.join("runs", f"{metrics['model']}-{metrics['dataset']}")
+    where = args.output or default_output(metrics["model"], metrics["dataset"])
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
     scores = scores or "no split evaluated (--eval-on without a split)"
     if metrics.get("already_complete"):
@@ -96,7 +102,20 @@ def add_train_command(commands):
         "--model-arg", action="append", metavar="KEY=VALUE",
         help="constructor argument, repeatable, e.g. reconstruction=False (default: the recipe's)",
     )  # fmt: skip
-    train.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    train.add_argument(
+        "--data-dir", metavar="FOLDER",
+        help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); without --dataset: a folder of your own "
+        "images, one subfolder per class (or train/ and test/ holding them), trained with the model's generic recipe",
+    )  # fmt: skip
+    add_folder_options(train)
+    train.add_argument(
+        "--weights", metavar="PRESET",
+        help="fine-tune from this preset of MODEL (e.g. mnist): its backbone, new class capsules for the data's classes (default: none, from scratch)",
+    )  # fmt: skip
+    train.add_argument(
+        "--freeze-backbone-epochs", type=int, default=0, metavar="EPOCHS",
+        help="with --weights: train only the new layers for the first EPOCHS of the epochs (default: 0)",
+    )  # fmt: skip
     train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     train.add_argument("--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)")
     train.add_argument("--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")

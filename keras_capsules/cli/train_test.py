@@ -25,7 +25,10 @@ def test_train_applies_every_override(overrides_run):
 def test_without_dataset_train_trains_on_the_embedded_sample():
     assert cli.build_parser().parse_args(["train", "EffCapsNet"]).dataset is None
     assert training_dataset(None, None) == "mnist_sample"
-    assert training_dataset(None, "some/folder") == "mnist_sample"  # --data-dir alone: the sample, as before
+    with pytest.raises(ValueError, match=r"train: argument `--data-dir` expected a folder of images with one subfolder per class .* received 'some/folder'"):
+        training_dataset(None, "some/folder")  # --data-dir alone is a folder of images: never a fall-back to the sample
+    with pytest.raises(ValueError, match=r"`--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset"):
+        training_dataset("mnist", None, (32, 32))
     assert training_dataset("fashion_mnist", None) == "fashion_mnist"
     assert training_dataset("mnist", "some/folder") == "mnist"
 
