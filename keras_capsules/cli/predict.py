@@ -10,7 +10,8 @@ from keras_capsules.cli.options import positive_int
 
 
 def _load(args):
-    """``(model, names)``: the model, and whose class names its outputs have (a dataset, a Preset, or ``None``: indices)."""
+    """``(model, names)``: the model, and its class names (``--dataset``'s, the model's own, a preset's, or those of the dataset in
+    the ``metrics.json`` next to a ``.keras`` file; ``None``: indices)."""
     from keras_capsules import presets
     from keras_capsules.training.evaluation import training_record
 
@@ -21,9 +22,13 @@ def _load(args):
             f"received {args.model!r}: no such file or preset."
         )
     model, key = opened
+    if args.dataset:
+        return model, args.dataset
+    if presets.class_names_of(model) is not None:  # carried by the model: a model trained by `train`, a preset folder
+        return model, presets.class_names_of(model)
     if key is None:
-        return model, args.dataset or training_record(args.model).get("dataset")
-    return model, args.dataset or presets.get(*key)
+        return model, training_record(args.model).get("dataset")
+    return model, presets.get(*key)
 
 
 def _predict(args):
@@ -42,7 +47,7 @@ def _predict(args):
         returned = f"an array of shape {scores.shape}" if isinstance(scores, np.ndarray) else f"a {type(scores).__name__}"
         raise ValueError(f"predict: {args.model} returns {returned}; predict needs one output of class scores (batch, classes).")
     if names is None:
-        unknown = f"class names unknown (no --dataset, no metrics.json next to {args.model}): class indices shown"
+        unknown = f"class names unknown (no --dataset, none in the model, no metrics.json next to {args.model}): class indices shown"
         print(f"keras-capsules predict: {unknown}.", file=sys.stderr)
         order = np.argsort(-scores, axis=1, kind="stable")[:, : args.top_k]
         ranked = [[(int(i), str(i), float(row[i])) for i in indices] for row, indices in zip(scores, order)]

@@ -3,6 +3,8 @@
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
+import os
+
 from keras_capsules.cli.options import DATA_DEFAULT, add_folder_options, folder_dataset, key_values, model_name
 from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 
@@ -59,6 +61,7 @@ def _train(args):
         **overrides,
     )
     where = args.output or default_output(metrics["model"], metrics["dataset"])
+
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
     scores = scores or "no split evaluated (--eval-on without a split)"
     if metrics.get("already_complete"):
@@ -66,7 +69,7 @@ def _train(args):
             f"\n{metrics['model']} on {metrics['dataset']}: this run was already complete ({_epochs(metrics['epochs_completed'])}); "
             f"its stored result: {scores}. Outputs in {where} (--no-resume trains it again)."
         )
-        return 0
+        return _save_preset(args.save_preset, where, metrics)
     resumed = f", resumed after epoch {metrics['resumed_from_epoch']}" if metrics["resumed_from_epoch"] else ""
     if metrics["resumed_from_epoch"] and metrics["resumed_from_epoch"] >= metrics["epochs_completed"]:
         resumed = ", all trained by an earlier run; now evaluated and saved"
@@ -74,6 +77,17 @@ def _train(args):
         f"\n{metrics['model']} on {metrics['dataset']} ({_epochs(metrics['epochs_completed'])}{resumed}, "
         f"{metrics['train_seconds']:.0f} s training): {scores}. Outputs in {where}"
     )
+    return _save_preset(args.save_preset, where, metrics)
+
+
+def _save_preset(folder, where, metrics):
+    """With ``--save-preset FOLDER``: the run's ``model.keras`` written as a preset folder, with the run's metrics on its card."""
+    if folder:
+        from keras_capsules import presets
+        from keras_capsules.saving import load_model
+
+        saved = presets.save(load_model(os.path.join(where, "model.keras")), folder, metrics=metrics, overwrite=True)
+        print(f"Preset folder {saved}: load it with presets.load({saved!r}) or {metrics['model']}(weights={saved!r}).")
     return 0
 
 
@@ -108,6 +122,11 @@ def add_train_command(commands):
         "images, one subfolder per class (or train/ and test/ holding them), trained with the model's generic recipe",
     )  # fmt: skip
     add_folder_options(train)
+    train.add_argument(
+        "--save-preset", metavar="FOLDER",
+        help="also write the trained model as a preset folder (configuration, weights, class names, preprocessing, a model card "
+        "with this run's metrics) that presets.load(FOLDER) and MODEL(weights=FOLDER) read (default: none)",
+    )  # fmt: skip
     train.add_argument(
         "--weights", metavar="PRESET",
         help="fine-tune from this preset of MODEL (e.g. mnist): its backbone, new class capsules for the data's classes (default: none, from scratch)",

@@ -668,6 +668,8 @@ def train(
         architecture = {k: v for k, v in recipe.model_kwargs.items() if k not in ("input_shape", "classes")}
         tuned = None if weights is None else fine_tune.fine_tune_model(recipe.model, weights, input_shape, classes, **architecture)
         net = construct_model(recipe, classes, input_shape) if tuned is None else tuned.model
+        if hasattr(net, "class_names") and not datasets.info(dataset).multi_label:
+            net.class_names = datasets.class_names(dataset)  # saved in model.keras: predict names the classes anywhere
         if not resume and run.chief:
             clear_checkpoints(run.backup_dir)
     plan = recipe.stage_recipes()
