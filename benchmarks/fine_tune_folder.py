@@ -19,7 +19,7 @@ The runs, each one ``training.train("EffCapsNet", folder, ...)`` call with EffCa
 the same ``--epochs``, the same ``--seed`` and the same stratified validation hold-out (a tenth of the
 training images, drawn with the fixed validation seed):
 
-- ``scratch``: random initialisation (``weights=None``);
+- ``from scratch``: random initialisation (``weights=None``);
 - ``fine-tuned, frozen``: ``weights="mnist"``, ``freeze_backbone_epochs=--freeze-backbone-epochs``;
 - ``fine-tuned``: ``weights="mnist"``, nothing frozen.
 
@@ -87,7 +87,12 @@ def write_folder(folder, data_dir, per_class, test_per_class):
     from keras_capsules import datasets
 
     names = datasets.class_names("fashion_mnist")
-    record = {"source": "Fashion-MNIST IDX files (datasets.load_arrays)", "classes": [folder_name(n) for n in names]}
+    record = {
+        "source": "Fashion-MNIST IDX files (datasets.load_arrays)",
+        "classes": [folder_name(n) for n in names],
+        "train_per_class": per_class,
+        "test_per_class": test_per_class,
+    }
     for split, count in (("train", per_class), ("test", test_per_class)):
         images, labels = datasets.load_arrays("fashion_mnist", split, data_dir=data_dir)
         chosen = first_per_class(labels, count, len(names))
@@ -125,6 +130,7 @@ def train_run(dataset, output, epochs, seed, weights=None, freeze=0):
         "parameters": metrics["parameters"],
         "training_examples": metrics["validation"]["training_examples"],
         "validation_examples": metrics["validation"]["examples"],
+        "test_examples": metrics["dataset_folder"]["images"]["test"],
         "recipe": {key: recipe[key] for key in ("optimizer", "learning_rate", "lr_decay", "lr_floor", "batch_size", "loss", "augmentation", "model_kwargs")},
         "adapted": (metrics["fine_tuned"] or {}).get("adapted"),
     }
@@ -172,7 +178,7 @@ def main(argv=None):
     contents = write_folder(folder, args.data_dir, args.per_class, args.test_per_class)
     dataset = datasets.register_folder(folder).name
     plan = [
-        ("scratch", {}),
+        ("from scratch", {}),
         ("fine-tuned, frozen", {"weights": PRESET, "freeze": args.freeze_backbone_epochs}),
         ("fine-tuned", {"weights": PRESET}),
     ]
