@@ -1,6 +1,7 @@
 """Argument and shape checks that raise errors naming the layer, the argument, the expected and the received value."""
 
 import numbers
+from typing import NoReturn
 
 import numpy as np
 
@@ -11,7 +12,7 @@ def _where(owner):
     return f"{kind} '{name}'" if name and not isinstance(owner, str) else kind
 
 
-def fail(owner, argument, expected, received, error=ValueError):
+def fail(owner, argument, expected, received, error=ValueError) -> NoReturn:
     """Raise ``error`` with the standard message.
 
     Args:

@@ -42,7 +42,7 @@ def _class_names(dataset_or_preset) -> tuple[str, ...]:
     if isinstance(dataset_or_preset, registry.Preset):
         return dataset_or_preset.class_names
     if isinstance(dataset_or_preset, (list, tuple)):
-        return check_class_names("decode_predictions", dataset_or_preset, argument="dataset_or_preset")
+        return check_class_names("decode_predictions", dataset_or_preset, argument="dataset_or_preset") or ()  # never None for a sequence
     if hasattr(dataset_or_preset, "predict"):  # a model
         names = class_names_of(dataset_or_preset)
         if names is None:
