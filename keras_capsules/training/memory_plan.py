@@ -1,0 +1,603 @@
+"""Know before you train: the peak memory of a training step before the first step, and the epoch's time after a few.
+
+- :func:`estimate` traces one training step of a model at a batch size (no step runs: a few seconds)
+  and returns a :class:`TrainingPlan`: parameters, the estimated peak resident memory of the training
+  process and its parts, steps per epoch; ``plan.describe()`` gives the lines to print.
+- :func:`check` raises :class:`MemoryPlanError` when the estimate exceeds a limit (by default
+  :func:`available_bytes`, what this process can still use), naming the model, input, batch, the
+  estimate, the limit and the largest batch that fits, instead of the kernel's OOM killer ending the
+  run later.
+- :class:`EpochTimeEstimate`: a callback that prints the estimated epoch time after a few steady steps.
+- :func:`parse_size` reads ``"8GB"``, ``"512MiB"``; :func:`format_size` writes bytes back.
+
+How the peak is estimated (TensorFlow backend only: the graph walk reads a traced TensorFlow graph;
+another backend gets a ``ValueError``):
+
+1. The step is traced as a ``tf.function`` concrete function at the batch size: ``model(x, training=True)``,
+   the loss (``model.compute_loss`` of a compiled model, so the reconstruction decoder that
+   :class:`~keras_capsules.applications.CapsuleClassifier` runs in its loss is in; the mean square of
+   the outputs for a model that is not compiled, which then leaves out what only a compiled loss runs)
+   and ``tape.gradient`` of the trainable weights.
+2. Its ops are replayed one at a time in the order they were created (the forward pass, then the
+   backward pass): an op's outputs are allocated when it runs and freed once their last consumer has
+   run; views (``Identity``, ``Reshape``, ``Squeeze``, ...) share their input's memory and variable reads
+   are the weights. The most bytes live at once is ``step_live_bytes``: the activations the backward pass
+   keeps, the transients of the moment (the votes a rematerialised capsule layer recomputes in the
+   backward pass included: the routers' ``(batch * positions, in_caps, out_caps, dim)`` vote tensors
+   are ops of the graph), and the gradients produced so far. Its part made by routed capsule layers
+   (ops under the name scope of a layer that holds a router, or of a router) gives ``votes_bytes``.
+   The ops inside a functional conditional (``StatelessIf``, FMCapsNet's router) are not replayed:
+   their outputs are counted, their temporaries are not.
+3. The process's peak resident memory is then::
+
+       peak = baseline + weights + optimizer slots x trainable weights
+              + LIVE_FACTOR x step_live_bytes + BYTES_PER_OP x ops
+
+   ``LIVE_FACTOR`` (allocator overhead and fragmentation over the live tensors, the optimizer's
+   temporaries, TensorFlow running independent ops side by side) and ``BYTES_PER_OP`` (the memory
+   TensorFlow spends on the step's graph: the Keras train function, its optimisation and kernels) are
+   the two calibrated constants, fitted on the peak resident memory of fresh training processes (see
+   their comments); ``baseline`` is :data:`PROCESS_BASELINE_BYTES`, measured.
+
+The estimate covers one process on a CPU; it does not model accelerator memory or several replicas.
+"""
+
+import collections
+import dataclasses
+import inspect
+import math
+import os
+import re
+import resource
+import time
+from collections.abc import Callable
+
+import keras
+
+from keras_capsules import errors
+from keras_capsules.introspection import all_layers
+from keras_capsules.routing import Router
+
+#: Peak resident memory of a fresh process that imports keras_capsules (TensorFlow, Keras) and runs one
+#: ``train_on_batch`` of a two-weight model: the runtime every training process pays before its model.
+#: Measured by ``benchmarks/memory_plan.py``: 795 MB and 790 MB in two runs (TensorFlow 2.21 CPU,
+#: Keras 3.15, Python 3.11, Linux x86-64); a CUDA build of TensorFlow loads more.
+PROCESS_BASELINE_BYTES = 795_000_000
+#: The two calibrated constants (see the module docstring), fitted together by least squares on the
+#: relative error over ten training processes, one per application, at batches and inputs the check
+#: set does not use (``benchmarks/results/2026-11-28-0851-epyc-memory-plan-calibration.json``: 1.1 to 2.5 GB
+#: measured, 136 MB to 1.1 GB of live tensors, 443 to 29,440 ops; the fit then reads 0.89 to 1.10 of
+#: the measured peaks). Resident bytes per byte of the simulated live tensors:
+LIVE_FACTOR = 1.244
+#: and resident bytes per op of the traced step.
+BYTES_PER_OP = 37_292
+
+#: Ops whose outputs share their first input's memory (``IdentityN``: output ``i`` shares input ``i``).
+VIEW_OPS = frozenset({"Identity", "IdentityN", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Snapshot", "PreventGradient", "EnsureShape", "CheckNumerics"})
+#: Ops whose outputs are the variables' own memory (counted as the weights).
+VARIABLE_OPS = frozenset({"ReadVariableOp", "VarHandleOp"})
+
+_DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_BINARY = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+class MemoryPlanError(ValueError):
+    """The estimated peak memory of training exceeds the memory the process can use."""
+
+
+# --- sizes ------------------------------------------------------------------------------------------
+
+def parse_size(text: str) -> int:
+    """Bytes of a size written with a unit: ``"8GB"`` -> 8,000,000,000, ``"512MiB"`` -> 536,870,912.
+
+    Units: ``B``; decimal (SI) ``kB``/``KB``, ``MB``, ``GB``, ``TB`` (powers of 1000); binary (IEC)
+    ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 1024). Letters in any case, an optional space, a
+    decimal number (``"1.5GB"``); a bare number is bytes. A lone ``K``/``M``/``G``/``T`` is refused:
+    tools disagree on whether it means powers of 1000 or 1024.
+
+    Raises:
+        ValueError: anything else, naming the text and the accepted forms.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*", text) if isinstance(text, str) else None
+    unit = match.group(2).upper() if match else None
+    factor = None if unit is None else _DECIMAL.get(unit or "B", _BINARY.get(unit))
+    if factor is None:
+        errors.fail(
+            "parse_size", "text", "a size such as '8GB' or '512MiB' (units B, kB, MB, GB, TB: powers of 1000; "
+            "KiB, MiB, GiB, TiB: powers of 1024; a bare number is bytes)", text,
+        )
+    return round(float(match.group(1)) * factor)
+
+
+def format_size(count: int) -> str:
+    """``count`` bytes in decimal units, three significant figures: ``"31.2 GB"``, ``"512 MB"``, ``"900 B"``."""
+    for unit in ("TB", "GB", "MB", "kB"):
+        scale = _DECIMAL[unit.upper()]
+        if abs(count) >= scale:
+            value = count / scale
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    return f"{count} B"
+
+
+# --- what the process can use -----------------------------------------------------------------------
+
+PROC_MEMINFO = "/proc/meminfo"
+PROC_STATUS = "/proc/self/status"
+PROC_CGROUP = "/proc/self/cgroup"
+CGROUP_ROOT = "/sys/fs/cgroup"
+#: cgroup v1 writes "no limit" as a number near 2**63.
+_CGROUP_V1_UNLIMITED = 2**60
+
+
+def _read(path):
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _kib_field(text, field):
+    """The ``field:  N kB`` value of a ``/proc`` file's ``text``, in bytes; ``None`` when absent."""
+    match = re.search(rf"^{field}:\s+(\d+)\s*kB", text or "", re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (``VmRSS`` of ``/proc/self/status``); ``None`` where there is no ``/proc``."""
+    return _kib_field(_read(PROC_STATUS), "VmRSS")
+
+
+def _cgroup_headroom():
+    """The least ``limit - usage`` over this process's memory cgroup and its ancestors (v2 and v1), or ``None``."""
+    room = []
+    for line in (_read(PROC_CGROUP) or "").splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: "0::/path"
+            base, limit_file, usage_file = CGROUP_ROOT, "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):
+            base, limit_file, usage_file = os.path.join(CGROUP_ROOT, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        for depth in range(len(parts), -1, -1):  # the process's own group, then each ancestor (a namespaced root: "/")
+            folder = os.path.join(base, *parts[:depth])
+            limit, usage = _read(os.path.join(folder, limit_file)), _read(os.path.join(folder, usage_file))
+            if limit is None or usage is None or limit.strip() == "max":
+                continue
+            if int(limit) < _CGROUP_V1_UNLIMITED:
+                room.append(int(limit) - int(usage))
+    return min(room) if room else None
+
+
+def available_bytes() -> int | None:
+    """The most resident memory this process can reach: its resident memory now plus the least headroom of
+
+    - the system's ``MemAvailable`` (``/proc/meminfo``),
+    - its memory cgroup: ``memory.max - memory.current`` (v2) or ``memory.limit_in_bytes -
+      memory.usage_in_bytes`` (v1), over its group and the groups above it,
+    - ``RLIMIT_AS`` where set: the limit less the address space in use (``VmSize``).
+
+    Comparable with :attr:`TrainingPlan.peak_bytes`, which counts the whole process. Without ``/proc``
+    (macOS, Windows): the free physical pages (``os.sysconf("SC_AVPHYS_PAGES")``) where the system
+    reports them, else ``None`` (unknown: :func:`check` then checks nothing).
+    """
+    status = _read(PROC_STATUS)
+    resident = _kib_field(status, "VmRSS") or 0
+    room = [_kib_field(_read(PROC_MEMINFO), "MemAvailable"), _cgroup_headroom()]
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    address_space = _kib_field(status, "VmSize")
+    if soft != resource.RLIM_INFINITY and address_space is not None:
+        room.append(soft - address_space)
+    room = [r for r in room if r is not None]
+    if not room:
+        try:
+            room = [os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")]
+        except (AttributeError, ValueError, OSError):
+            return None
+    return resident + max(min(room), 0)
+
+
+# --- the step's live tensors ------------------------------------------------------------------------
+
+def _tensor_bytes(tensor):
+    """Bytes of a traced tensor of fixed shape; 0 for handles, strings and shapes the graph leaves open."""
+    dtype = tensor.dtype
+    if dtype.name in ("resource", "variant", "string") or not tensor.shape.is_fully_defined():
+        return 0
+    return math.prod(tensor.shape) * dtype.size
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveTensors:
+    """The most memory a graph's tensors hold at once when its ops run one at a time in creation order.
+
+    Attributes:
+        peak_bytes: that most.
+        ops: the ops in the graph.
+        at_peak: ``{op name: bytes}`` of the buffers live at the peak, by the op that made them.
+    """
+
+    peak_bytes: int
+    ops: int
+    at_peak: dict
+
+
+def live_tensors(operations, outputs=()) -> LiveTensors:
+    """Replays ``operations`` (a graph's, in creation order) and finds the most bytes live at once.
+
+    An op's outputs are allocated when it runs, with its inputs still live; a buffer is freed once every
+    consumer of every tensor that shares it has run, except the ``outputs`` (kept to the end).
+    Views (:data:`VIEW_OPS`) share their input's buffer; variable reads (:data:`VARIABLE_OPS`) hold none.
+
+    Args:
+        operations: the ops, each with ``name``, ``type``, ``inputs`` and ``outputs`` (``tf.Operation``).
+        outputs: tensors alive at the end (the step's results).
+    """
+    buffer_of, size, made_by, uses = {}, {}, {}, collections.Counter()
+    for op in operations:
+        for index, tensor in enumerate(op.outputs):
+            if op.type in VIEW_OPS and op.inputs:
+                buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
+            elif op.type in VARIABLE_OPS:
+                buffer_of[tensor.name] = None
+            else:
+                buffer_of[tensor.name] = tensor.name
+                size[tensor.name], made_by[tensor.name] = _tensor_bytes(tensor), op.name
+        for tensor in op.inputs:
+            if buffer_of[tensor.name] is not None:
+                uses[buffer_of[tensor.name]] += 1
+    kept = {buffer_of[t.name] for t in outputs}
+    live, total, peak, at_peak = {}, 0, 0, {}
+    for op in operations:
+        for tensor in op.outputs:
+            if buffer_of[tensor.name] == tensor.name:
+                live[tensor.name] = size[tensor.name]
+                total += size[tensor.name]
+        if total > peak:
+            peak, at_peak = total, dict(live)
+        for tensor in op.inputs:
+            if buffer_of[tensor.name] is not None:
+                uses[buffer_of[tensor.name]] -= 1
+        for tensor in (*op.inputs, *op.outputs):
+            buffer = buffer_of[tensor.name]
+            if buffer in live and uses[buffer] == 0 and buffer not in kept:
+                total -= live.pop(buffer)
+    by_op = collections.Counter()
+    for buffer, count in at_peak.items():
+        by_op[made_by[buffer]] += count
+    return LiveTensors(peak, len(operations), dict(by_op))
+
+
+def _routed_layer_names(model):
+    """Names of the layers of ``model`` that route: routers and the layers that hold one."""
+    return {layer.name for layer in all_layers(model) if isinstance(layer, Router) or isinstance(getattr(layer, "router", None), Router)}
+
+
+def _in_scopes(op_name, names):
+    """Whether ``op_name`` lies under the name scope of a layer in ``names`` (TensorFlow may suffix a scope ``_1``)."""
+    return any(part in names or re.sub(r"_\d+$", "", part) in names for part in op_name.split("/")[:-1])
+
+
+def _traced_step(model, batch_size, label_shape, label_dtype):
+    """The concrete function of one training step of ``model`` at ``batch_size`` (see the module docstring, 1.)."""
+    import tensorflow as tf
+
+    specs = []
+    for tensor in model.inputs:
+        shape = (batch_size, *tensor.shape[1:])
+        if None in shape:
+            errors.fail("memory_plan.estimate", "model", "a model whose inputs have fixed sizes besides the batch", f"input shape {tuple(tensor.shape)}")
+        specs.append(tf.TensorSpec(shape, tensor.dtype))
+    label_spec = tf.TensorSpec((batch_size, *label_shape), label_dtype)
+    compiled = getattr(model, "compiled", False)
+    variables = model.trainable_variables
+    # As Keras's own train step: an override of compute_loss may not take `training`.
+    training = {"training": True} if "training" in inspect.signature(model.compute_loss).parameters else {}
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            y_pred = model(x, training=True)
+            if compiled:
+                loss = model.compute_loss(x=x, y=y, y_pred=y_pred, **training)
+            else:
+                floats = [t for t in keras.tree.flatten(y_pred) if t.dtype.is_floating]
+                loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, "float32"))) for t in floats])
+        return tape.gradient(loss, variables)
+
+    x_spec = specs[0] if len(specs) == 1 else specs
+    return tf.function(step, autograph=False).get_concrete_function(x_spec, label_spec)
+
+
+def optimizer_slots(optimizer) -> int:
+    """Variables ``optimizer`` keeps per trainable weight: Adam 2, SGD with momentum 1, plain SGD 0.
+
+    Counted on a copy built for one probe variable (a name or config dict as ``keras.optimizers.get``
+    takes it: ``"sgd"`` is plain SGD, momentum 0).
+    """
+    import numpy as np
+
+    optimizer = keras.optimizers.get(optimizer) if isinstance(optimizer, (str, dict)) else optimizer
+    probe = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    variable = keras.Variable(np.zeros(7, "float32"), name="memory_plan_probe")
+    probe.build([variable])
+    return sum(1 for v in probe.variables if tuple(v.shape) == (7,))
+
+
+
+def _variables_bytes(variables):
+    import tensorflow as tf
+
+    return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
+
+
+# --- the plan ---------------------------------------------------------------------------------------
+
+def _shape_text(shape):
+    """``(64, 64, 3)`` -> ``"64x64x3"``; several inputs joined by ``" + "``."""
+    if shape and isinstance(shape[0], tuple):
+        return " + ".join(map(_shape_text, shape))
+    return "x".join(str(d) for d in shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """What one training step of a model at a batch size will take (:func:`estimate`); bytes throughout.
+
+    Attributes:
+        model_name: the model's ``name``.
+        input_shape: one example's shape, ``(H, W, C)``; a tuple of shapes for a model with several inputs.
+        batch_size: examples per step.
+        optimizer: the optimizer's class name.
+        parameters: weights of the model (``count_params()``).
+        weights_bytes: the weights, trainable or not.
+        optimizer_bytes: the optimizer's slots: ``optimizer_slots x`` the trainable weights' bytes.
+        graph_bytes: the step's graph: ``BYTES_PER_OP x step_ops``.
+        activation_bytes: ``LIVE_FACTOR x step_live_bytes``.
+        votes_bytes: ``LIVE_FACTOR x`` the part of ``step_live_bytes`` made by routed capsule layers.
+        baseline_bytes: the process before its model (:data:`PROCESS_BASELINE_BYTES`).
+        step_live_bytes: the most bytes the step's tensors hold at once (activations kept for the backward
+            pass, transients, gradients), from :func:`live_tensors`.
+        step_ops: ops in the traced step.
+        steps_per_epoch: optimizer steps per epoch, ``None`` when not given.
+        reestimate: ``batch_size -> TrainingPlan`` for the same model and optimizer (what :func:`check`
+            uses to verify the largest batch that fits); ``None`` for a plan made by hand.
+    """
+
+    model_name: str
+    input_shape: tuple
+    batch_size: int
+    optimizer: str
+    parameters: int
+    weights_bytes: int
+    optimizer_bytes: int
+    graph_bytes: int
+    activation_bytes: int
+    votes_bytes: int
+    baseline_bytes: int
+    step_live_bytes: int
+    step_ops: int
+    steps_per_epoch: int | None = None
+    reestimate: Callable[[int], "TrainingPlan"] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def peak_bytes(self) -> int:
+        """The estimated peak resident memory of the training process: the sum of the parts."""
+        return self.baseline_bytes + self.weights_bytes + self.optimizer_bytes + self.graph_bytes + self.activation_bytes
+
+    @property
+    def fixed_bytes(self) -> int:
+        """The part of :attr:`peak_bytes` that does not grow with the batch (all but the activations)."""
+        return self.peak_bytes - self.activation_bytes
+
+    def headline(self) -> str:
+        """``model 'm' on 64x64x3 inputs at batch 16``."""
+        return f"model {self.model_name!r} on {_shape_text(self.input_shape)} inputs at batch {self.batch_size}"
+
+    def parts(self) -> str:
+        """The estimate's parts in words, e.g. ``process baseline 795 MB, weights 6.29 MB, ...``."""
+        votes = f", of which capsule votes {format_size(self.votes_bytes)}" if self.votes_bytes else ""
+        return (
+            f"process baseline {format_size(self.baseline_bytes)}, weights {format_size(self.weights_bytes)}, "
+            f"optimizer state {format_size(self.optimizer_bytes)}, step graph {format_size(self.graph_bytes)}, "
+            f"activations and gradients {format_size(self.activation_bytes)}{votes}"
+        )
+
+    def describe(self) -> str:
+        """The plan as lines to print before training."""
+        lines = [
+            f"Training plan: {self.headline()}, {self.optimizer}",
+            f"  parameters: {self.parameters:,}",
+            f"  estimated peak memory: {format_size(self.peak_bytes)} ({self.parts()})",
+        ]
+        if self.steps_per_epoch is not None:
+            lines.append(f"  steps per epoch: {self.steps_per_epoch:,}")
+        return "\n".join(lines)
+
+
+def estimate(
+    model: keras.Model,
+    batch_size: int,
+    optimizer=None,
+    steps_per_epoch: int | None = None,
+    *,
+    examples: int | None = None,
+    label_shape: tuple = (),
+    label_dtype: str = "int32",
+    baseline_bytes: int | None = None,
+) -> TrainingPlan:
+    """The :class:`TrainingPlan` of training ``model`` at ``batch_size`` (TensorFlow backend; no step runs).
+
+    Args:
+        model: a built Keras model with fixed input sizes (compiled as it will train, so that its loss,
+            a reconstruction decoder's included, is traced; see the module docstring).
+        batch_size: examples per step.
+        optimizer: what trains it: an optimizer, a name or config for ``keras.optimizers.get`` (``"sgd"``
+            is plain SGD); default the compiled model's, else ``"adam"``.
+        steps_per_epoch: optimizer steps per epoch, or ``examples``: training examples per epoch
+            (steps: ``ceil(examples / batch_size)``, recomputed at another batch).
+        label_shape, label_dtype: one example's label for the compiled loss (default: a class index).
+        baseline_bytes: the process before its model (default :data:`PROCESS_BASELINE_BYTES`).
+
+    Raises:
+        ValueError: a backend other than TensorFlow, or a model with open input sizes.
+    """
+    where = "memory_plan.estimate"
+    if keras.backend.backend() != "tensorflow":
+        errors.fail(where, "model", "a model of the TensorFlow backend (the estimate walks a traced TensorFlow graph)", f"backend {keras.backend.backend()!r}")
+    batch_size = errors.check_positive_int(where, "batch_size", batch_size)
+    if steps_per_epoch is not None and examples is not None:
+        errors.fail(where, "examples", "None when `steps_per_epoch` is given (one or the other)", examples)
+    if optimizer is None:
+        optimizer = getattr(model, "optimizer", None) or "adam"
+    slots = optimizer_slots(optimizer)
+    optimizer_name = type(keras.optimizers.get(optimizer) if isinstance(optimizer, (str, dict)) else optimizer).__name__
+    step = _traced_step(model, batch_size, tuple(label_shape), label_dtype)
+    live = live_tensors(step.graph.get_operations(), step.graph.outputs)
+    routed = _routed_layer_names(model)
+    votes = sum(count for name, count in live.at_peak.items() if _in_scopes(name, routed))
+    shapes = tuple(tuple(t.shape[1:]) for t in model.inputs)
+
+    def at(other_batch):
+        return estimate(model, other_batch, optimizer, steps_per_epoch, examples=examples, label_shape=label_shape, label_dtype=label_dtype, baseline_bytes=baseline_bytes)
+
+    return TrainingPlan(
+        model_name=model.name,
+        input_shape=shapes[0] if len(shapes) == 1 else shapes,
+        batch_size=batch_size,
+        optimizer=optimizer_name,
+        parameters=int(model.count_params()),
+        weights_bytes=_variables_bytes(model.weights),
+        optimizer_bytes=slots * _variables_bytes(model.trainable_weights),
+        graph_bytes=round(BYTES_PER_OP * live.ops),
+        activation_bytes=round(LIVE_FACTOR * live.peak_bytes),
+        votes_bytes=round(LIVE_FACTOR * votes),
+        baseline_bytes=PROCESS_BASELINE_BYTES if baseline_bytes is None else int(baseline_bytes),
+        step_live_bytes=live.peak_bytes,
+        step_ops=live.ops,
+        steps_per_epoch=steps_per_epoch if examples is None else -(-examples // batch_size),
+        reestimate=at,
+    )
+
+
+def _at_batch(plan, batch_size):
+    """``plan`` at another batch: re-estimated where the plan can be, else scaled by the linear model."""
+    if plan.reestimate is not None:
+        return plan.reestimate(batch_size)
+    scale = batch_size / plan.batch_size
+    return dataclasses.replace(
+        plan, batch_size=batch_size, activation_bytes=round(plan.activation_bytes * scale), votes_bytes=round(plan.votes_bytes * scale),
+        step_live_bytes=round(plan.step_live_bytes * scale),
+    )
+
+
+def largest_batch(plan: TrainingPlan, limit_bytes: int, tries: int = 4) -> TrainingPlan | None:
+    """The plan at the largest batch below ``plan.batch_size`` whose estimate fits in ``limit_bytes``; ``None`` when none does.
+
+    Batches come from the linear model ``peak(b) = fixed + b * per_example``, first through ``plan``
+    and its parts that do not grow with the batch (:attr:`TrainingPlan.fixed_bytes`), and each is
+    verified by re-estimating the plan there; then through the two nearest estimates on either side
+    of the limit (the two smallest failing ones while none fits), until the line names no batch
+    between them, or after ``tries`` estimates. Exact after two estimates when the estimate is affine
+    in the batch (activations plus a part that does not grow with it, such as the gradients).
+    """
+    fits, failing = None, [plan]  # failing: the estimates above the limit, smallest batch first
+    intercept, slope = plan.fixed_bytes, plan.activation_bytes / plan.batch_size
+    for _ in range(tries):
+        low = fits.batch_size if fits is not None else 0
+        guess = math.floor((limit_bytes - intercept) / slope) if slope > 0 else failing[0].batch_size - 1
+        guess = min(guess, failing[0].batch_size - 1)
+        if guess <= low:
+            break
+        found = _at_batch(plan, guess)
+        if found.peak_bytes <= limit_bytes:
+            fits = found
+        else:
+            failing.insert(0, found)
+        first, second = (fits, failing[0]) if fits is not None else (failing[0], failing[1])
+        slope = (second.peak_bytes - first.peak_bytes) / (second.batch_size - first.batch_size)
+        intercept = first.peak_bytes - slope * first.batch_size
+    return fits
+
+
+def check(plan: TrainingPlan, limit_bytes: int | None = None) -> TrainingPlan:
+    """Returns ``plan`` when its peak fits in ``limit_bytes`` (default :func:`available_bytes`), else raises.
+
+    Raises:
+        MemoryPlanError: naming the model, input shape and batch, the estimate and its parts, the limit and
+            the largest batch that fits (:func:`largest_batch`), or that none does.
+    """
+    given = limit_bytes is not None
+    limit = limit_bytes if given else available_bytes()
+    if limit is None or plan.peak_bytes <= limit:
+        return plan
+    what = f"the limit of {format_size(limit)}" if given else f"the {format_size(limit)} this process can use (memory_plan.available_bytes)"
+    best = largest_batch(plan, limit)
+    advice = (
+        f"The largest batch that fits is {best.batch_size} (about {format_size(best.peak_bytes)}); use a batch of at most "
+        f"{best.batch_size}, a smaller input, or more memory."
+        if best is not None
+        else f"No batch fits, not even 1 (the parts that do not grow with the batch take {format_size(plan.fixed_bytes)}); use a smaller "
+        f"model or input, or more memory."
+    )
+    raise MemoryPlanError(
+        f"memory_plan.check: training {plan.headline()} needs about {format_size(plan.peak_bytes)} ({plan.parts()}), "
+        f"more than {what}. {advice}"
+    )
+
+
+# --- the epoch's time -------------------------------------------------------------------------------
+
+def format_seconds(seconds: float) -> str:
+    """``"2 h 05 min"``, ``"12 min 30 s"``, ``"45.2 s"``."""
+    if seconds >= 3600:
+        hours, rest = divmod(round(seconds / 60), 60)
+        return f"{hours} h {rest:02d} min"
+    if seconds >= 60:
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest:02d} s"
+    return f"{seconds:.1f} s"
+
+
+class EpochTimeEstimate(keras.callbacks.Callback):
+    """Prints the estimated time of an epoch once the first epoch's steps settle.
+
+    The first ``warmup`` steps (tracing, first-call costs) are left out; the next ``steps`` are timed
+    from the end of one to the end of the next (the input pipeline included), and their mean times
+    the steps per epoch is printed once, and kept in :attr:`epoch_seconds`. Steps are the batches
+    Keras reports (with ``steps_per_execution > 1``, executions).
+
+    Args:
+        steps_per_epoch: steps per epoch (default: what ``fit`` reports, ``params["steps"]``).
+        warmup: steps left out, at least 1.
+        steps: steps timed, at least 1.
+        print_fn: where the line goes.
+        clock: seconds now (``time.perf_counter``).
+    """
+
+    def __init__(self, steps_per_epoch=None, warmup=3, steps=5, print_fn=print, clock=time.perf_counter):
+        super().__init__()
+        self.steps_per_epoch = None if steps_per_epoch is None else errors.check_positive_int(self, "steps_per_epoch", steps_per_epoch)
+        self.warmup = errors.check_positive_int(self, "warmup", warmup)
+        self.steps = errors.check_positive_int(self, "steps", steps)
+        self.print_fn, self.clock = print_fn, clock
+        self.ends, self.epoch_seconds, self.step_seconds = [], None, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.ends = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.step_seconds is not None:
+            return
+        self.ends.append(self.clock())
+        if len(self.ends) < self.warmup + self.steps:
+            return
+        start = self.ends[self.warmup - 1]
+        self.step_seconds = (self.ends[-1] - start) / self.steps
+        steps = self.steps_per_epoch or (self.params or {}).get("steps")
+        timed = f"mean step {self.step_seconds:.3g} s over steps {self.warmup + 1}-{self.warmup + self.steps}"
+        if steps:
+            self.epoch_seconds = self.step_seconds * steps
+            self.print_fn(f"Estimated epoch time: {format_seconds(self.epoch_seconds)} ({timed}, {steps:,} steps per epoch)")
+        else:
+            self.print_fn(f"Estimated step time: {self.step_seconds:.3g} s ({timed}; steps per epoch unknown)")
