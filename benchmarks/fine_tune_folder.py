@@ -137,7 +137,7 @@ def train_run(dataset, output, epochs, seed, weights=None, freeze=0):
 
 
 def git(*arguments):
-    return subprocess.run(["git", *arguments], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    return subprocess.run(["git", *arguments], capture_output=True, text=True, cwd=ROOT).stdout
 
 
 def host():
@@ -166,8 +166,8 @@ def main(argv=None):
         parser.error(f"--work {work!r} is not empty")
     started = datetime.datetime.now(datetime.timezone.utc)
     loads = [round(os.getloadavg()[0], 2)]
-    commit = git("rev-parse", "HEAD")
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "keras_capsules").splitlines()]
+    commit = git("rev-parse", "HEAD").strip()
+    changed = [line[3:] for line in git("status", "--porcelain", "--", "keras_capsules").splitlines()]  # "XY path"
 
     import keras
     import tensorflow as tf
