@@ -142,6 +142,16 @@ def accuracies(row):
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
+def percent(key):
+    """A fraction in ``row[key]`` as a percentage, one decimal; a list of them joined by commas."""
+    def cell(row):
+        value = row.get(key)
+        if value is None:
+            return "—"
+        return ", ".join(f"{100 * v:.1f}" for v in value) if isinstance(value, list) else f"{100 * value:.1f}"
+    return cell
+
+
 TABLES = [
     dict(key="idpa", heading="InvertedAttentionCapsNet against apple's PyTorch code", rows=("idpa-train",),
          intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
@@ -221,6 +231,15 @@ TABLES = [
          + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)]),
     dict(key="gpu-checks", heading=None, rows=("gpu-checks",), intro="Correctness:", prose=lambda cells: ": ".join(cells),
          columns=[col("check"), col("result")]),
+    dict(key="fine-tune-folder", heading="Fine-tuning against training from scratch on a folder of images", rows=("fine-tune-folder",),
+         intro="`benchmarks/fine_tune_folder.py`: EffCapsNet on one folder of Fashion-MNIST PNG files it writes (the run file's "
+               "`folder`), each run one `training.train` call with the generic recipe, the same epochs, seed and stratified "
+               "validation hold-out; the test split (`test/`) evaluated once, at the end of each run. It measures accuracy: the "
+               "seconds are those of a machine shared with other work.",
+         columns=[col("run"), col("weights"), col("freeze_backbone_epochs", "> frozen epochs"), col("epochs", "> epochs"),
+                  ("> training / held-out images", lambda row: f"{num(row.get('training_examples'))} / {num(row.get('validation_examples'))}"),
+                  ("validation accuracy after each epoch (%)", percent("validation_accuracy")),
+                  ("> test accuracy (%)", percent("test_accuracy")), col("train_seconds", "> training (s)")]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 
