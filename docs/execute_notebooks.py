@@ -18,8 +18,12 @@ import sysconfig
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-#: TensorFlow's start-up lines on stderr, printed whatever TF_CPP_MIN_LOG_LEVEL says.
-NOISE = re.compile(r"^(WARNING: All log messages before absl::InitializeLog\(\).*|I0000 .*oneDNN custom operations.*)\n?", re.M)
+#: TensorFlow's start-up lines on stderr, printed whatever TF_CPP_MIN_LOG_LEVEL says (the CUDA ones on a machine without a GPU driver).
+NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\).*|I0000 .*oneDNN custom operations.*"
+    r"|I0000 .*Could not find cuda drivers.*|E0000 .*failed call to cuInit.*)\n?",
+    re.M,
+)
 SETTINGS = {"KERAS_CAPSULES_EXAMPLE_SMALL": "1", "KERAS_CAPSULES_EXAMPLE_OUTPUT": "example_outputs", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -29,10 +33,10 @@ def code_hash(notebook):
     return hashlib.sha256("\n\x00\n".join(sources).encode()).hexdigest()
 
 
-def tidy(notebook):
-    """Drops TensorFlow's start-up lines, writes paths of this machine short (site-packages, the repository) and
-    joins consecutive outputs of one stream."""
-    paths = {sysconfig.get_paths()["purelib"]: "site-packages", ROOT: "."}
+def tidy(notebook, workdir):
+    """Drops TensorFlow's start-up lines, writes paths of this machine short (site-packages, the repository, the
+    temporary working directory ``workdir``) and joins consecutive outputs of one stream."""
+    paths = {sysconfig.get_paths()["purelib"]: "site-packages", ROOT: ".", workdir + os.sep: ""}
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -62,7 +66,7 @@ def execute(path):
     with tempfile.TemporaryDirectory() as workdir:
         NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": workdir}}).execute()
-    tidy(notebook)
+    tidy(notebook, os.path.realpath(workdir))
     notebook.metadata["keras_capsules"] = {"outputs": "KERAS_CAPSULES_EXAMPLE_SMALL=1 (the CI settings)",
                                            "code_sha256": code_hash(notebook)}
     nbformat.write(notebook, path)

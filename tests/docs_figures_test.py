@@ -121,3 +121,33 @@ def test_main_job_record_keeps_the_runs_figures():
     assert record["validation_accuracy"] == [0.9525, 0.9712, 0.9788]
     assert (record["date"], record["time_utc"], record["commit"]) == ("2026-11-28", "08:35", "ab" * 20)
     assert record["host"]["load_average_1min"] == {"start": 8.12, "end": 9.67} and record["training_examples"] == 7200
+
+
+def _fine_tune_folder_record():
+    path = sorted((ROOT / "benchmarks" / "results").glob("*-fine-tune-folder.json"))[-1]
+    return json.loads(path.read_text()), path.name
+
+
+def test_fine_tune_folder_figures_are_the_records_values():
+    record, name = _fine_tune_folder_record()
+    block = _block(_read("docs/own-images.md"), "fine-tune-folder")
+    assert f"`benchmarks/results/{name}`" in block
+    for row in record["rows"]:
+        curve = ", ".join(f"{100 * value:.1f}" for value in row["validation_accuracy"])  # 0.7533 -> "75.3"
+        assert f"| {curve} | {100 * row['test_accuracy']:.1f} | {row['train_seconds']:.0f} s |" in block
+    tests = [row["test_accuracy"] for row in record["rows"]]
+    p = sum(tests) / len(tests)
+    images = record["rows"][0]["test_examples"]
+    assert f"{images:,} test images (about {100 * math.sqrt(p * (1 - p) / images):.1f} points)" in block
+    assert f"within {100 * (max(tests) - min(tests)):.1f} points of each other" in block
+
+
+def test_a_fine_tune_record_where_scratch_starts_ahead_stops_the_generator(monkeypatch):
+    record, name = _fine_tune_folder_record()
+    flipped = copy.deepcopy(record)
+    for row in flipped["rows"]:
+        if row["run"] == "from scratch":
+            row["validation_accuracy"][0] = 0.99  # ahead of both fine-tuned runs after the first epoch
+    monkeypatch.setattr(figures, "fine_tune_folder_record", lambda: (flipped, name))
+    with pytest.raises(figures.StaleSentence, match="fine-tuning starts ahead"):
+        figures.fine_tune_folder()

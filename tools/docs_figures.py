@@ -11,7 +11,9 @@ from a committed record:
   runs the job and writes one);
 - the robustness comparison: ``docs/results/robustness-mnist/*.json`` (``tools/results/robustness_mnist.sh``);
 - the affNIST-style experiment: the two runs' ``metrics.json`` in ``docs/results/affnist-style/``;
-- the presets' accuracies and training times: ``keras_capsules/presets/registry.json``.
+- the presets' accuracies and training times: ``keras_capsules/presets/registry.json``;
+- fine-tuning against training from scratch on a folder of images: the newest
+  ``benchmarks/results/*-fine-tune-folder.json`` (``benchmarks/fine_tune_folder.py``).
 
 Sentences that state a comparison (one model ahead of another) are checked against the records: when a
 new record no longer supports one, this script stops with an error naming it instead of writing it.
@@ -30,6 +32,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 RESULTS = os.path.join(ROOT, "docs", "results")
 REGISTRY = os.path.join(ROOT, "keras_capsules", "presets", "registry.json")
+BENCHMARK_RESULTS = os.path.join(ROOT, "benchmarks", "results")
 TEST_IMAGES = {"mnist_sample": 2000, "mnist": 10000}  # the size of each test split the blocks quote
 
 
@@ -78,6 +81,11 @@ def percent(fraction, digits=2):
 def points(difference):
     """An accuracy difference (a fraction) in percentage points, one decimal: ``0.0601 -> "6.0"``."""
     return f"{100 * difference:.1f}"
+
+
+def standard_error(accuracy, images):
+    """The standard error of an accuracy measured on ``images`` images (a fraction)."""
+    return math.sqrt(accuracy * (1 - accuracy) / images)
 
 
 def hours(seconds):
@@ -317,12 +325,12 @@ def affnist_findings():
     check(fm["test_accuracy"] > cnn["test_accuracy"], "on the untransformed test canvas the capsule network is ahead")
     images = TEST_IMAGES["mnist"]
     mean = (_affine(fm) + _affine(cnn)) / 2
-    standard_error = 100 * math.sqrt(mean * (1 - mean) / images)
+    error = 100 * standard_error(mean, images)
     return (
         "- On the generated affine set the **matched CNN is not less robust than the capsule network**: "
         f"{percent(_affine(cnn))}\n  against {percent(_affine(fm))}, a difference of "
         f"{round((_affine(cnn) - _affine(fm)) * images)} images (the standard error of one accuracy near {100 * mean:.0f} % on "
-        f"{images:,}\n  images is about {standard_error:.2f} points). On the untransformed test canvas the capsule network is ahead,\n"
+        f"{images:,}\n  images is about {error:.2f} points). On the untransformed test canvas the capsule network is ahead,\n"
         f"  {percent(fm['test_accuracy'])} against {percent(cnn['test_accuracy'])}.\n"
         f"- From the canvas to the affine set FMCapsNet loses {points(fm['test_accuracy'] - _affine(fm))} points and the CNN "
         f"{points(cnn['test_accuracy'] - _affine(cnn))}. The papers' gap (CapsNet 79 % against a\n"
@@ -447,6 +455,74 @@ def glom_schedules():
     )
 
 
+# ------------------------------------------------------------- fine-tuning on a folder of images
+
+
+def fine_tune_folder_record():
+    """``(record, file name)`` of the newest run file of ``benchmarks/fine_tune_folder.py``."""
+    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-fine-tune-folder.json")))
+    if not paths:
+        raise FileNotFoundError("docs_figures: no *-fine-tune-folder.json in benchmarks/results/; run python benchmarks/fine_tune_folder.py")
+    return _json(paths[-1]), os.path.basename(paths[-1])
+
+
+def fine_tune_folder():
+    record, name = fine_tune_folder_record()
+    runs = {row["run"]: row for row in record["rows"]}
+    scratch, frozen, tuned = runs["from scratch"], runs["fine-tuned, frozen"], runs["fine-tuned"]
+    folder, epochs = record["folder"], scratch["epochs"]
+    check(all(row["epochs"] == epochs and row["seed"] == scratch["seed"] for row in runs.values()), "the three runs share their epochs and seed")
+    lines = [
+        "| run | backbone frozen for | validation accuracy after each epoch (%) | test accuracy (%) | training time |",
+        "|---|---|---|---:|---:|",
+    ]
+    for label, row in (
+        ("from scratch", scratch),
+        ('fine-tuned from `weights="mnist"`', frozen),
+        ('fine-tuned from `weights="mnist"`', tuned),
+    ):
+        frozen_for = f"the first {row['freeze_backbone_epochs']} epochs" if row["freeze_backbone_epochs"] else "none" if row["weights"] else "—"
+        curve = ", ".join(f"{100 * value:.1f}" for value in row["validation_accuracy"])
+        lines.append(f"| {label} | {frozen_for} | {curve} | {100 * row['test_accuracy']:.1f} | {row['train_seconds']:.0f} s |")
+    first = {key: row["validation_accuracy"][0] for key, row in runs.items()}
+    last = {key: row["validation_accuracy"][-1] for key, row in runs.items()}
+    check(first["fine-tuned"] > first["from scratch"] and first["fine-tuned, frozen"] > first["from scratch"], "fine-tuning starts ahead")
+    held_out_error = standard_error(sum(last.values()) / len(last), scratch["validation_examples"])
+    check(
+        all(0 < last[key] - last["from scratch"] < 2 * held_out_error for key in ("fine-tuned", "fine-tuned, frozen")),
+        "the fine-tuned runs end ahead on the held-out images, by less than two standard errors",
+    )
+    tests = [row["test_accuracy"] for row in runs.values()]
+    spread = max(tests) - min(tests)
+    test_error = standard_error(sum(tests) / len(tests), scratch["test_examples"])
+    check(spread < 2 * test_error, "the test accuracies after the last epoch are within two standard errors of each other")
+    host = record["host"]["name"].rsplit(" (", 1)[0]
+    return "\n".join(
+        [
+            f"`benchmarks/fine_tune_folder.py` writes a folder of Fashion-MNIST images as PNG files,\n"
+            f"{folder['train_per_class']} per class from its training split in {len(folder['classes'])} class folders "
+            f"({scratch['training_examples']:,} for training, {scratch['validation_examples']} held out)\n"
+            f"and a `test/` of {folder['test_per_class']} per class from its test split, and trains `EffCapsNet` on it three "
+            f"times through\n`training.train` with its generic recipe, {epochs} epochs, seed {scratch['seed']} and the same "
+            "hold-out: from scratch, and\nfine-tuned from the MNIST preset with and without a frozen first stage. The test "
+            "split was evaluated\nonce, at the end of each run. Run record "
+            f"`benchmarks/results/{name}`\n({record['date']}, {host}, shared with other work, so the times are only indicative):",
+            "",
+            *lines,
+            "",
+            f"Fine-tuning starts ahead: after the first epoch {100 * first['fine-tuned']:.1f} % (nothing frozen) and "
+            f"{100 * first['fine-tuned, frozen']:.1f} % (backbone\nfrozen) of the held-out images are right, against "
+            f"{100 * first['from scratch']:.1f} % from scratch. After the last epoch the\nfine-tuned runs are still ahead on "
+            f"the {scratch['validation_examples']} held-out images ({100 * last['fine-tuned, frozen']:.1f} and "
+            f"{100 * last['fine-tuned']:.1f} against\n{100 * last['from scratch']:.1f} %), by less than two standard errors "
+            f"of an accuracy on so few images (about {points(held_out_error)} points),\nand the three test accuracies lie within "
+            f"{points(spread)} points of each other, less than two standard errors on\n{scratch['test_examples']:,} test images "
+            f"(about {points(test_error)} points). On this folder the pretrained backbone gave a faster\nstart and no test "
+            "accuracy this run can tell apart from training from scratch; one folder and one\nseed do not say more.",
+        ]
+    )
+
+
 #: block name -> the function writing it.
 BLOCKS = {
     "main-job-readme": main_job_readme,
@@ -465,6 +541,7 @@ BLOCKS = {
     "rem-preset": rem_preset,
     "baseline-cnn-cost": baseline_cnn_cost,
     "glom-schedules": glom_schedules,
+    "fine-tune-folder": fine_tune_folder,
 }
 
 #: page (relative to the repository) -> the blocks it holds.
@@ -478,6 +555,7 @@ PAGES = {
     "docs/applications/fm_capsnet.md": ("affnist-fm-capsnet",),
     "docs/applications/capsnet.md": ("capsnet-accuracy",),
     "docs/applications/baseline_cnn.md": ("baseline-cnn-cost",),
+    "docs/own-images.md": ("fine-tune-folder",),
 }
 
 
