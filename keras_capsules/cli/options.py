@@ -147,3 +147,13 @@ def folder_for_model(command, data_dir, model, split):
     if split not in splits:
         raise ValueError(f"{command}: argument `--split` expected one of {list(splits)} for the folder {data_dir!r}, received {split!r}.")
     return name, split
+
+
+def memory_size(text):
+    """``--max-memory``'s value in bytes (``8GB``, ``512MB``, ``2GiB``), or argparse's one-line error."""
+    from keras_capsules.training.memory_plan import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

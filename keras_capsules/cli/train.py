@@ -5,7 +5,7 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import os
 
-from keras_capsules.cli.options import DATA_DEFAULT, add_folder_options, folder_dataset, key_values, model_name
+from keras_capsules.cli.options import DATA_DEFAULT, add_folder_options, folder_dataset, key_values, memory_size, model_name
 from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 
 #: The dataset trained on without --dataset: the MNIST sample embedded in the package.
@@ -58,8 +58,14 @@ def _train(args):
         stage_epochs=stage_epochs,
         weights=args.weights,
         freeze_backbone_epochs=args.freeze_backbone_epochs,
+        memory_check="only" if args.dry_run else "check",
+        max_memory=args.max_memory,
         **overrides,
     )
+    if metrics.get("dry_run"):
+        plan = metrics["plan"]
+        print(f"\nDry run: nothing trained or written{'' if plan else ' (every epoch of this run is already trained)'}.")
+        return 0
     where = args.output or default_output(metrics["model"], metrics["dataset"])
 
     scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
@@ -148,5 +154,15 @@ def add_train_command(commands):
     train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over (default: resume)")
     train.add_argument("--no-export", action="store_true", help="skip the SavedModel export (default: export)")
     train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
+    train.add_argument(
+        "--dry-run", action="store_true",
+        help="print the training plan (parameters, estimated peak memory of a step and its parts, steps per epoch) and stop "
+        "(default: print it, then train)",
+    )  # fmt: skip
+    train.add_argument(
+        "--max-memory", type=memory_size, metavar="SIZE",
+        help="refuse to start when a training step's estimated peak memory exceeds SIZE, e.g. 8GB or 512MB, naming the "
+        "largest batch that fits (default: the memory available to the process)",
+    )  # fmt: skip
     add_recipe_flags(train)
     train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")

@@ -81,3 +81,21 @@ def test_missing_data_speaks_of_the_cli_flags(tmp_path, capsys, caplog, small_tr
     assert "--download was not given" in err and "pass --data-dir FOLDER" in err and "or pass --download" in err
     assert "--dataset mnist_sample" in err and "data_dir=" not in err and "download=True" not in err
     assert not [r for r in caplog.records if r.name == "absl"]  # no TFDS warning about the missing TFDS folder
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "dry"
+    assert cli.main(["train", "EffCapsNet", "--dry-run", "--batch-size", "8", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Training plan: model 'eff_capsnet' on 28x28x1 inputs at batch 8, Adam" in printed
+    assert "parameters: 1,573,744" in printed  # 161,824 trainable + 576 batch-norm statistics + the decoder's 1,411,344
+    assert "steps per epoch: 900" in printed  # 8,000 sample images less the 800 held out, at batch 8
+    assert "Dry run: nothing trained or written." in printed and not out.exists()
+
+
+def test_max_memory_refuses_a_batch_that_does_not_fit(tmp_path, capsys):
+    code = cli.main(["train", "EffCapsNet", "--max-memory", "100MB", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "training model 'eff_capsnet' on 28x28x1 inputs at batch 16 needs about" in err and "more than the limit of 100 MB" in err
+    assert "No batch fits, not even 1" in err and not (tmp_path / "o" / "checkpoints").exists()

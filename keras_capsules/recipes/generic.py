@@ -62,7 +62,7 @@ def generic(model, dataset, has_test=True):
     eval_on = ("test",) if has_test else ()
     if model in STANDALONE:
         fields = {**COMMON, **STANDALONE[model]}
-        return Recipe(model=model, dataset=dataset, eval_on=eval_on, source=f"generic recipe of {model} (no paper recipe)", **fields)
+        return Recipe(model=model, dataset=dataset, eval_on=eval_on, variant="generic", source=f"generic recipe of {model} (no paper recipe)", **fields)
     if model not in HOME:
         raise ValueError(f"recipes.generic: argument `model` expected one of {sorted({*HOME, *STANDALONE})}, received {model!r}.")
     home_dataset, variant = HOME[model]

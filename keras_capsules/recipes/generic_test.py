@@ -35,7 +35,7 @@ def test_generic_recipe_values(model):
     assert (recipe.optimizer, recipe.learning_rate, recipe.lr_decay, recipe.loss, recipe.batch_size) == (optimizer, rate, decay, loss, batch)
     assert recipe.epochs == 30 and recipe.augmentation == "random_shift" and recipe.dataset == "my_folder" and recipe.eval_on == ()
     assert "reconstruction" not in recipe.model_kwargs or recipe.model_kwargs["reconstruction"] is False
-    assert recipe.lr_decay_steps is None and recipe.source.startswith(f"generic recipe of {model}")
+    assert recipe.lr_decay_steps is None and recipe.source.startswith(f"generic recipe of {model}") and recipe.variant == "generic"
     assert generic(model, "my_folder").eval_on == ("test",)
 
 

@@ -18,7 +18,7 @@ from keras_capsules.datasets.augment import multi_view
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
 from keras_capsules.datasets import holdout as validation
-from keras_capsules.training import pruning
+from keras_capsules.training import memory_plan, pruning
 from keras_capsules.training.checkpoints import (
     CheckpointError,
     EpochCheckpoint,
@@ -321,7 +321,7 @@ class _Run:
         chief: whether this worker writes checkpoints, ``model.keras`` and the export; ``task_id`` its index.
         output: the run folder (checkpoints in ``output/checkpoints``).
         arguments: ``{"limit", "eval_limit", "seed"}``, as ``metrics.json`` records them.
-        verbose, callbacks: :func:`train`'s arguments.
+        verbose, callbacks, memory_check, max_memory: :func:`train`'s arguments.
     """
 
     recipe: recipes.Recipe
@@ -334,6 +334,8 @@ class _Run:
     arguments: dict
     verbose: int
     callbacks: Sequence[keras.callbacks.Callback] | None
+    memory_check: str = "check"
+    max_memory: int | None = None
 
     @property
     def seed(self):
@@ -344,13 +346,16 @@ class _Run:
         return os.path.join(self.output, "checkpoints")
 
 
-def _start_run(recipe, strategy, output, arguments, verbose, callbacks):
+def _start_run(recipe, strategy, output, arguments, verbose, callbacks, memory_check="check", max_memory=None):
     """The :class:`_Run` of ``recipe`` under ``strategy`` (a name or a ``tf.distribute.Strategy``), writing into ``output``."""
+    errors.check_one_of("train", "memory_check", memory_check, ("check", "only", "off"))
     strategy_name = strategy if isinstance(strategy, str) else type(strategy).__name__
     strategy = get_strategy(strategy)
     multi_worker = is_multi_worker(strategy)
     task_id, chief = worker_index(strategy)
-    return _Run(recipe, strategy, strategy_name, multi_worker, chief, task_id, output, arguments, verbose, callbacks)
+    if isinstance(max_memory, str):
+        max_memory = memory_plan.parse_size(max_memory)
+    return _Run(recipe, strategy, strategy_name, multi_worker, chief, task_id, output, arguments, verbose, callbacks, memory_check, max_memory)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,14 +468,29 @@ class _Trained:
     seconds: float
 
 
+def _check_memory(run, trained, stage, stage_recipe, data):
+    """The memory plan of the first stage this call trains (``trained``: its compiled model), printed and checked.
+
+    Raises:
+        memory_plan.MemoryPlanError: the estimated peak exceeds ``run.max_memory`` (default: what the
+            process can use), naming the largest batch that fits.
+    """
+    plan = memory_plan.estimate(trained, stage_recipe.batch_size * stage.views, steps_per_epoch=data.steps)
+    if run.verbose:
+        print(plan.describe(), flush=True)
+    return memory_plan.check(plan, run.max_memory)
+
+
 def _train_stages(run, net, plan, point, data):
     """Trains ``net`` through the stages of ``plan`` from ``point``, a checkpoint after every epoch.
 
     Stages before ``point.stage`` only set their trainable flags; ``net`` ends with the constructor's
     flags and compiled by the last stage (which trains the model itself; ``Recipe`` checks it).
+    Before the first ``fit``, the step's memory plan is printed and checked (``run.memory_check``:
+    ``"only"`` stops there, returning ``None``).
 
     Returns:
-        A :class:`_Trained`.
+        A :class:`_Trained`, or ``None`` after a dry run.
     """
     offsets = _epoch_offsets(plan)
     frozen = set()  # layer names frozen by earlier stages
@@ -493,12 +513,18 @@ def _train_stages(run, net, plan, point, data):
         if initial_epoch == stage_recipe.epochs and not last:
             continue  # the checkpoint closed this stage: the next one starts fresh
         if not checkpoints:
+            if run.memory_check != "off":
+                planned = _check_memory(run, trained, stage, stage_recipe, data)
+                if run.memory_check == "only":
+                    return planned
             iterations_at_start = int(trained.optimizer.iterations.numpy())
         checkpoint = EpochCheckpoint(
             run.backup_dir, history=history, write=run.chief, epoch_offset=offsets[index], prefix="" if last else f"{stage.name}_", stage=stage.name
         )
         checkpoints.append(checkpoint)
         stage_callbacks = _stage_callbacks(run, stage_recipe, trained, checkpoint, data.split.validation)
+        if run.verbose and run.memory_check != "off" and len(checkpoints) == 1:  # the plan's second half: the epoch's time
+            stage_callbacks.append(memory_plan.EpochTimeEstimate(data.steps, print_fn=lambda line: print(f"\n{line}", flush=True)))
         # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
         stage_validation = data.split.validation if stage.output is None else None
         distributed_fit(
@@ -587,6 +613,8 @@ def train(
     stage_epochs: dict | None = None,
     weights: str | None = None,
     freeze_backbone_epochs: int = 0,
+    memory_check: str = "check",
+    max_memory: int | str | None = None,
     **overrides,
 ) -> dict:
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
@@ -640,6 +668,14 @@ def train(
             (:func:`~keras_capsules.applications.fine_tune.fine_tune_model`; ``metrics.json``'s ``fine_tuned``).
         freeze_backbone_epochs: with ``weights``, the first this many of the ``epochs`` train only the new
             layers (stage ``frozen_backbone``, then stage ``fine_tune`` trains everything with a fresh optimizer).
+        memory_check: before the first step, the training step's memory plan
+            (:mod:`~keras_capsules.training.memory_plan`: parameters, estimated peak memory and its parts,
+            steps per epoch) is printed (with ``verbose``) and checked against ``max_memory``: ``"check"``
+            refuses a batch that will not fit, naming the largest that does; ``"only"`` (a dry run) stops
+            after the plan, trains and writes nothing, and returns ``{"dry_run": True, "plan": TrainingPlan}``
+            (``None`` when every epoch is already trained); ``"off"`` skips it.
+        max_memory: the memory the run may use: bytes or a size such as ``"8GB"`` (default: what this
+            process can use, :func:`~keras_capsules.training.memory_plan.available_bytes`).
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or
             constructor arguments (``router=``, ``routing_iterations=``, ...).
 
@@ -655,11 +691,12 @@ def train(
     )
     recipe = _fine_tuning_stages(recipe, weights, freeze_backbone_epochs)
     arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed, **({"weights": weights} if weights is not None else {})}
-    run = _start_run(recipe, strategy, output or default_output(model, dataset), arguments, verbose, callbacks)
-    finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker else None
+    run = _start_run(recipe, strategy, output or default_output(model, dataset), arguments, verbose, callbacks, memory_check, max_memory)
+    finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker and memory_check != "only" else None
     if finished is not None:
         return finished
-    os.makedirs(run.output, exist_ok=True)
+    if memory_check != "only":
+        os.makedirs(run.output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
     data = _load_data(run, dataset, data_dir, download)
@@ -670,12 +707,14 @@ def train(
         net = construct_model(recipe, classes, input_shape) if tuned is None else tuned.model
         if hasattr(net, "class_names") and not datasets.info(dataset).multi_label:
             net.class_names = datasets.class_names(dataset)  # saved in model.keras: predict names the classes anywhere
-        if not resume and run.chief:
+        if not resume and run.chief and memory_check != "only":
             clear_checkpoints(run.backup_dir)
     plan = recipe.stage_recipes()
     point = _resume_point(run, plan, resume)
     trained = _train_stages(run, net, plan, point, data)
-    identity = {"model": model, "dataset": dataset, "variant": variant, "fine_tuned": None if tuned is None else tuned.record()}
+    if memory_check == "only":
+        return {"model": model, "dataset": dataset, "dry_run": True, "plan": trained if isinstance(trained, memory_plan.TrainingPlan) else None}
+    identity = {"model": model, "dataset": dataset, "variant": recipe.variant, "fine_tuned": None if tuned is None else tuned.record()}
     if datasets.info(dataset).stratified_holdout:  # a folder of images: what was read, converted and skipped
         identity["dataset_folder"] = datasets.folder_summary(dataset)
     metrics = _run_record(run, net, identity, plan, point, data, trained)
