@@ -10,8 +10,11 @@ for the DR-CapsNet of the side-by-side run against REM), traces one training ste
 operations:
 
 - flops: TensorFlow's own per-op flop statistics (what ``tf.compat.v1.profiler`` with
-  ``ProfileOptionBuilder.float_operation()`` sums; the script checks it gets the same total), plus the
-  op types that have none registered: ``Einsum`` (:func:`einsum_flops`), the element-wise ops of
+  ``ProfileOptionBuilder.float_operation()`` sums; the script checks it reads the same total), except
+  for the batched matrix products, whose statistic is wrong for an adjoint operand and which are counted
+  by :func:`batch_matmul_flops` instead (before that fix, backward routing sums were counted up to
+  ``in_caps`` times over: 40 GFLOP per image for MatrixCapsNet's step at 32x32x3, 1.5 counted right), plus
+  the op types that have none registered: ``Einsum`` (:func:`einsum_flops`), the element-wise ops of
   :data:`ELEMENTWISE` (one per output element) and the :data:`REDUCTIONS` (one per input element);
 - transcendental elements (``Exp``, ``Cos``, ``Tanh``, ``Sigmoid``, ...; an exp costs far more than a
   multiply-add), also in the flops as one each;
@@ -57,6 +60,8 @@ ELEMENTWISE = TRANSCENDENTAL | frozenset(
 REDUCTIONS = frozenset({"Max", "Min", "Prod", "UnsortedSegmentSum"})
 #: Op types that only copy data: counted as elements written (memory traffic, no flops).
 COPIES = frozenset({"Transpose", "Tile", "GatherV2", "ConcatV2", "Slice", "StridedSlice", "StridedSliceGrad", "BroadcastTo", "Fill", "Pad", "ZerosLike", "OnesLike", "SelectV2"})
+#: Batched matrix products: counted by :func:`batch_matmul_flops`, not by TensorFlow's statistic (wrong for ``adj_x``).
+BATCH_MATMULS = frozenset({"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
 #: Op types that do no work when run (no flops, no copy).
 FREE = frozenset({"Const", "Placeholder", "NoOp", "Identity", "IdentityN", "ReadVariableOp", "AssignVariableOp", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Shape", "ShapeN"})
 
@@ -103,8 +108,9 @@ def _fixed(op, shape):
 
 #: One op's cost: ``flops`` (TensorFlow's own statistic when ``registered``, else this script's rule, or
 #: 0), ``transcendental`` output elements, ``copied``: elements written by a :data:`COPIES` op,
-#: ``written``: elements of its (first) output, whatever the op (a floor on its memory traffic).
-OpCost = collections.namedtuple("OpCost", "type name flops transcendental copied written registered")
+#: ``written``: elements of its (first) output, whatever the op (a floor on its memory traffic),
+#: ``statistic``: TensorFlow's registered flops as it gives them (``None`` where it has none; what its profiler sums).
+OpCost = collections.namedtuple("OpCost", "type name flops transcendental copied written registered statistic")
 
 
 def op_costs(graph):
@@ -118,10 +124,12 @@ def op_costs(graph):
     rows = []
     for op in graph.get_operations():
         out = op.outputs[0].shape if op.outputs else None
-        flops, registered = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value, True
-        if flops is None:
-            registered = False
-            if op.type == "Einsum":
+        statistic = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value
+        flops, registered = statistic, statistic is not None and op.type not in BATCH_MATMULS
+        if not registered:
+            if op.type in BATCH_MATMULS:
+                flops = batch_matmul_flops(op)
+            elif op.type == "Einsum":
                 flops = einsum_flops(op.get_attr("equation").decode(), [_fixed(op, t.shape) for t in op.inputs])
             elif op.type in ELEMENTWISE:
                 flops = math.prod(_fixed(op, out))
@@ -130,8 +138,22 @@ def op_costs(graph):
         transcendental = _elements(out) if op.type in TRANSCENDENTAL else 0
         written = _elements(out) if out is not None else 0
         if op.type not in FREE:
-            rows.append(OpCost(op.type, op.name, int(flops or 0), transcendental, written if op.type in COPIES else 0, written, registered))
+            rows.append(OpCost(op.type, op.name, int(flops or 0), transcendental, written if op.type in COPIES else 0, written, registered,
+                               statistic))
     return rows
+
+
+def batch_matmul_flops(op):
+    """``2 * m * k * n`` per matrix of a ``BatchMatMul*`` op's output: 2 x its output elements x the contracted size ``k``.
+
+    ``k`` is ``x``'s last axis, or its second-to-last when ``adj_x``. TensorFlow's registered statistic
+    reads ``transpose_a``, an attribute these ops do not have (theirs is ``adj_x``), so it takes the
+    wrong axis for an adjoint ``x``: for the backward product ``c^T @ dout`` of a ``(1, in) @ (in, d)``
+    routing sum it multiplies by ``in`` instead of 1.
+    """
+    x_shape = _fixed(op, op.inputs[0].shape)
+    k = x_shape[-2] if op.get_attr("adj_x") else x_shape[-1]
+    return 2 * math.prod(_fixed(op, op.outputs[0].shape)) * k
 
 
 def profiler_flops(graph):
@@ -313,9 +335,10 @@ def main():
         graph, owners = train_step_graph(model, loss_fn, args.batch)
         scopes = scope_owners(owners)
         rows = op_costs(graph)
-        registered, profiled = sum(row.flops for row in rows if row.registered), profiler_flops(graph)
-        if profiled != registered:
-            raise RuntimeError(f"training_step_cost: the profiler counts {profiled} flops, the per-op walk {registered}.")
+        registered = sum(row.flops for row in rows if row.registered)
+        statistics, profiled = sum(row.statistic or 0 for row in rows), profiler_flops(graph)
+        if profiled != statistics:
+            raise RuntimeError(f"training_step_cost: the profiler counts {profiled} flops, the per-op walk of TensorFlow's statistics {statistics}.")
         ops, flops, trans, copied, written = summarize(rows, lambda row: "all")["all"]
         result = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
                "registered": registered / flops, "transcendental": trans / args.batch, "copied": copied / args.batch,

@@ -61,3 +61,18 @@ def test_backward_matmuls_count_for_their_forward_layer():
     # first: forward and kernel gradient (the input needs none), 2 * 5 * 4 * 3 each;
     # second: forward, kernel gradient and input gradient, 2 * 5 * 3 * 2 each.
     assert matmul_flops == {"first": 2 * 120, "second": 3 * 60}
+
+
+def test_batch_matmul_flops_read_the_adjoint_operand():
+    @tf.function
+    def f(a, b):
+        # a^H @ b: (2, 5, 3)^H @ (2, 5, 4) -> (2, 3, 4), contracting the 5: 2 * 2 * 3 * 4 * 5 flops.
+        return tf.linalg.matmul(a, b, adjoint_a=True), tf.linalg.matmul(a, a, adjoint_b=True)
+
+    graph = f.get_concrete_function(tf.TensorSpec((2, 5, 3)), tf.TensorSpec((2, 5, 4))).graph
+    rows = sorted((row for row in cost.op_costs(graph) if row.type == "BatchMatMulV2"), key=lambda row: row.name)
+    assert [row.flops for row in rows] == [2 * 2 * 3 * 4 * 5, 2 * 2 * 5 * 5 * 3]  # a @ a^H: (2, 5, 3) @ (2, 3, 5)
+    # TensorFlow's own statistic takes a's last axis (3) as the contracted one for a^H @ b (right for a @ a^H).
+    assert [row.statistic for row in rows] == [2 * 2 * 3 * 4 * 3, 2 * 2 * 5 * 5 * 3] and not rows[0].registered
+    assert cost.profiler_flops(graph) == sum(row.statistic for row in rows)
+
