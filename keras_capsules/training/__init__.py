@@ -8,6 +8,8 @@
 - :class:`EpochCheckpoint`, :func:`restore_checkpoint`: atomic per-epoch checkpoints with optimizer state.
 - :func:`evaluate`: a model or ``.keras`` file on a dataset split.
 - ``keras_capsules.training.pruning``: REM pruning.
+- ``keras_capsules.training.memory_plan``: the memory plan ``train`` prints and checks before the first step
+  (:func:`~keras_capsules.training.memory_plan.estimate`, :func:`~keras_capsules.training.memory_plan.check`).
 
 Saving and loading ``.keras`` files: :mod:`keras_capsules.saving`; SavedModel, ONNX and LiteRT export:
 :mod:`keras_capsules.export`.
