@@ -76,3 +76,23 @@ def test_batch_matmul_flops_read_the_adjoint_operand():
     assert [row.statistic for row in rows] == [2 * 2 * 3 * 4 * 3, 2 * 2 * 5 * 5 * 3] and not rows[0].registered
     assert cost.profiler_flops(graph) == sum(row.statistic for row in rows)
 
+
+def test_matrix_capsnet_matrix_products_match_a_hand_count():
+    """Issue 52 quoted 40 GFLOP per image for MatrixCapsNet's training step at 32x32x3: the backward
+    products of the routing sums were counted ``in_caps`` times over. Here every batched matrix product
+    of a small MatrixCapsNet's step, against multiply-adds counted from its layer shapes."""
+    from keras_capsules.applications import MatrixCapsNet
+
+    batch, p, iterations, classes = 2, 4, 3, 3
+    model = MatrixCapsNet(input_shape=(20, 20, 1), classes=classes, variant="small")  # grids 10x10 -> 4x4 -> 2x2
+    graph, _ = cost.train_step_graph(model, lambda y, scores: keras.ops.mean(scores**2), batch)
+    counted = sum(row.flops for row in cost.op_costs(graph) if row.type == "BatchMatMulV2")
+
+    routing_products = p * p * (2 * iterations + iterations - 1)  # per child-parent pair: mean and variance per M-step, one E-step agreement between
+    # ConvCaps (EM across positions): each chunk's votes (p^3 per pair) made anew in every iteration; every product
+    # of a chunk step runs forward, again in the backward pass (rematerialised) and twice more for its two gradients.
+    conv = sum(4 * batch * positions * children * 16 * (iterations * p**3 + routing_products)
+               for positions, children in ((4 * 4, 9 * 8), (2 * 2, 9 * 16)))
+    # Class capsules: 2x2 positions x 16 types -> classes, votes once; forward and two gradients (no remat).
+    fc = 3 * batch * (2 * 2 * 16) * classes * (p**3 + routing_products)
+    assert counted == 2 * (conv + fc)  # 2 flops per multiply-add

@@ -7,7 +7,13 @@ from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
+from keras_capsules.routing.base import join_position_chunks, split_position_chunks
 from keras_capsules.serialization import register
+
+#: A router that couples the output positions (EM's ``child_grid``) routes chunks of output rows whose
+#: votes take at most this many bytes per example (float32; at least one row): the layer's transient
+#: memory, not its whole vote tensor's.
+CHUNK_VOTE_BYTES = 16 * 2**20
 
 
 @register
@@ -39,10 +45,15 @@ class ConvCaps(RoutedCapsules):
             largest tensor (925 MB for InvertedAttentionCapsNet's first layer at batch 32); without
             ``remat`` every call (every concurrent-routing sweep) keeps its own copies until the
             backward pass. With ``remat`` the output rows are also routed one row at a time (positions
-            route independently; not for EM's cross-position routing), so the votes alive at any moment
-            are one row's. Costs one more forward computation of the layer per training step. Not
-            applied to routers with random or moving state (dropout, batch-norm statistics), which a
-            recomputation would change.
+            route independently), so the votes alive at any moment are one row's. Costs one more
+            forward computation of the layer per training step. Not applied to routers with random or
+            moving state (dropout, batch-norm statistics), which a recomputation would change.
+            A router that couples the positions (EM with ``child_grid``) is routed by chunks of rows
+            whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, in training and at inference
+            (``EMRouter.route_position_chunks``): the whole vote tensor is never formed, every iteration
+            makes each chunk's votes anew (and training recomputes them in the backward pass), about
+            1.7x the matrix products of routing the whole tensor; ``remat=False`` routes the whole
+            tensor and keeps everything for the backward pass (same results to float32 rounding).
         Other arguments: see :class:`~keras_capsules.layers.routed_capsules.RoutedCapsules`.
     """
 
@@ -104,10 +115,25 @@ class ConvCaps(RoutedCapsules):
         random = getattr(self.router, "seed_generator", None) is not None
         return bool(training) and self.remat and not random and not self.router.non_trainable_weights
 
+    def routes_across_positions(self):
+        """Whether the layer routes chunk by chunk through its router's ``route_position_chunks``: with
+        ``remat``, for a router that couples the output positions (EM with ``child_grid``)."""
+        couples = getattr(self.router, "child_grid", None) is not None and hasattr(self.router, "route_position_chunks")
+        return self.remat and couples
+
     def row_chunks(self, training):
-        """The output-row ranges routed one after another: one range, or in training with remat every
-        row on its own (unless the router couples positions, e.g. EM's cross-position E-step)."""
-        out_h = self.output_grid[0]
+        """The output-row ranges routed one after another.
+
+        Positions routed independently: one range, or in training with remat every row on its own.
+        Routed across positions (:meth:`routes_across_positions`), in training and at inference: as
+        many rows per chunk as keep a chunk's votes within :data:`CHUNK_VOTE_BYTES` per example.
+        A router that couples the positions without ``remat``: one range.
+        """
+        out_h, out_w = self.output_grid
+        if self.routes_across_positions():
+            row_bytes = out_w * self.vote_transform.kernel.shape[0] * self.num_capsules * self.out_dim * 4
+            rows = max(1, CHUNK_VOTE_BYTES // row_bytes)
+            return [(row, min(row + rows, out_h)) for row in range(0, out_h, rows)]
         if not self.rematerializes(training) or getattr(self.router, "child_grid", None) is not None:
             return [(0, out_h)]
         return [(row, row + 1) for row in range(out_h)]
@@ -126,8 +152,10 @@ class ConvCaps(RoutedCapsules):
         """
         out_h, out_w = self.output_grid
         batch = ops.shape(poses)[0]
-        initial = router_kwargs.pop("initial_poses", None)
         chunks = self.row_chunks(training)
+        if self.routes_across_positions():
+            return self._route_across_positions(poses, activations, chunks, training, return_coupling)
+        initial = router_kwargs.pop("initial_poses", None)
         outputs = []
         for rows in chunks:
             chunk_initial = initial
@@ -135,15 +163,34 @@ class ConvCaps(RoutedCapsules):
                 grid = ops.reshape(initial, (batch, out_h * out_w) + tuple(initial.shape[1:]))
                 chunk_initial = ops.reshape(grid[:, rows[0] * out_w : rows[1] * out_w], (-1,) + tuple(initial.shape[1:]))
             outputs.append(self._route_rows(poses, activations, chunk_initial, rows, training, return_coupling, router_kwargs))
-        if len(outputs) == 1:
-            return outputs[0]
-        # Chunk outputs are (batch * rows * W_out, ...): concatenate along the positions of each example.
-        merged = []
-        for parts in zip(*outputs):
-            trailing = tuple(parts[0].shape[1:])
-            grids = [ops.reshape(part, (batch, -1) + trailing) for part in parts]
-            merged.append(ops.reshape(ops.concatenate(grids, axis=1), (-1,) + trailing))
-        return tuple(merged)
+        counts = [(stop - start) * out_w for start, stop in chunks]
+        return tuple(join_position_chunks(list(parts), counts) for parts in zip(*outputs))
+
+    def _route_across_positions(self, poses, activations, chunks, training, return_coupling):
+        """:meth:`route_positions` for a router that couples the positions (EM's ``child_grid``).
+
+        The receptive fields are gathered once and split into the row chunks (one ``split``: its
+        gradient is one ``concatenate``); the router makes each chunk's votes from them when it needs
+        them (``route_position_chunks``), so the layer's whole vote tensor is never formed.
+        """
+        out_w = self.output_grid[1]
+        counts = [(stop - start) * out_w for start, stop in chunks]
+        inputs = [split_position_chunks(self._gather(poses), counts)]
+        if activations is not None:
+            inputs.append(split_position_chunks(self._gather(activations), counts))
+        positions = [(start * out_w, stop * out_w) for start, stop in chunks]
+
+        def votes_of(children, acts=None):
+            return self.vote_transform(children, parent_major=True), acts
+
+        return self.router.route_position_chunks(
+            list(zip(positions, zip(*inputs))),
+            votes_of,
+            self.vote_transform.compute_dtype,
+            training,
+            return_coupling,
+            remat=self.rematerializes(training),
+        )
 
     def _route_rows(self, poses, activations, initial, rows, training, return_coupling, router_kwargs):
         """:meth:`route_positions` for the output rows ``rows``, rematerialised in training (``remat``)."""

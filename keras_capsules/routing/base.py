@@ -1,6 +1,7 @@
 """The ``Router`` contract shared by every routing algorithm."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_capsules import errors
@@ -204,6 +205,38 @@ def coupling_full(votes, value):
 def child_major(coupling):
     """``(batch, out_caps, in_caps)`` -> the contract layout ``(batch, in_caps, out_caps)``."""
     return ops.transpose(coupling, (0, 2, 1))
+
+
+def join_position_chunks(parts, counts):
+    """Tensors of consecutive position chunks -> one, positions folded into the batch in the usual order.
+
+    Args:
+        parts: ``(batch * counts[c], ...)`` per chunk ``c``: a chunk's positions folded into the batch
+            (example-major: every position of example 0, then of example 1, ...).
+        counts: the number of positions of each chunk.
+
+    Returns:
+        ``(batch * sum(counts), ...)``: each example's positions in chunk order.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    trailing = tuple(parts[0].shape[1:])
+    grids = [ops.reshape(part, (-1, count) + trailing) for part, count in zip(parts, counts)]
+    return ops.reshape(ops.concatenate(grids, axis=1), (-1,) + trailing)
+
+
+def split_position_chunks(x, counts):
+    """The inverse of :func:`join_position_chunks`: ``(batch * sum(counts), ...)`` -> one tensor per chunk.
+
+    One ``split`` (whose gradient is one ``concatenate``), not a slice per chunk (each slice's gradient
+    would be a zero-padded tensor of the whole size).
+    """
+    if len(counts) == 1:
+        return [x]
+    trailing = tuple(x.shape[1:])
+    grid = ops.reshape(x, (-1, sum(counts)) + trailing)
+    parts = ops.split(grid, [int(end) for end in np.cumsum(counts)[:-1]], axis=1)
+    return [ops.reshape(part, (-1,) + trailing) for part in parts]
 
 
 def ones_activations(votes, in_axis=1):

@@ -1,5 +1,6 @@
 """EM routing of matrix capsules (Hinton, Sabour & Frosst 2018), as IBM implements it (docs/reference/routers.md#em-routing)."""
 
+import functools
 import math
 
 import keras
@@ -9,7 +10,19 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import LOW_PRECISION, Router, child_major, coupling_full, dtype_max, ones_activations, parent_major, vote_agreement, weighted_votes
+from keras_capsules.routing.base import (
+    LOW_PRECISION,
+    Router,
+    child_major,
+    coupling_full,
+    dtype_max,
+    join_position_chunks,
+    ones_activations,
+    saturating_cast,
+    split_position_chunks,
+    vote_agreement,
+    weighted_votes,
+)
 from keras_capsules.routing.registry import register_router
 
 #: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
@@ -37,6 +50,18 @@ def inverse_temperatures(iterations, final_lambda=0.01):
     With ``final_lambda=0.01``: 5.0e-4, 9.75e-4, 1.426e-3 (the authors' OpenReview reply).
     """
     return [final_lambda * (1.0 - 0.95 ** (t + 1)) for t in range(iterations)]
+
+
+def _token(outputs):
+    """A zero ``(1,)`` that depends on ``outputs`` (a tensor or a tuple; finite values), for sequencing.
+
+    Graph executors run independent ops in any order, so chunks that are meant to take turns would
+    all be in memory at once; a chunk that adds the previous chunk's token to its input cannot start
+    before that chunk is done, and in the backward pass the previous chunk's gradient waits for this
+    one's. Adding zero leaves every value as it is.
+    """
+    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    return 0.0 * ops.reshape(first, (-1,))[:1]
 
 
 def spatial_routing_tables(child_grid, kernel_size, strides, padding):
@@ -131,6 +156,9 @@ class EMRouter(Router):
       share when every ``zz`` of a child is below -100). IBM's route dropout (``drop_rate`` on the
       output activations) and the ``affine_voting`` vote bias are not part of the router.
 
+    Layout: the iterations run parent-major (``(batch, out_caps, in_caps, out_dim)``; one transpose per
+    call, none when the vote transform writes that layout).
+
     Cross-position normalisation (IBM's ``spatial_routing_matrix``): convolutional capsule layers
     fold output positions into the batch axis, so the router needs the geometry of the layer it
     serves. Pass ``child_grid=(H, W)`` (the layer's input grid) with the layer's ``kernel_size``,
@@ -140,6 +168,9 @@ class EMRouter(Router):
     E-step normalise each child over all ``(position, type)`` parents it feeds. Then ``R`` sums to 1
     over those parents rather than within one row. For fully connected layers (the class capsules)
     leave ``child_grid=None``: every child feeds every parent and the two modes coincide.
+    :class:`~keras_capsules.layers.ConvCaps` (with ``remat``) routes such a router chunk by chunk
+    (:meth:`route_position_chunks`): its whole vote tensor, the largest tensor of a matrix-capsule
+    network, is never formed.
 
     Args:
         iterations: routing iterations (paper 3; IBM's best smallNORB result used 2).
@@ -154,6 +185,7 @@ class EMRouter(Router):
     """
 
     accepts_child_grid = True
+    accepts_parent_major = True
 
     def __init__(
         self,
@@ -272,16 +304,21 @@ class EMRouter(Router):
         per_slot = ops.take(log_norm, ops.convert_to_tensor(slot_child), axis=1)  # (batch, P*KK, types)
         return ops.reshape(per_slot, (-1, 1, kk * self.child_types))
 
-    def _initial_coupling(self, votes):
-        """``R`` before the first M-step, ``(batch, out, in)`` for parent-major ``votes``."""
+    def _initial_coupling(self, votes, positions=None):
+        """``R`` before the first M-step, ``(batch, out, in)`` for parent-major ``votes``.
+
+        With ``child_grid``, ``votes`` hold the output positions ``positions = (start, stop)`` of every
+        example (all of them when ``None``), folded into the batch.
+        """
         out_caps = votes.shape[1]
         uniform = coupling_full(votes, 1.0 / out_caps)
         if self._tables is None:
             return uniform
+        start, stop = positions or (0, self.num_positions)
         _, _, parents = self._tables
         kk = self.kernel_size * self.kernel_size
-        scale = np.repeat(1.0 / parents.reshape(self.num_positions, kk), self.child_types, axis=1)  # (P, KK*types)
-        rows = ops.reshape(uniform, (-1, self.num_positions, out_caps, kk * self.child_types))
+        scale = np.repeat(1.0 / parents.reshape(self.num_positions, kk), self.child_types, axis=1)[start:stop]  # (P, KK*types)
+        rows = ops.reshape(uniform, (-1, stop - start, out_caps, kk * self.child_types))
         rows = rows * ops.convert_to_tensor(scale[None, :, None, :].astype("float32"))
         return ops.reshape(rows, (-1,) + tuple(uniform.shape[1:]))
 
@@ -291,15 +328,19 @@ class EMRouter(Router):
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
         return super().call(votes, activations, training=training, return_coupling=return_coupling, votes_layout=votes_layout)
 
-    def route(self, votes, activations, training):
+    def _safeguarded(self, votes, activations):
+        """Parent-major float32 ``votes`` and ``activations`` (ones when ``None``) with the safeguards applied."""
         if self._gradient_limit is not None:
             votes = clip_gradient(votes, self._gradient_limit)
             activations = None if activations is None else clip_gradient(activations, self._gradient_limit)
         if self.max_vote is not None:
             votes = clip_magnitude(votes, self.max_vote)
         if activations is None:
-            activations = ones_activations(votes)
-        votes = parent_major(votes)
+            activations = ones_activations(votes, in_axis=2)
+        return votes, activations
+
+    def route_parent_major(self, votes, activations, training):
+        votes, activations = self._safeguarded(votes, activations)
         coupling = self._initial_coupling(votes)
         temperatures = inverse_temperatures(self.iterations, self.final_lambda)
         for step, inverse_temperature in enumerate(temperatures):
@@ -310,6 +351,80 @@ class EMRouter(Router):
             if not last:
                 coupling = self._e_step(self._log_assignments(spread, variance, out_acts))
         return mean, out_acts, child_major(coupling)
+
+    def route_position_chunks(self, chunks, votes_of, dtype, training=None, return_coupling=False, remat=False):
+        """Cross-position routing (``child_grid``) of a convolutional layer whose votes come chunk by chunk.
+
+        The same routing as :meth:`call` on the layer's whole vote tensor ``(batch * P, K*K*types,
+        out_caps, out_dim)`` (to float32 rounding), without ever forming it: every iteration makes each
+        chunk's votes again from its children (``votes_of``) and runs the chunk's M-step and, except in
+        the last iteration, its E-step logits ``(batch * P_c, out, in)``; only the E-step's normaliser,
+        which couples the positions, sees them all, on those coupling-sized logits. With ``remat``
+        (training) each chunk step and the normaliser are rematerialised (``keras.remat``): the
+        backward pass recomputes a chunk's votes, so what a training step keeps between iterations is
+        coupling-sized, never vote-sized. The price: the votes are computed once per iteration (and
+        again in the backward pass) instead of once.
+
+        Args:
+            chunks: ``[((start, stop), inputs)]``, in order and covering the ``P`` output positions
+                (row-major indices into the layer's output grid) once: each chunk's positions and the
+                tensors ``votes_of`` takes for it.
+            votes_of: ``votes_of(*inputs)`` -> ``(votes, activations)``: the chunk's parent-major votes
+                ``(batch * P_c, out_caps, in_caps, out_dim)`` and child activations ``(batch * P_c, in_caps)``
+                or ``None`` (ones).
+            dtype: the votes' dtype, which the outputs take (as :meth:`call`'s).
+            remat: rematerialise the chunk steps in the backward pass.
+
+        Returns:
+            As :meth:`call`: ``(poses, activations[, coupling])``, positions folded into the batch.
+        """
+        if getattr(self, "_tables", None) is None:
+            errors.fail(self, "child_grid", "a convolutional layer's input grid (and the router built) for route_position_chunks", self.child_grid)
+        dtype = keras.backend.standardize_dtype(dtype)
+        self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
+        wrap = keras.remat if remat else (lambda function: function)
+        counts = [stop - start for (start, stop), _ in chunks]
+        temperatures = inverse_temperatures(self.iterations, self.final_lambda)
+        states = [()] * len(chunks)
+        for step, inverse_temperature in enumerate(temperatures):
+            last = step == self.iterations - 1
+            outputs = []
+            for ((positions, inputs), state) in zip(chunks, states):
+                chunk_step = self._chunk_step(votes_of, len(inputs), positions, inverse_temperature, last, training, return_coupling)
+                after = (_token(outputs[-1]),) if outputs else ()
+                outputs.append(wrap(chunk_step)(*inputs, *state, *after))
+            if not last:
+                norms = wrap(functools.partial(self._chunk_normalizers, counts))(*outputs)
+                states = list(zip(outputs, norms))
+        results = [join_position_chunks(list(parts), counts) for parts in zip(*outputs)]
+        if return_coupling:
+            results[2] = child_major(results[2])
+        return tuple(saturating_cast(x, dtype) for x in results)
+
+    def _chunk_step(self, votes_of, num_inputs, positions, inverse_temperature, last, training, return_coupling):
+        """One iteration on one chunk: ``step(*inputs[, logits, log_normalizer])`` -> its E-step logits, or in the
+        last iteration ``(mean, out_acts[, coupling])`` (see :meth:`route_position_chunks`)."""
+
+        def step(*tensors):
+            inputs, state = list(tensors[:num_inputs]), tensors[num_inputs:]
+            if len(state) % 2:  # the previous chunk's token: this chunk starts once that one is done
+                inputs[0], state = inputs[0] + ops.cast(state[-1], inputs[0].dtype), state[:-1]
+            votes, activations = votes_of(*inputs)
+            activations = None if activations is None else ops.cast(activations, "float32")
+            votes, activations = self._safeguarded(ops.cast(votes, "float32"), activations)
+            coupling = ops.exp(state[0] - state[1]) if state else self._initial_coupling(votes, positions)
+            if last:
+                coupling = self.finalize_coupling(coupling, training)
+            mean, variance, out_acts, spread = self._m_step(coupling, votes, activations, inverse_temperature)
+            if last:
+                return (mean, out_acts, coupling) if return_coupling else (mean, out_acts)
+            return self._log_assignments(spread, variance, out_acts)
+
+        return step
+
+    def _chunk_normalizers(self, counts, *logits):
+        """The E-step's log normaliser ``(batch * P_c, 1, in)`` of every chunk from the chunks' logits ``(batch * P_c, out, in)``."""
+        return split_position_chunks(self._spatial_log_normalizer(join_position_chunks(list(logits), counts)), counts)
 
     def get_config(self):
         config = super().get_config()

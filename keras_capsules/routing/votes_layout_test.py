@@ -8,7 +8,7 @@ from keras_capsules import routing
 from keras_capsules.layers import ConvCaps, FcCaps
 from keras_capsules.routing.dynamic_test import np_dynamic_routing
 
-PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm", "fm_agreement"]
+PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm", "fm_agreement", "em"]
 
 
 def _votes(seed=0, shape=(2, 6, 3, 4)):
@@ -41,9 +41,17 @@ def test_both_layouts_route_alike(name):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(b), keras.ops.convert_to_numpy(a), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", sorted(set(routing.available()) - set(PARENT_MAJOR)))
-def test_other_routers_refuse_parent_major_votes(name):
-    router = routing.get(name, iterations=1)
+def test_a_router_without_the_parent_major_layout_refuses_it():
+    class MeanRouter(routing.Router):
+        """Routes by the mean vote: implements ``route`` only (the child-major contract layout)."""
+
+        def route(self, votes, activations, training):
+            poses = keras.ops.mean(votes, axis=1)
+            return poses, keras.ops.ones(keras.ops.shape(poses)[:2]), keras.ops.ones(keras.ops.shape(votes)[:3])
+
+    router = MeanRouter(iterations=1)
+    assert not router.accepts_parent_major
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(router(_votes())[0]), _votes().mean(axis=1), rtol=1e-6)
     with pytest.raises(ValueError, match="votes_layout.*child_major.*parent_major"):
         router(_votes(), votes_layout="parent_major")
 
