@@ -152,6 +152,60 @@ def percent(key):
     return cell
 
 
+#: The input sides of benchmarks/scale.py's sweep (RGB), one column each.
+SCALE_SIZES = (32, 64, 128, 224)
+
+
+def scale_by_application(rows):
+    """benchmarks/scale.py's rows, one per (application, size) -> one per application: ``{size: row}`` under
+    ``"sizes"`` and the same input's ``BaselineCNN`` row under ``"cnn"``."""
+    cnn = {row["size"]: row for row in rows if row["application"] == "BaselineCNN"}
+    out = {}
+    for row in rows:
+        entry = out.setdefault(row["application"], {"application": row["application"], "sizes": {}, "cnn": cnn})
+        entry["sizes"][row["size"]] = row
+    return list(out.values())
+
+
+def _unmeasured(row):
+    """The cell of a configuration that was not measured: why (refused by the constructor, skipped by the guard)."""
+    if row is None:
+        return "—"
+    return f"{row['status']}: {row.get('why') or '?'}" if row["status"] != "measured" else None
+
+
+def scale_cell(size):
+    """``step ms · peak MB (× the CNN's step · × its memory)`` at ``size``."""
+    def cell(entry):
+        row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
+        if _unmeasured(row):
+            return _unmeasured(row)
+        text = f"{num(round(row['step_ms']))} · {num(row['peak_mb'])}"
+        if cnn is None or cnn["status"] != "measured" or entry["application"] == "BaselineCNN":
+            return text
+        return text + f" ({r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['peak_mb'] / cnn['peak_mb'])}×)"
+    return cell
+
+
+def scale_arithmetic_cell(size):
+    """``GFLOP per image · achieved GFLOP/s (× the CNN's) · first step s`` at ``size``."""
+    def cell(entry):
+        row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
+        if _unmeasured(row):
+            return _unmeasured(row)
+        text = f"{row['gflop_per_image']:.3g} · {row['gflops']:.3g}"
+        if cnn is not None and cnn["status"] == "measured" and entry["application"] != "BaselineCNN":
+            text += f" ({r2(row['gflops'] / cnn['gflops'])}×)"
+        return text + f" · {row['first_step_s']:g} s"
+    return cell
+
+
+def scale_matmul(entry):
+    rates = {row.get("matmul_gflops") for row in entry["sizes"].values()} - {None}
+    return f"{entry['application']} (host matrix product {', '.join(f'{r:g}' for r in sorted(rates))} GFLOP/s)" \
+        if entry["application"] == "BaselineCNN" and rates else entry["application"]
+
+
 TABLES = [
     dict(key="idpa", heading="InvertedAttentionCapsNet against apple's PyTorch code", rows=("idpa-train",),
          intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
@@ -240,6 +294,17 @@ TABLES = [
                   ("> training / held-out images", lambda row: f"{num(row.get('training_examples'))} / {num(row.get('validation_examples'))}"),
                   ("validation accuracy after each epoch (%)", percent("validation_accuracy")),
                   ("> test accuracy (%)", percent("test_accuracy")), col("train_seconds", "> training (s)")]),
+    dict(key="scale", heading="Capsules at larger inputs", rows=("scale",), transform=scale_by_application,
+         intro="`benchmarks/scale.py`: every application at RGB inputs, batch 16, 10 classes: the median `train_on_batch` "
+               "step after warm-up (ms) and the process's peak RSS (MB), in brackets as multiples of the matched "
+               "`BaselineCNN`'s at the same input; one process per configuration, alternating, medians. A constructor that "
+               "refuses the input, and a configuration the memory guard stopped, say so.",
+         columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES]),
+    dict(key="scale-arithmetic", heading=None, rows=("scale",), transform=scale_by_application,
+         intro="The same run: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
+               "GFLOP/s the step achieves (in brackets: as a multiple of the CNN's) and the first step, tracing included (s).",
+         columns=[("application", lambda entry: entry["application"])]
+         + [(f"> {s}×{s}×3: GFLOP · GFLOP/s (× CNN) · first step", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 
@@ -291,6 +356,42 @@ def per_iterations(router_prefix):
     return items
 
 
+def scale_memory_items(size, limit_mb):
+    """Every application that builds at ``size``: its peak RSS as a share of ``limit_mb`` (a skipped one: over it)."""
+    def items(rows):
+        sel = [r for r in rows if r["size"] == size and r["status"] in ("measured", "skipped")]
+        values = [r["peak_mb"] / limit_mb if r["status"] == "measured" else float("inf") for r in sel]
+        if not sel:
+            return []
+        worst = max(zip(values, sel), key=lambda pair: pair[0])[1]
+        figure = (f"largest {worst['application']} {num(worst['peak_mb'])} MB" if worst["status"] == "measured"
+                  else f"{worst['application']} {worst['why']}")
+        return [("", values, f"{figure}; {len(sel)} built")]
+    return items
+
+
+def scale_time_items(rows):
+    """At 64 px, per application: ``min(step / (10 x the CNN's), the CNN's GFLOP/s / (2 x its own) where its
+    arithmetic is over 10x the CNN's)``: at most 1 when one of the two targets is met."""
+    cnn = next((r for r in rows if r["application"] == "BaselineCNN" and r["size"] == 64 and r["status"] == "measured"), None)
+    sel = [r for r in rows if r["size"] == 64 and r["status"] == "measured" and r["application"] != "BaselineCNN"]
+    if cnn is None or not sel:
+        return []
+    values = []
+    for row in sel:
+        rate = cnn["gflops"] / (2 * row["gflops"]) if row["gflop_per_image"] > 10 * cnn["gflop_per_image"] else float("inf")
+        values.append(min(row["step_ms"] / (10 * cnn["step_ms"]), rate))
+    worst = sel[values.index(max(values))]
+    return [("", values, f"worst {worst['application']}: step {r2(worst['step_ms'] / cnn['step_ms'])}× the CNN's, "
+             f"{worst['gflops']:.3g} GFLOP/s against its {cnn['gflops']:.3g}")]
+
+
+def scale_first_step_items(rows):
+    sel = [r for r in rows if r["size"] == 64 and r["status"] == "measured"]
+    worst = max(sel, key=lambda r: r["first_step_s"]) if sel else None
+    return [("", [r["first_step_s"] for r in sel], f"longest {worst['application']} {worst['first_step_s']:g} s")] if sel else []
+
+
 def memory_items(rows):
     sel = [r for r in rows if r["router"] in ("kernel", "lstm")]
     return [(f"from {a} to {b} iterations", [r[f"live_{b}_mib"] / r[f"live_{a}_mib"] for r in sel],
@@ -333,6 +434,14 @@ VERDICTS = [
     dict(target="convolutional capsule layers: live tensors within 2× one vote tensor", rows="conv-live",
          items=lambda rows: [("", [r["live_mib"] / r["votes_mib"] for r in rows],
                               f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×")], bound=("<=", 2.0), table="conv-live"),
+    dict(target="every application trains at 64×64×3, batch 16, within 8 GB", rows="scale",
+         items=scale_memory_items(64, 8000), bound=("<=", 1.0), table="scale"),
+    dict(target="… and at 128×128×3 within 16 GB where it builds", rows="scale",
+         items=scale_memory_items(128, 16000), bound=("<=", 1.0), table="scale"),
+    dict(target="64×64×3 step within 10× the CNN's, or half its GFLOP/s where the arithmetic is over 10× the CNN's", rows="scale",
+         items=scale_time_items, bound=("<=", 1.0), table="scale"),
+    dict(target="first step (tracing included) within 30 s at 64×64×3", rows="scale",
+         items=scale_first_step_items, bound=("<=", 30.0), table="scale-arithmetic"),
     dict(target="DR-CapsNet training step ≤ 0.5× REM's, b128", rows="dr-rem",
          items=by_ratio(lambda r: "REM's router" if "REM's router" in r["configuration"] else ""), bound=("<=", 0.5), table="dr-rem"),
     dict(target="Efficient-CapsNet training ≤ 0.5× EscVM's", rows="effcaps-train",
@@ -442,6 +551,8 @@ def render(runs):
                               for scope, text, met in results)
             links = ", ".join(f"[{run_stamp(r)}](benchmarks/results/{r['file']})" for r in used)
             per_host.append(f"{host}: {found} ({links})")
+        if not per_host:
+            continue  # a target no committed run measures yet
         cells.append([f"[{spec['target']}](#{anchors[spec['table']]})", "<br>".join(per_host)])
     lines += table(["target", "each host it was measured on: figure — verdict (run)"], cells)
     for spec in TABLES:

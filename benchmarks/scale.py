@@ -1,0 +1,314 @@
+"""Capsules at larger inputs: every application at 32, 64, 128 and 224 px RGB against the matched CNN.
+
+For each application of :data:`APPLICATIONS` and each ``--sizes`` side ``S`` (input ``S x S x 3``, 10
+classes, batch ``--batch``), one fresh process builds the model, compiles it as
+``benchmarks/applications.py`` does (Adam, the library's loss for its scores) and measures:
+
+- the first ``train_on_batch`` (tracing included, seconds) and the median of ``--steps`` steady ones
+  after ``--warmup`` (milliseconds);
+- inference: the median ``predict_on_batch`` per image (milliseconds);
+- peak memory: the process's peak resident set (``VmHWM``) after those steps, MB;
+- counted GFLOP per image of one training step (``benchmarks/training_step_cost.py``'s counter on the
+  same loss and batch) and the GFLOP/s the step achieves (``GFLOP per image * batch / step``);
+- the host's float32 matrix-product throughput, GFLOP/s (a ``--matmul``-sided square product,
+  median of repeats), in every process, so every run carries its own reference.
+
+Processes alternate over the configurations ``--repeats`` times; each figure is the median of its
+configuration's processes (the matrix product's: of every process of the run). The ``BaselineCNN``
+row at the same input is the reference the report divides by.
+
+Memory guard (``--skip-over-memory GB``): a configuration whose floor estimate (16 bytes per parameter:
+weights, gradients and Adam's two moments) exceeds the limit is not started, and the parent polls
+each process's resident set and kills it the moment it passes the limit; both are recorded as
+``skipped`` with the reason, so no process is left to the machine's OOM killer. A constructor that
+refuses the input (a minimum size, a fixed input) is recorded as ``refused`` with its error.
+
+Writes the run file ``<results>/YYYY-MM-DD-HHMM-<host>-scale.json`` (rows of target ``"scale"``, the
+format of ``benchmarks/report.py``) and, for the repository's own results folder, regenerates
+BENCHMARKS.md. Timing figures are only valid on an otherwise idle machine; memory and counts are not
+affected by the load.
+
+Usage::
+
+    python benchmarks/scale.py [--sizes 32,64,128,224] [--batch 16] [--only MatrixCapsNet,BaselineCNN]
+        [--steps 4] [--warmup 2] [--repeats 3] [--skip-over-memory 16] [--host-name NAME]
+    python benchmarks/scale.py --quick --results /tmp/scale   # tiny settings, end to end in seconds
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+#: label -> (registered configuration, constructor overrides). The paper configuration of each
+#: application; ConsensusCapsNet also with the dynamic router (issue 52's row) beside its paper's kernel router.
+APPLICATIONS = {
+    "BaselineCNN": ("BaselineCNN/matched", {}),
+    "EffCapsNet": ("EffCapsNet/mnist", {}),
+    "FMCapsNet": ("FMCapsNet/cifar10", {}),
+    "EffConvCapsNet": ("EffConvCapsNet/128", {}),
+    "AgreementGLOM": ("AgreementGLOM/cifar10", {}),
+    "CapsNet": ("CapsNet/mnist", {}),
+    "InvertedAttentionCapsNet": ("InvertedAttentionCapsNet/cifar10-simple", {}),
+    "ConsensusCapsNet": ("ConsensusCapsNet/smallnorb-kernel", {}),
+    "ConsensusCapsNet-dynamic": ("ConsensusCapsNet/smallnorb-kernel", {"router": "dynamic"}),
+    "MatrixCapsNet": ("MatrixCapsNet/smallnorb", {}),
+}
+REFERENCE = "BaselineCNN"
+CLASSES = 10
+#: The sweep's settings, and --quick's: the CNN and the smallest EM network at 32 px, batch 2, one step of each kind.
+DEFAULTS = dict(only=None, sizes="32,64,128,224", batch=16, steps=4, warmup=2, repeats=3, matmul=1024)
+QUICK = dict(only="BaselineCNN,MatrixCapsNet-small", sizes="32", batch=2, steps=1, warmup=0, repeats=1, matmul=128)
+QUICK_APPLICATIONS = {"MatrixCapsNet-small": ("MatrixCapsNet/smallnorb-small", {})}
+KNOWN = {**APPLICATIONS, **QUICK_APPLICATIONS}
+
+
+# --- one configuration, in its own process ------------------------------------------------------
+
+def status_kib(field, pid="self"):
+    """``field`` (``VmHWM``, ``VmRSS``) of ``/proc/<pid>/status`` in KiB; ``None`` once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def matmul_gflops(side, repeats=5):
+    """The host's float32 matrix-product throughput: ``2 side^3`` flops per ``side x side`` product, GFLOP/s (median)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from common import median_call_seconds
+
+    rng = np.random.default_rng(0)
+    a, b = (tf.constant(rng.normal(size=(side, side)).astype("float32")) for _ in range(2))
+    product = tf.function(lambda: tf.linalg.matmul(a, b))
+    seconds = median_call_seconds(lambda: product().numpy(), repeats, warmup=2)
+    return 2 * side**3 / seconds / 1e9
+
+
+def step_gflop_per_image(model, loss_fn, batch):
+    """Counted GFLOP per image of one training step (``training_step_cost``'s counter on ``loss_fn``)."""
+    from training_step_cost import op_costs, train_step_graph
+
+    graph, _ = train_step_graph(model, loss_fn, batch)
+    return sum(row.flops for row in op_costs(graph)) / batch / 1e9
+
+
+def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_phase):
+    """One configuration's figures (see the module docstring), or ``{"status": "refused"|"skipped", "why": ...}``."""
+    import keras
+    import numpy as np
+
+    from applications import _loss_for
+    from keras_capsules import applications
+
+    row = {"matmul_gflops": matmul_gflops(matmul_side)}
+    name, overrides = KNOWN[label]
+    entry = applications.get_configuration(name)
+    report_phase("build")
+    try:
+        model = entry.build(**{**overrides, "input_shape": (size, size, 3), "classes": CLASSES})
+    except ValueError as error:
+        return dict(row, status="refused", why=str(error).splitlines()[0])
+    row["parameters"] = model.count_params()
+    floor = 16 * row["parameters"]
+    if limit_bytes and floor > limit_bytes:
+        return dict(row, status="skipped", why=f"estimated at least {floor / 1e6:,.0f} MB (16 bytes per parameter), over {limit_bytes / 1e9:g} GB")
+    loss_fn = _loss_for(model)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss_fn)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(batch, size, size, 3)).astype("float32")
+    y = rng.integers(0, CLASSES, batch)
+    report_phase("first training step")
+    start = time.perf_counter()
+    model.train_on_batch(x, y)
+    row["first_step_s"] = time.perf_counter() - start
+    report_phase("training steps")
+    for _ in range(warmup):
+        model.train_on_batch(x, y)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        model.train_on_batch(x, y)
+        times.append(time.perf_counter() - start)
+    row["step_ms"] = 1e3 * statistics.median(times)
+    report_phase("inference")
+    model.predict_on_batch(x)
+    inference = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        model.predict_on_batch(x)
+        inference.append(time.perf_counter() - start)
+    row["infer_ms_per_image"] = 1e3 * statistics.median(inference) / batch
+    row["peak_mb"] = status_kib("VmHWM") * 1024 / 1e6
+    report_phase("counting the step's flops")
+    row["gflop_per_image"] = step_gflop_per_image(model, loss_fn, batch)
+    return dict(row, status="measured")
+
+
+def child_main(args):
+    def report_phase(phase):
+        print("PHASE " + phase, flush=True)
+
+    limit = args.skip_over_memory * 1e9 if args.skip_over_memory else None
+    row = measure(args.child, args.size, args.batch, args.steps, args.warmup, args.matmul, limit, report_phase)
+    print("ROW " + json.dumps(row), flush=True)
+
+
+# --- the run: processes alternating, guarded -----------------------------------------------------
+
+def run_child(label, size, args, poll_s=0.1):
+    """Runs one configuration in a fresh process under the memory guard; its row (``status`` always set)."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", str(size), "--batch", str(args.batch),
+               "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", str(args.matmul)]
+    if args.skip_over_memory:
+        command += ["--skip-over-memory", str(args.skip_over_memory)]
+    limit_kib = args.skip_over_memory * 1e9 / 1024 if args.skip_over_memory else None
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(command, stdout=out, stderr=err, cwd=HERE, text=True)
+        killed = False
+        while child.poll() is None:
+            if limit_kib and (status_kib("VmRSS", child.pid) or 0) > limit_kib:
+                child.send_signal(signal.SIGKILL)
+                child.wait()
+                killed = True
+                break
+            time.sleep(poll_s)
+        out.seek(0)
+        lines = out.read().splitlines()
+        err.seek(0)
+        errors = err.read().strip().splitlines()
+    phases = [line[6:] for line in lines if line.startswith("PHASE ")]
+    rows = [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
+    if killed:
+        return {"status": "skipped", "why": f"resident memory passed {args.skip_over_memory:g} GB during the {phases[-1] if phases else 'start'}; "
+                                            "stopped by the guard"}
+    if not rows:
+        return {"status": "error", "why": (errors or [f"exit status {child.returncode}"])[-1][:300]}
+    return rows[-1]
+
+
+def merge(label, size, batch, rows):
+    """One configuration's processes -> one run-file row: medians of the measured figures."""
+    name, overrides = KNOWN[label]
+    row = {"target": "scale", "application": label, "configuration": name, "overrides": overrides, "size": size,
+           "input": f"{size}x{size}x3", "batch": batch}
+    measured = [r for r in rows if r["status"] == "measured"]
+    if not measured:
+        first = rows[0]
+        return dict(row, status=first["status"], why=first.get("why"), parameters=first.get("parameters"))
+    row.update(status="measured", processes=len(measured), parameters=measured[0]["parameters"])
+    for key, digits in (("step_ms", 1), ("first_step_s", 1), ("infer_ms_per_image", 3), ("peak_mb", 0), ("gflop_per_image", 4)):
+        value = statistics.median(r[key] for r in measured)
+        row[key] = round(value, digits) if digits else round(value)
+    row["gflops"] = round(row["gflop_per_image"] * batch / (row["step_ms"] / 1e3), 2)
+    return row
+
+
+def host_record(name=None):
+    """The run file's host: its CPU model and core count, named after them and the date unless ``name`` is given."""
+    from common import machine_description
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()
+    name = name or f"{cpu}, {cores} vCPUs ({today})"
+    return {"id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), "cpu": cpu, "cores": cores, "name": name}, machine_description()
+
+
+def run_all(args):
+    labels = args.only.split(",") if args.only else list(APPLICATIONS)
+    unknown = [label for label in labels if label not in KNOWN]
+    if unknown:
+        raise SystemExit(f"scale: argument --only: unknown application(s) {unknown}; expected some of {list(APPLICATIONS)}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    results = {(label, size): [] for size in sizes for label in labels}
+    for repeat in range(args.repeats):
+        for (label, size), rows in results.items():
+            if repeat and rows[0]["status"] != "measured":
+                continue  # refused or skipped: the same again
+            rows.append(run_child(label, size, args))
+            print(f"{label} {size}px (process {repeat + 1}/{args.repeats}): {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc)
+    matmul = [r["matmul_gflops"] for rows in results.values() for r in rows if "matmul_gflops" in r]
+    rows = [merge(label, size, args.batch, found) for (label, size), found in results.items()]
+    host, software = host_record(args.host_name)
+    run = {
+        "host": host,
+        "date": started.date().isoformat(),
+        "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
+        "software": software,
+        "command": "python benchmarks/scale.py " + " ".join(sys.argv[1:]),
+        "measured": (f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
+                     f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
+                     f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
+                     f"float32 {args.matmul}x{args.matmul} matrix product in every process"),
+        "source": "benchmarks/scale.py",
+        "matmul_gflops": round(statistics.median(matmul), 1) if matmul else None,
+        "rows": [dict(row, matmul_gflops=round(statistics.median(matmul), 1) if matmul else None) for row in rows],
+    }
+    os.makedirs(args.results, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", host["cpu"].lower()).strip("-")[:24] or "host"
+    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-scale.json")
+    with open(path, "w") as handle:
+        json.dump(run, handle, indent=2)
+    print(path)
+    if os.path.samefile(args.results, os.path.join(HERE, "results")):
+        import report
+
+        report.main([])
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", help=f"comma-separated input sides (RGB; default {DEFAULTS['sizes']})")
+    parser.add_argument("--batch", type=int, help=f"default {DEFAULTS['batch']}")
+    parser.add_argument("--only", help=f"comma-separated applications (default: all of {list(APPLICATIONS)})")
+    parser.add_argument("--steps", type=int, help=f"timed training steps and inference batches per process (default {DEFAULTS['steps']})")
+    parser.add_argument("--warmup", type=int, help=f"untimed training steps after the first (default {DEFAULTS['warmup']})")
+    parser.add_argument("--repeats", type=int, help=f"processes per configuration, alternating (default {DEFAULTS['repeats']})")
+    parser.add_argument("--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})")
+    parser.add_argument("--skip-over-memory", type=float, default=None, metavar="GB",
+                        help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped)")
+    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
+    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny settings where not given: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for key, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.child:
+        child_main(args)
+        return 0
+    run_all(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

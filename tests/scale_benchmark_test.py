@@ -1,0 +1,81 @@
+"""benchmarks/scale.py end to end on tiny settings (its run file, read by benchmarks/report.py), its memory
+guard, and the report's scale tables and verdicts on hand-made rows."""
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from repo_scripts import ROOT, load_script
+
+scale = load_script("benchmarks/scale.py")
+report = load_script("benchmarks/report.py")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scale")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--only", "BaselineCNN", "--results", str(folder)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return folder
+
+
+def test_quick_run_writes_a_run_file_the_report_reads(quick_run):
+    (run,) = report.load_runs(quick_run)  # validated: host, date, command, rows of a known target
+    assert run["file"].endswith("-scale.json") and "--quick" in run["command"]
+    (row,) = run["rows"]
+    assert (row["application"], row["configuration"], row["input"], row["batch"], row["status"]) == ("BaselineCNN", "BaselineCNN/matched", "32x32x3", 2, "measured")
+    # achieved GFLOP/s: the counted GFLOP per image times the batch, over the step
+    assert row["gflops"] == pytest.approx(row["gflop_per_image"] * 2 / (row["step_ms"] / 1e3), rel=0.01)
+    assert row["gflop_per_image"] > 0 and row["matmul_gflops"] > 0 and row["first_step_s"] > 0 and row["infer_ms_per_image"] > 0
+    assert 200 < row["peak_mb"] < 8000  # TensorFlow alone takes about 700 MB
+    page = report.render([run])
+    assert "## Capsules at larger inputs" in page
+    assert f"| BaselineCNN (host matrix product {row['matmul_gflops']:g} GFLOP/s) | {round(row['step_ms']):,} · {row['peak_mb']:,} | — | — | — |" in page
+
+
+def test_the_guard_stops_a_process_that_passes_the_limit_and_says_when():
+    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=0.05)  # 50 MB: Python with TensorFlow passes it at import
+    row = scale.run_child("BaselineCNN", 32, args)
+    assert row["status"] == "skipped" and "passed 0.05 GB" in row["why"] and "stopped by the guard" in row["why"]
+
+
+def test_a_model_whose_weights_and_adam_state_pass_the_limit_is_not_run():
+    phases = []
+    row = scale.measure("BaselineCNN", 32, 2, 1, 0, 64, 1e6, phases.append)  # a 1 MB limit; 16 bytes x 164,000 parameters
+    assert row["status"] == "skipped" and row["why"].startswith(f"estimated at least {16 * row['parameters'] / 1e6:,.0f} MB")
+    assert phases == ["build"]  # never trained
+
+
+def _row(application, size, **figures):
+    base = {"target": "scale", "application": application, "size": size, "status": "measured"}
+    return {**base, **figures}
+
+
+def test_scale_verdicts_on_hand_made_rows():
+    cnn = _row("BaselineCNN", 64, step_ms=200.0, peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0)
+    slow_but_efficient = _row("A", 64, step_ms=3000.0, peak_mb=7900, gflop_per_image=40.0, gflops=45.0, first_step_s=12.0)
+    fast = _row("B", 64, step_ms=1800.0, peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=31.0)
+    skipped = {"target": "scale", "application": "C", "size": 128, "status": "skipped", "why": "resident memory passed 16 GB"}
+    refused = {"target": "scale", "application": "D", "size": 128, "status": "refused", "why": "fixed input"}
+    rows = [cnn, slow_but_efficient, fast, skipped, refused]
+    # A: 15x the CNN's step, but 40x its arithmetic at 45 / 80 GFLOP/s >= half: met; B: 9x the CNN's step: met.
+    ((_, values, figure),) = report.scale_time_items(rows)
+    assert values == pytest.approx([min(15 / 10, 80 / 90), 9 / 10]) and max(values) <= 1.0
+    assert figure.startswith("worst B: step 9.00× the CNN's")
+    ((_, values, figure),) = report.scale_memory_items(64, 8000)(rows)
+    assert values == pytest.approx([900 / 8000, 7900 / 8000, 2000 / 8000]) and figure == "largest A 7,900 MB; 3 built"
+    ((_, values, figure),) = report.scale_memory_items(128, 16000)(rows)  # the refused one does not build: not counted
+    assert values == [float("inf")] and figure == "C resident memory passed 16 GB; 1 built"
+    ((_, values, _),) = report.scale_first_step_items(rows)
+    assert max(values) == 31.0
+    entry = report.scale_by_application(rows)[1]
+    assert report.scale_cell(64)(entry) == "3,000 · 7,900 (15.00× · 8.78×)" and report.scale_cell(128)(entry) == "—"
+    assert report.scale_cell(128)(report.scale_by_application(rows)[3]) == "skipped: resident memory passed 16 GB"
+
+
+def test_an_unmeasured_target_has_no_row():
+    page = report.render([])
+    assert "every application trains at 64×64×3" not in page
