@@ -131,7 +131,8 @@ class ConvCaps(RoutedCapsules):
         """
         out_h, out_w = self.output_grid
         if self.routes_across_positions():
-            row_bytes = out_w * self.vote_transform.kernel.shape[0] * self.num_capsules * self.out_dim * 4
+            children = self.kernel_size * self.kernel_size * self._poses_shape[2]  # K*K*types per receptive field
+            row_bytes = out_w * children * self.num_capsules * self.out_dim * 4
             rows = max(1, CHUNK_VOTE_BYTES // row_bytes)
             return [(row, min(row + rows, out_h)) for row in range(0, out_h, rows)]
         if not self.rematerializes(training) or getattr(self.router, "child_grid", None) is not None:
