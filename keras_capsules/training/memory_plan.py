@@ -10,6 +10,13 @@
 - :class:`EpochTimeEstimate`: a callback that prints the estimated epoch time after a few steady steps.
 - :func:`parse_size` reads ``"8GB"``, ``"512MiB"``; :func:`format_size` writes bytes back.
 
+Use, with the model compiled as it will train::
+
+    plan = memory_plan.estimate(model, batch_size=16, examples=60_000)
+    print(plan.describe())
+    memory_plan.check(plan)  # or check(plan, memory_plan.parse_size("8GB"))
+    model.fit(data, epochs=10, callbacks=[memory_plan.EpochTimeEstimate()])
+
 How the peak is estimated (TensorFlow backend only: the graph walk reads a traced TensorFlow graph;
 another backend gets a ``ValueError``):
 
@@ -25,7 +32,8 @@ another backend gets a ``ValueError``):
    keeps, the transients of the moment (the votes a rematerialised capsule layer recomputes in the
    backward pass included: the routers' ``(batch * positions, in_caps, out_caps, dim)`` vote tensors
    are ops of the graph), and the gradients produced so far. Its part made by routed capsule layers
-   (ops under the name scope of a layer that holds a router, or of a router) gives ``votes_bytes``.
+   (ops made while a method of a router, of a layer that holds one or of a layer that holds such
+   layers runs, their gradients included) gives ``votes_bytes``.
    The ops inside a functional conditional (``StatelessIf``, FMCapsNet's router) are not replayed:
    their outputs are counted, their temporaries are not.
 3. The process's peak resident memory is then::
@@ -43,12 +51,13 @@ The estimate covers one process on a CPU; it does not model accelerator memory o
 """
 
 import collections
+import contextlib
 import dataclasses
+import functools
 import inspect
 import math
 import os
 import re
-import resource
 import time
 from collections.abc import Callable
 
@@ -57,6 +66,11 @@ import keras
 from keras_capsules import errors
 from keras_capsules.introspection import all_layers
 from keras_capsules.routing import Router
+
+try:
+    import resource
+except ImportError:  # Windows: no RLIMIT_AS to read
+    resource = None
 
 #: Peak resident memory of a fresh process that imports keras_capsules (TensorFlow, Keras) and runs one
 #: ``train_on_batch`` of a two-weight model: the runtime every training process pays before its model.
@@ -152,7 +166,10 @@ def _cgroup_headroom():
     """The least ``limit - usage`` over this process's memory cgroup and its ancestors (v2 and v1), or ``None``."""
     room = []
     for line in (_read(PROC_CGROUP) or "").splitlines():
-        _, controllers, path = line.split(":", 2)
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
         if controllers == "":  # v2: "0::/path"
             base, limit_file, usage_file = CGROUP_ROOT, "memory.max", "memory.current"
         elif "memory" in controllers.split(","):
@@ -185,9 +202,9 @@ def available_bytes() -> int | None:
     status = _read(PROC_STATUS)
     resident = _kib_field(status, "VmRSS") or 0
     room = [_kib_field(_read(PROC_MEMINFO), "MemAvailable"), _cgroup_headroom()]
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     address_space = _kib_field(status, "VmSize")
-    if soft != resource.RLIM_INFINITY and address_space is not None:
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0] if resource is not None else None
+    if soft not in (None, getattr(resource, "RLIM_INFINITY", None)) and address_space is not None:
         room.append(soft - address_space)
     room = [r for r in room if r is not None]
     if not room:
@@ -269,22 +286,63 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
     return LiveTensors(peak, len(operations), dict(by_op))
 
 
-def _routed_layer_names(model):
-    """Names of the layers of ``model`` that route: routers and the layers that hold one."""
-    return {layer.name for layer in all_layers(model) if isinstance(layer, Router) or isinstance(getattr(layer, "router", None), Router)}
+#: The name scope the methods of routed capsule layers run in while the step is traced (see :func:`_routed_scope`).
+ROUTED_SCOPE = "memory_plan_routed"
 
 
-def _in_scopes(op_name, names):
-    """Whether ``op_name`` lies under the name scope of a layer in ``names`` (TensorFlow may suffix a scope ``_1``)."""
-    return any(part in names or re.sub(r"_\d+$", "", part) in names for part in op_name.split("/")[:-1])
+def _routed_layers(model):
+    """The layers of ``model`` that route: routers, the layers that hold one, and the layers (not models) that hold those
+    (``ConcurrentRouting``, which calls its capsule layers' methods directly)."""
+    layers = [layer for layer in all_layers(model) if not isinstance(layer, keras.Model)]
+    routes = lambda layer: isinstance(layer, Router) or isinstance(getattr(layer, "router", None), Router)  # noqa: E731
+    return [layer for layer in layers if routes(layer) or any(routes(inner) for inner in all_layers(layer))]
+
+
+def _in_routed_scope(op_name):
+    """Whether ``op_name`` lies under :data:`ROUTED_SCOPE` (TensorFlow numbers a scope entered again: ``_1``, ``_2``...)."""
+    return any(re.fullmatch(rf"{ROUTED_SCOPE}(_\d+)?", part) for part in op_name.split("/")[:-1])
+
+
+@contextlib.contextmanager
+def _routed_scope(layers):
+    """Within: each method the classes of ``layers`` define (below ``keras.layers.Layer``) runs in the name scope
+    :data:`ROUTED_SCOPE`, so every op they make carries it: their forward ops, the gradient ops TensorFlow names after
+    those, and a rematerialised layer's recomputation in the backward pass (which calls the same methods)."""
+    import tensorflow as tf
+
+    def scoped(method):
+        @functools.wraps(method)
+        def run(*args, **kwargs):
+            with tf.name_scope(ROUTED_SCOPE):
+                return method(*args, **kwargs)
+
+        return run
+
+    wrapped = []
+    try:
+        for layer in layers:
+            for cls in type(layer).__mro__:
+                if cls is keras.layers.Layer:
+                    break
+                for name, attribute in vars(cls).items():
+                    if inspect.isfunction(attribute) and not name.startswith("__") and (layer, name) not in wrapped:
+                        setattr(layer, name, scoped(getattr(layer, name)))
+                        wrapped.append((layer, name))
+        yield
+    finally:
+        for layer, name in wrapped:
+            delattr(layer, name)
 
 
 def _traced_step(model, batch_size, label_shape, label_dtype):
     """The concrete function of one training step of ``model`` at ``batch_size`` (see the module docstring, 1.)."""
     import tensorflow as tf
 
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        errors.fail("memory_plan.estimate", "model", "a model with known inputs (functional or Sequential with an Input)", f"{type(model).__name__} {model.name!r}")
     specs = []
-    for tensor in model.inputs:
+    for tensor in inputs:
         shape = (batch_size, *tensor.shape[1:])
         if None in shape:
             errors.fail("memory_plan.estimate", "model", "a model whose inputs have fixed sizes besides the batch", f"input shape {tuple(tensor.shape)}")
@@ -452,10 +510,10 @@ def estimate(
         optimizer = getattr(model, "optimizer", None) or "adam"
     slots = optimizer_slots(optimizer)
     optimizer_name = type(keras.optimizers.get(optimizer) if isinstance(optimizer, (str, dict)) else optimizer).__name__
-    step = _traced_step(model, batch_size, tuple(label_shape), label_dtype)
+    with _routed_scope(_routed_layers(model)):
+        step = _traced_step(model, batch_size, tuple(label_shape), label_dtype)
     live = live_tensors(step.graph.get_operations(), step.graph.outputs)
-    routed = _routed_layer_names(model)
-    votes = sum(count for name, count in live.at_peak.items() if _in_scopes(name, routed))
+    votes = sum(count for name, count in live.at_peak.items() if _in_routed_scope(name))
     shapes = tuple(tuple(t.shape[1:]) for t in model.inputs)
 
     def at(other_batch):

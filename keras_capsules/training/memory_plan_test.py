@@ -158,6 +158,9 @@ def test_votes_of_a_routed_layer_are_attributed():
     # Every routing iteration reads the votes (b, in, out, dim); the backward pass keeps them: they are live at the peak.
     votes = 4 * batch * in_caps * out_caps * dim
     assert memory_plan.LIVE_FACTOR * votes <= plan.votes_bytes <= plan.activation_bytes
+    # The trace wrapped the layer's and its router's methods in a name scope, and unwrapped them.
+    caps = model.get_layer("class_caps")
+    assert not {"call", "vote_and_route"} & set(vars(caps)) and "call" not in vars(caps.router)
 
 
 def test_the_estimate_is_tensorflow_only(monkeypatch, dense_model):
