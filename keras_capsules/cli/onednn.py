@@ -1,7 +1,7 @@
 """The oneDNN setting the command line applies before TensorFlow loads.
 
-TensorFlow 2.21's oneDNN CPU kernels corrupt the heap now and then: about one run in seventy of the
-README's main job died with a segmentation fault in its first steps, inside a TensorFlow executor
+TensorFlow 2.21's oneDNN CPU kernels corrupt the heap now and then: a run of the README's main job
+died with a segmentation fault in its first steps now and then (``tools/soak/README.md``), inside a TensorFlow executor
 thread freeing a tensor whose freed memory a kernel had written to (TensorFlow issues #117700 and
 #123109, oneDNN batched matrix products; fixed upstream after 2.21.0). The command line turns those
 kernels off (``TF_ENABLE_ONEDNN_OPTS=0``) on TensorFlow 2.21, and only there, unless the variable is
