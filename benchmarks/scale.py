@@ -20,7 +20,8 @@ row at the same input is the reference the report divides by.
 Memory guard (``--skip-over-memory GB``): a configuration whose floor estimate (16 bytes per parameter:
 weights, gradients and Adam's two moments) exceeds the limit is not started, and the parent polls
 each process's resident set and kills it the moment it passes the limit; both are recorded as
-``skipped`` with the reason, so no process is left to the machine's OOM killer. A constructor that
+``skipped`` with the reason, so no process is left to the machine's OOM killer. ``--timeout S`` stops
+a process that runs longer (MatrixCapsNet's first step at 128 px traces for many minutes), likewise recorded. A constructor that
 refuses the input (a minimum size, a fixed input) is recorded as ``refused`` with its error.
 
 Writes the run file ``<results>/YYYY-MM-DD-HHMM-<host>-scale.json`` (rows of target ``"scale"``, the
@@ -31,7 +32,7 @@ affected by the load.
 Usage::
 
     python benchmarks/scale.py [--sizes 32,64,128,224] [--batch 16] [--only MatrixCapsNet,BaselineCNN]
-        [--steps 4] [--warmup 2] [--repeats 3] [--skip-over-memory 16] [--host-name NAME]
+        [--steps 4] [--warmup 2] [--repeats 3] [--skip-over-memory 16] [--timeout 3600] [--host-name NAME]
     python benchmarks/scale.py --quick --results /tmp/scale   # tiny settings, end to end in seconds
 """
 
@@ -183,12 +184,15 @@ def run_child(label, size, args, poll_s=0.1):
     limit_kib = args.skip_over_memory * 1e9 / 1024 if args.skip_over_memory else None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(command, stdout=out, stderr=err, cwd=HERE, text=True)
-        killed = False
+        started, killed = time.monotonic(), None
         while child.poll() is None:
             if limit_kib and (status_kib("VmRSS", child.pid) or 0) > limit_kib:
+                killed = f"resident memory passed {args.skip_over_memory:g} GB"
+            elif args.timeout and time.monotonic() - started > args.timeout:
+                killed = f"not done within {args.timeout:g} s"
+            if killed:
                 child.send_signal(signal.SIGKILL)
                 child.wait()
-                killed = True
                 break
             time.sleep(poll_s)
         out.seek(0)
@@ -198,8 +202,7 @@ def run_child(label, size, args, poll_s=0.1):
     phases = [line[6:] for line in lines if line.startswith("PHASE ")]
     rows = [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
     if killed:
-        return {"status": "skipped", "why": f"resident memory passed {args.skip_over_memory:g} GB during the {phases[-1] if phases else 'start'}; "
-                                            "stopped by the guard"}
+        return {"status": "skipped", "why": f"{killed} during the {phases[-1] if phases else 'start'}; stopped by the guard"}
     if not rows:
         return {"status": "error", "why": (errors or [f"exit status {child.returncode}"])[-1][:300]}
     return rows[-1]
@@ -293,6 +296,8 @@ def main(argv=None):
     parser.add_argument("--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})")
     parser.add_argument("--skip-over-memory", type=float, default=None, metavar="GB",
                         help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
     parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
     parser.add_argument("--quick", action="store_true",

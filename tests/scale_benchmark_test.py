@@ -37,9 +37,12 @@ def test_quick_run_writes_a_run_file_the_report_reads(quick_run):
 
 
 def test_the_guard_stops_a_process_that_passes_the_limit_and_says_when():
-    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=0.05)  # 50 MB: Python with TensorFlow passes it at import
+    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=0.05, timeout=None)  # 50 MB: passed at import
     row = scale.run_child("BaselineCNN", 32, args)
-    assert row["status"] == "skipped" and "passed 0.05 GB" in row["why"] and "stopped by the guard" in row["why"]
+    assert row["status"] == "skipped" and "resident memory passed 0.05 GB" in row["why"] and "stopped by the guard" in row["why"]
+    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=None, timeout=0.5)  # importing TensorFlow takes longer
+    row = scale.run_child("BaselineCNN", 32, args)
+    assert row["status"] == "skipped" and row["why"] == "not done within 0.5 s during the start; stopped by the guard"
 
 
 def test_a_model_whose_weights_and_adam_state_pass_the_limit_is_not_run():
