@@ -5,8 +5,8 @@
 #
 # WORK (default /work/runs/clean) receives one folder per preset, each run by
 # tools/presets/run_in_background.sh (nice 19, a frozen copy of the package in WORK/<preset>/pkg, the
-# run in WORK/<preset>/run). Every package copy is taken from HEAD the first time this script runs, so
-# later commits never reach a queued run. Rerun the same command after an interruption: each run
+# run in WORK/<preset>/run). Every package copy is the package at PACKAGE_COMMIT (8a8fbd5, the commit the
+# queue started from on 2026-11-28), so later commits never reach a queued run, on any machine. Rerun the same command after an interruption: each run
 # continues after its newest checkpoint, and finished phases are skipped. WORK/queue.log records every
 # phase's start and end.
 set -uo pipefail
@@ -23,12 +23,15 @@ QUEUE=(
   "capsnet-mnist|train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 430"
   "effcapsnet-mnist_rem|train EffCapsNet --dataset mnist --recipe rem --epochs 200"
 )
+PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54}
+# Presets whose clean file has shipped: their phases are skipped (on a machine without their runs too).
+SHIPPED=" fmcapsnet-fashion_mnist "
 mkdir -p "$work"
 for entry in "${QUEUE[@]}"; do
   preset=${entry%%|*}
   if [ ! -d "$work/$preset/pkg/keras_capsules" ]; then
-    mkdir -p "$work/$preset/pkg" && (cd "$repo" && git archive HEAD keras_capsules) | tar -x -C "$work/$preset/pkg"
-    (cd "$repo" && git rev-parse HEAD) > "$work/$preset/pkg/COMMIT"
+    mkdir -p "$work/$preset/pkg" && (cd "$repo" && git archive "$PACKAGE_COMMIT" keras_capsules) | tar -x -C "$work/$preset/pkg"
+    echo "$PACKAGE_COMMIT" > "$work/$preset/pkg/COMMIT"
   fi
 done
 newest_checkpoint() {
@@ -37,6 +40,7 @@ newest_checkpoint() {
 for entry in "${QUEUE[@]}"; do
   preset=${entry%%|*}
   arguments=${entry#*|}
+  [[ "$SHIPPED" == *" $preset "* ]] && continue
   epochs=$(grep -o -- '--epochs [0-9]*' <<< "$arguments" | awk '{print $2}')
   done_epochs=$(newest_checkpoint "$work/$preset")
   if [[ "$arguments" == *"--eval-on" ]] && [ "${done_epochs:-0}" -gt "$epochs" ]; then
