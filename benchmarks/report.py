@@ -114,6 +114,10 @@ def ratio_of(a, b):
     return lambda row: r2(ratio(row.get(a), row.get(b)))
 
 
+def megabytes(key):
+    return lambda row: num(None if row.get(key) is None else round(row[key] / 1e6))
+
+
 def seed_pair(side):
     return lambda row: " / ".join(num(row.get(f"{side}_{m}_ms")) for m in ("fm", "dr1", "dr3"))
 
@@ -274,6 +278,21 @@ TABLES = [
     dict(key="router-memory", heading=None, rows=("router-memory",),
          intro="Forward memory by iterations: live tensors' peak, fc shape.",
          columns=[col("router"), col("live_1_mib", "> 1 iteration (MiB)"), col("live_3_mib", "> 3 (MiB)"), col("live_5_mib", "> 5 (MiB)")]),
+    dict(key="memory-plan", heading="Memory plan: estimate against measured peak", rows=("memory-plan",),
+         intro="`keras_capsules.training.memory_plan.estimate` (one traced step, no step run; process baseline included) against "
+               "the peak resident memory of a fresh process that builds and compiles the model as `train` does and runs three "
+               "`train_on_batch` steps; one process per row, each alone. A row whose estimate exceeds 16 GB is not run "
+               "(what `memory_plan.check` refuses).",
+         columns=[col("configuration"), col("input"), col("batch", "> batch"), ("> estimate (MB)", megabytes("estimate_bytes")),
+                  ("> of which activations / votes (MB)", lambda row: f"{megabytes('activation_bytes')(row)} / {megabytes('votes_bytes')(row)}"),
+                  ("> measured peak (MB)", megabytes("measured_bytes")), ("> estimate / measured", ratio_of("estimate_bytes", "measured_bytes")),
+                  ("note", lambda row: row.get("skipped") or row.get("error") or "")]),
+    dict(key="memory-plan-calibration", heading=None, rows=("memory-plan-calibration",),
+         intro="The calibration run the two constants `LIVE_FACTOR` and `BYTES_PER_OP` were fitted on (its file's `fit`; least "
+               "squares on the relative error), at other batches than the table above; live tensors: the simulated step's peak.",
+         columns=[col("configuration"), col("input"), col("batch", "> batch"), ("> live tensors (MB)", megabytes("step_live_bytes")),
+                  col("step_ops", "> ops"), ("> measured peak (MB)", megabytes("measured_bytes")),
+                  ("> fitted estimate / measured", ratio_of("fitted_bytes", "measured_bytes"))]),
     dict(key="gpu-presets", heading="GPU checks (JAX backend)", rows=("gpu-presets",),
          intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
          columns=[col("preset"), col("registry", "> registry (CPU)"), col("tf32", "> JAX default (TF32)"),
@@ -399,6 +418,17 @@ def memory_items(rows):
             for a, b in ((1, 3), (3, 5))]
 
 
+def memory_plan_items(rows):
+    pairs = [(row, row["estimate_bytes"] / row["measured_bytes"]) for row in rows if row.get("measured_bytes")]
+    if not pairs:
+        return []
+    low, high = min(pairs, key=lambda p: p[1]), max(pairs, key=lambda p: p[1])
+    skipped = sum(1 for row in rows if row.get("skipped"))
+    label = lambda p: f"{r2(p[1])} ({p[0]['configuration']} {p[0]['input']} b{p[0]['batch']})"  # noqa: E731
+    return [("", [abs(v - 1) for _, v in pairs], f"estimate / measured from {label(low)} to {label(high)} over {len(pairs)} "
+             f"measured configurations" + (f"; {skipped} refused by the estimate, not run" if skipped else ""))]
+
+
 def seed_items(rows):
     sel = [r for r in rows if r["call"] == "predict_on_batch"]
     return [("", [r["ours_dr3_ms"] / r["ours_fm_ms"] for r in sel], "")]
@@ -462,6 +492,8 @@ VERDICTS = [
          items=per_iterations("kernel"), bound=("<=", 4.0), table="routers"),
     dict(target="kernel and LSTM forward memory not growing with the iterations", rows="router-memory",
          items=memory_items, bound=("<=", 1.0), table="router-memory"),
+    dict(target="memory plan: estimate within ±30 % of the measured peak, every application", rows="memory-plan",
+         items=memory_plan_items, bound=("<=", 0.30), table="memory-plan"),
 ]
 
 

@@ -26,8 +26,9 @@ def test_benchmarks_md_is_the_reports_output():
 def test_page_stays_short():
     # A page that lists each run once (superseded runs leave the folder); raised from 230 to 250 for a
     # fourth host's run and its two tables (the DR-CapsNet kernel floor, IDPA at 1-5 iterations), and to 260
-    # for the comparison of fine-tuning against training from scratch on a folder of images.
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 260
+    # for the comparison of fine-tuning against training from scratch on a folder of images, and to 330 for the
+    # memory plan's estimate against the measured peak (every application, two inputs, two batches) and its calibration.
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 330
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
