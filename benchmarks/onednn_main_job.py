@@ -65,17 +65,23 @@ def main(argv=None):
                 medians[setting].append(run_once(setting == "on", args.steps, folder))
                 print(f"round {round_index + 1}, oneDNN {setting}: {1000 * medians[setting][-1]:.1f} ms per step", flush=True)
     on, off = statistics.median(medians["on"]), statistics.median(medians["off"])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cpu = machine_description().split(",")[0]
     record = {
-        "benchmark": "onednn_main_job",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
-        "host": machine_description(),
-        "steps_per_process": args.steps,
-        "median_step_seconds": {"onednn_on": medians["on"], "onednn_off": medians["off"]},
-        "median_on": on,
-        "median_off": off,
-        "off_over_on": off / on,
+        "host": {"id": f"{cpu.split()[-1].lower()}-{now:%Y-%m-%d}", "cpu": cpu, "cores": os.cpu_count(), "name": f"{cpu}, {os.cpu_count()} vCPUs ({now:%Y-%m-%d})"},
+        "date": f"{now:%Y-%m-%d}",
+        "time_utc": f"{now:%H:%M}",
+        "command": "python benchmarks/onednn_main_job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "measured": f"the main job's training step: median of the steps after the tenth in each fresh process ({args.steps} steps), processes alternating",
+        "source": "benchmarks/onednn_main_job.py",
+        "software": machine_description(),
+        "rows": [
+            {"target": "onednn-main-job", "setting": "oneDNN on (TF_ENABLE_ONEDNN_OPTS=1)", "median_ms": round(1000 * on, 1), "process_ms": [round(1000 * v, 1) for v in medians["on"]]},
+            {"target": "onednn-main-job", "setting": "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, what the CLI sets on TF 2.21)", "median_ms": round(1000 * off, 1),
+             "process_ms": [round(1000 * v, 1) for v in medians["off"]], "off_over_on": round(off / on, 2)},
+        ],
     }
-    output = args.output or os.path.join(os.path.dirname(__file__), "results", f"{datetime.date.today().isoformat()}-onednn-main-job.json")
+    output = args.output or os.path.join(os.path.dirname(__file__), "results", f"{now:%Y-%m-%d}-onednn-main-job.json")
     with open(output, "w") as handle:
         json.dump(record, handle, indent=2)
         handle.write("\n")

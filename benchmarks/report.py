@@ -304,6 +304,10 @@ TABLES = [
          + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)]),
     dict(key="gpu-checks", heading=None, rows=("gpu-checks",), intro="Correctness:", prose=lambda cells: ": ".join(cells),
          columns=[col("check"), col("result")]),
+    dict(key="onednn-main-job", heading="The main job with TensorFlow's oneDNN kernels on and off", rows=("onednn-main-job",),
+         intro="`benchmarks/onednn_main_job.py`: the command line turns oneDNN off on TensorFlow 2.21, whose oneDNN kernels "
+               "corrupt the heap now and then (`tools/soak/README.md`); this is what that costs the README's main job per step.",
+         columns=[col("setting"), col("median_ms", "> median step (ms)"), col("process_ms", "per process (ms)"), col("off_over_on", "> off / on")]),
     dict(key="fine-tune-folder", heading="Fine-tuning against training from scratch on a folder of images", rows=("fine-tune-folder",),
          intro="`benchmarks/fine_tune_folder.py`: EffCapsNet on one folder of Fashion-MNIST PNG files it writes (the run file's "
                "`folder`), each run one `training.train` call with the generic recipe, the same epochs, seed and stratified "
