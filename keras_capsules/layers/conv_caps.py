@@ -7,7 +7,7 @@ from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
-from keras_capsules.routing.base import join_position_chunks, split_position_chunks
+from keras_capsules.routing.base import join_position_chunks, sequence_token, split_position_chunks
 from keras_capsules.serialization import register
 
 #: A router that couples the output positions (EM's ``child_grid``) routes chunks of output rows whose
@@ -163,7 +163,8 @@ class ConvCaps(RoutedCapsules):
             if initial is not None and len(chunks) > 1:
                 grid = ops.reshape(initial, (batch, out_h * out_w) + tuple(initial.shape[1:]))
                 chunk_initial = ops.reshape(grid[:, rows[0] * out_w : rows[1] * out_w], (-1,) + tuple(initial.shape[1:]))
-            outputs.append(self._route_rows(poses, activations, chunk_initial, rows, training, return_coupling, router_kwargs))
+            after = sequence_token(outputs[-1]) if outputs else None
+            outputs.append(self._route_rows(poses, activations, chunk_initial, after, rows, training, return_coupling, router_kwargs))
         counts = [(stop - start) * out_w for start, stop in chunks]
         return tuple(join_position_chunks(list(parts), counts) for parts in zip(*outputs))
 
@@ -193,9 +194,13 @@ class ConvCaps(RoutedCapsules):
             remat=self.rematerializes(training),
         )
 
-    def _route_rows(self, poses, activations, initial, rows, training, return_coupling, router_kwargs):
-        """:meth:`route_positions` for the output rows ``rows``, rematerialised in training (``remat``)."""
-        given = {"poses": poses, "activations": activations, "initial_poses": initial}
+    def _route_rows(self, poses, activations, initial, after, rows, training, return_coupling, router_kwargs):
+        """:meth:`route_positions` for the output rows ``rows``, rematerialised in training (``remat``).
+
+        ``after``: the previous chunk's :func:`~keras_capsules.routing.base.sequence_token` (or ``None``),
+        added to this chunk's children so that the chunks take turns, forward and backward.
+        """
+        given = {"poses": poses, "activations": activations, "initial_poses": initial, "after": after}
         names = [name for name, value in given.items() if value is not None]
 
         def run(*values):
@@ -203,8 +208,11 @@ class ConvCaps(RoutedCapsules):
             kwargs = dict(router_kwargs)
             if "initial_poses" in tensors:
                 kwargs["initial_poses"] = tensors["initial_poses"]
+            children = self._gather(tensors["poses"], rows)
+            if "after" in tensors:
+                children = children + ops.cast(tensors["after"], children.dtype)
             acts = self._gather(tensors["activations"], rows) if "activations" in tensors else None
-            return self.vote_and_route(self._gather(tensors["poses"], rows), acts, training, return_coupling, **kwargs)
+            return self.vote_and_route(children, acts, training, return_coupling, **kwargs)
 
         if self.rematerializes(training):
             run = keras.remat(run)

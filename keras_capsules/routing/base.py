@@ -239,6 +239,19 @@ def split_position_chunks(x, counts):
     return [ops.reshape(part, (-1,) + trailing) for part in parts]
 
 
+def sequence_token(outputs):
+    """A zero ``(1,)`` that depends on ``outputs`` (a tensor or a tuple of them; finite values): chunks take turns.
+
+    Graph executors run independent ops in any order, so chunks of a layer that are meant to take
+    turns (each holding its own vote-sized temporaries) can all be in memory at once, above all in the
+    backward pass, where every chunk's gradient becomes ready together. A chunk that adds the
+    previous chunk's token to its input cannot start before that chunk is done, and in the backward
+    pass the previous chunk's gradient waits for this one's. Adding zero leaves every value as it is.
+    """
+    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    return 0.0 * ops.reshape(first, (-1,))[:1]
+
+
 def ones_activations(votes, in_axis=1):
     """Child activations of ones, ``(batch, in_caps)``, for routers used without activations.
 

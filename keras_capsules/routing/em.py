@@ -19,6 +19,7 @@ from keras_capsules.routing.base import (
     join_position_chunks,
     ones_activations,
     saturating_cast,
+    sequence_token,
     split_position_chunks,
     vote_agreement,
     weighted_votes,
@@ -50,18 +51,6 @@ def inverse_temperatures(iterations, final_lambda=0.01):
     With ``final_lambda=0.01``: 5.0e-4, 9.75e-4, 1.426e-3 (the authors' OpenReview reply).
     """
     return [final_lambda * (1.0 - 0.95 ** (t + 1)) for t in range(iterations)]
-
-
-def _token(outputs):
-    """A zero ``(1,)`` that depends on ``outputs`` (a tensor or a tuple; finite values), for sequencing.
-
-    Graph executors run independent ops in any order, so chunks that are meant to take turns would
-    all be in memory at once; a chunk that adds the previous chunk's token to its input cannot start
-    before that chunk is done, and in the backward pass the previous chunk's gradient waits for this
-    one's. Adding zero leaves every value as it is.
-    """
-    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-    return 0.0 * ops.reshape(first, (-1,))[:1]
 
 
 def spatial_routing_tables(child_grid, kernel_size, strides, padding):
@@ -391,7 +380,7 @@ class EMRouter(Router):
             outputs = []
             for ((positions, inputs), state) in zip(chunks, states):
                 chunk_step = self._chunk_step(votes_of, len(inputs), positions, inverse_temperature, last, training, return_coupling)
-                after = (_token(outputs[-1]),) if outputs else ()
+                after = (sequence_token(outputs[-1]),) if outputs else ()
                 outputs.append(wrap(chunk_step)(*inputs, *state, *after))
             if not last:
                 norms = wrap(functools.partial(self._chunk_normalizers, counts))(*outputs)
