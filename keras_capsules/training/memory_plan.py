@@ -382,7 +382,6 @@ def optimizer_slots(optimizer) -> int:
     return sum(1 for v in probe.variables if tuple(v.shape) == (7,))
 
 
-
 def _variables_bytes(variables):
     import tensorflow as tf
 
