@@ -179,20 +179,20 @@ def _unmeasured(row):
 
 
 def scale_cell(size):
-    """``step ms · peak MB (× the CNN's step · × its memory)`` at ``size``."""
+    """``step ms · training peak MB (× the CNN's step · × its memory)`` at ``size``."""
     def cell(entry):
         row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
         if _unmeasured(row):
             return _unmeasured(row)
-        text = f"{num(round(row['step_ms']))} · {num(row['peak_mb'])}"
+        text = f"{num(round(row['step_ms']))} · {num(row['train_peak_mb'])}"
         if cnn is None or cnn["status"] != "measured" or entry["application"] == "BaselineCNN":
             return text
-        return text + f" ({r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['peak_mb'] / cnn['peak_mb'])}×)"
+        return text + f" ({r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['train_peak_mb'] / cnn['train_peak_mb'])}×)"
     return cell
 
 
 def scale_arithmetic_cell(size):
-    """``GFLOP per image · achieved GFLOP/s (× the CNN's) · first step s`` at ``size``."""
+    """``GFLOP per image · achieved GFLOP/s (× the CNN's) · first step s · inference ms per image`` at ``size``."""
     def cell(entry):
         row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
         if _unmeasured(row):
@@ -200,7 +200,7 @@ def scale_arithmetic_cell(size):
         text = f"{row['gflop_per_image']:.3g} · {row['gflops']:.3g}"
         if cnn is not None and cnn["status"] == "measured" and entry["application"] != "BaselineCNN":
             text += f" ({r2(row['gflops'] / cnn['gflops'])}×)"
-        return text + f" · {row['first_step_s']:g} s"
+        return text + f" · {row['first_step_s']:g} s · {row['infer_ms_per_image']:g}"
     return cell
 
 
@@ -319,15 +319,16 @@ TABLES = [
                   ("> test accuracy (%)", percent("test_accuracy")), col("train_seconds", "> training (s)")]),
     dict(key="scale", heading="Capsules at larger inputs", rows=("scale",), transform=scale_by_application,
          intro="`benchmarks/scale.py`: every application at RGB inputs, batch 16, 10 classes: the median `train_on_batch` "
-               "step after warm-up (ms) and the process's peak RSS (MB), in brackets as multiples of the matched "
+               "step after warm-up (ms) and the process's peak RSS after the training steps (MB), in brackets as multiples of the matched "
                "`BaselineCNN`'s at the same input; one process per configuration, alternating, medians. A constructor that "
                "refuses the input, and a configuration the memory guard stopped, say so.",
          columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES]),
     dict(key="scale-arithmetic", heading=None, rows=("scale",), transform=scale_by_application,
          intro="The same run: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
-               "GFLOP/s the step achieves (in brackets: as a multiple of the CNN's) and the first step, tracing included (s).",
+               "GFLOP/s the step achieves (in brackets: as a multiple of the CNN's), the first step, tracing included (s), and "
+               "`predict_on_batch` per image (ms).",
          columns=[("application", lambda entry: entry["application"])]
-         + [(f"> {s}×{s}×3: GFLOP · GFLOP/s (× CNN) · first step", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
+         + [(f"> {s}×{s}×3: GFLOP · GFLOP/s (× CNN) · first step · inference", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 
@@ -380,14 +381,14 @@ def per_iterations(router_prefix):
 
 
 def scale_memory_items(size, limit_mb):
-    """Every application that builds at ``size``: its peak RSS as a share of ``limit_mb`` (a skipped one: over it)."""
+    """Every application that builds at ``size``: its training peak RSS as a share of ``limit_mb`` (a skipped one: over it)."""
     def items(rows):
         sel = [r for r in rows if r["size"] == size and r["status"] in ("measured", "skipped")]
-        values = [r["peak_mb"] / limit_mb if r["status"] == "measured" else float("inf") for r in sel]
+        values = [r["train_peak_mb"] / limit_mb if r["status"] == "measured" else float("inf") for r in sel]
         if not sel:
             return []
         worst = max(zip(values, sel), key=lambda pair: pair[0])[1]
-        figure = (f"largest {worst['application']} {num(worst['peak_mb'])} MB" if worst["status"] == "measured"
+        figure = (f"largest {worst['application']} {num(worst['train_peak_mb'])} MB" if worst["status"] == "measured"
                   else f"{worst['application']} {worst['why']}")
         return [("", values, f"{figure}; {len(sel)} built")]
     return items

@@ -7,7 +7,8 @@ classes, batch ``--batch``), one fresh process builds the model, compiles it as
 - the first ``train_on_batch`` (tracing included, seconds) and the median of ``--steps`` steady ones
   after ``--warmup`` (milliseconds);
 - inference: the median ``predict_on_batch`` per image (milliseconds);
-- peak memory: the process's peak resident set (``VmHWM``) after those steps, MB;
+- peak memory: the process's peak resident set (``VmHWM``) after the training steps (``train_peak_mb``)
+  and after inference too (``peak_mb``), MB;
 - counted GFLOP per image of one training step (``benchmarks/training_step_cost.py``'s counter on the
   same loss and batch) and the GFLOP/s the step achieves (``GFLOP per image * batch / step``);
 - the host's float32 matrix-product throughput, GFLOP/s (a ``--matmul``-sided square product,
@@ -150,6 +151,7 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
         model.train_on_batch(x, y)
         times.append(time.perf_counter() - start)
     row["step_ms"] = 1e3 * statistics.median(times)
+    row["train_peak_mb"] = status_kib("VmHWM") * 1024 / 1e6
     report_phase("inference")
     model.predict_on_batch(x)
     inference = []
@@ -218,7 +220,8 @@ def merge(label, size, batch, rows):
         first = rows[0]
         return dict(row, status=first["status"], why=first.get("why"), parameters=first.get("parameters"))
     row.update(status="measured", processes=len(measured), parameters=measured[0]["parameters"])
-    for key, digits in (("step_ms", 1), ("first_step_s", 1), ("infer_ms_per_image", 3), ("peak_mb", 0), ("gflop_per_image", 4)):
+    for key, digits in (("step_ms", 1), ("first_step_s", 1), ("infer_ms_per_image", 3), ("train_peak_mb", 0), ("peak_mb", 0),
+                        ("gflop_per_image", 4)):
         value = statistics.median(r[key] for r in measured)
         row[key] = round(value, digits) if digits else round(value)
     row["gflops"] = round(row["gflop_per_image"] * batch / (row["step_ms"] / 1e3), 2)
