@@ -171,37 +171,33 @@ def scale_by_application(rows):
     return list(out.values())
 
 
-def _unmeasured(row):
-    """The cell of a configuration that was not measured: why (refused by the constructor, skipped by the guard)."""
-    if row is None:
-        return "—"
-    return f"{row['status']}: {row.get('why') or '?'}" if row["status"] != "measured" else None
+def scale_size_cell(size, figures, against_cnn):
+    """An application's cell at input ``size``: ``figures(row)``, then ``(against_cnn(row, cnn_row))`` where the
+    CNN was measured at that input; why not, for a configuration not measured (refused, skipped)."""
+    def cell(entry):
+        row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
+        if row is None:
+            return "—"
+        if row["status"] != "measured":
+            return f"{row['status']}: {row.get('why') or '?'}"
+        text = figures(row)
+        if cnn is not None and cnn["status"] == "measured" and entry["application"] != "BaselineCNN":
+            text += f" ({against_cnn(row, cnn)})"
+        return text
+    return cell
 
 
 def scale_cell(size):
     """``step ms · training peak MB (× the CNN's step · × its memory)`` at ``size``."""
-    def cell(entry):
-        row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
-        if _unmeasured(row):
-            return _unmeasured(row)
-        text = f"{num(round(row['step_ms']))} · {num(row['train_peak_mb'])}"
-        if cnn is None or cnn["status"] != "measured" or entry["application"] == "BaselineCNN":
-            return text
-        return text + f" ({r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['train_peak_mb'] / cnn['train_peak_mb'])}×)"
-    return cell
+    return scale_size_cell(size, lambda row: f"{num(round(row['step_ms']))} · {num(row['train_peak_mb'])}",
+                           lambda row, cnn: f"{r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['train_peak_mb'] / cnn['train_peak_mb'])}×")
 
 
 def scale_arithmetic_cell(size):
-    """``GFLOP per image · achieved GFLOP/s (× the CNN's) · first step s · inference ms per image`` at ``size``."""
-    def cell(entry):
-        row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
-        if _unmeasured(row):
-            return _unmeasured(row)
-        text = f"{row['gflop_per_image']:.3g} · {row['gflops']:.3g}"
-        if cnn is not None and cnn["status"] == "measured" and entry["application"] != "BaselineCNN":
-            text += f" ({r2(row['gflops'] / cnn['gflops'])}×)"
-        return text + f" · {row['first_step_s']:g} s · {row['infer_ms_per_image']:g}"
-    return cell
+    """``GFLOP per image · first step s · inference ms per image · achieved GFLOP/s (× the CNN's)`` at ``size``."""
+    return scale_size_cell(
+        size, lambda row: f"{row['gflop_per_image']:.3g} · {row['first_step_s']:g} s · {row['infer_ms_per_image']:g} · {row['gflops']:.3g}",
+        lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")
 
 
 def scale_matmul(entry):
@@ -325,10 +321,10 @@ TABLES = [
          columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES]),
     dict(key="scale-arithmetic", heading=None, rows=("scale",), transform=scale_by_application,
          intro="The same run: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
-               "GFLOP/s the step achieves (in brackets: as a multiple of the CNN's), the first step, tracing included (s), and "
-               "`predict_on_batch` per image (ms).",
+               "first step, tracing included (s), `predict_on_batch` per image (ms) and the GFLOP/s the step achieves (in "
+               "brackets: as a multiple of the CNN's).",
          columns=[("application", lambda entry: entry["application"])]
-         + [(f"> {s}×{s}×3: GFLOP · GFLOP/s (× CNN) · first step · inference", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
+         + [(f"> {s}×{s}×3: GFLOP · first step · inference ms · GFLOP/s (× CNN)", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 
