@@ -325,6 +325,15 @@ TABLES = [
                "brackets: as a multiple of the CNN's).",
          columns=[("application", lambda entry: entry["application"])]
          + [(f"> {s}×{s}×3: GFLOP · first step · inference ms · GFLOP/s (× CNN)", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
+    dict(key="scale-before", heading="Capsules at larger inputs, before the scaling work", rows=("scale-before",),
+         transform=scale_by_application,
+         intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "
+               "layers were made to scale (the run file's `package`: issue 52's starting point, the FLOP counter already "
+               "fixed), on the host and in the session of the run above; no verdict reads them.",
+         columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES[:2]]
+         + [(f"> {s}×{s}×3: GFLOP/s (× CNN) · first step", scale_size_cell(
+             s, lambda row: f"{row['gflops']:.3g} · {row['first_step_s']:g} s",
+             lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")) for s in SCALE_SIZES[:2]]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 

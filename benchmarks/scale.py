@@ -35,6 +35,9 @@ Usage::
     python benchmarks/scale.py [--sizes 32,64,128,224] [--batch 16] [--only MatrixCapsNet,BaselineCNN]
         [--steps 4] [--warmup 2] [--repeats 3] [--skip-over-memory 16] [--timeout 3600] [--host-name NAME]
     python benchmarks/scale.py --quick --results /tmp/scale   # tiny settings, end to end in seconds
+    PYTHONPATH=/tmp/old python benchmarks/scale.py --before ...  # an earlier package (git archive COMMIT keras_capsules)
+
+The run file records the package it measured (``package``: its folder and commit).
 """
 
 import argparse
@@ -243,6 +246,28 @@ def host_record(name=None):
     return {"id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), "cpu": cpu, "cores": cores, "name": name}, machine_description()
 
 
+def package_record():
+    """The keras_capsules this run measures (the one a child process imports): its folder and commit.
+
+    A frozen copy (``git archive COMMIT keras_capsules`` on ``PYTHONPATH``) names its commit in a
+    ``COMMIT`` file beside the package; the repository's own package is its ``HEAD``, ``+changes`` when
+    ``keras_capsules/`` differs from it.
+    """
+    import importlib.util
+
+    folder = os.path.dirname(os.path.dirname(importlib.util.find_spec("keras_capsules").origin))
+    marker = os.path.join(folder, "COMMIT")
+    if os.path.exists(marker):
+        with open(marker) as handle:
+            return {"path": folder, "commit": handle.read().strip()}
+
+    def git(*arguments):
+        return subprocess.run(["git", "-C", folder, *arguments], capture_output=True, text=True).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "keras_capsules")
+    return {"path": folder, "commit": (git("rev-parse", "HEAD") or "unknown") + ("+changes" if dirty else "")}
+
+
 def run_all(args):
     labels = args.only.split(",") if args.only else list(APPLICATIONS)
     unknown = [label for label in labels if label not in KNOWN]
@@ -272,12 +297,14 @@ def run_all(args):
                      f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
                      f"float32 {args.matmul}x{args.matmul} matrix product in every process"),
         "source": "benchmarks/scale.py",
+        "package": package_record(),
         "matmul_gflops": round(statistics.median(matmul), 1) if matmul else None,
-        "rows": [dict(row, matmul_gflops=round(statistics.median(matmul), 1) if matmul else None) for row in rows],
+        "rows": [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=round(statistics.median(matmul), 1) if matmul else None)
+                 for row in rows],
     }
     os.makedirs(args.results, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", host["cpu"].lower()).strip("-")[:24] or "host"
-    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-scale.json")
+    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-scale{'-before' if args.before else ''}.json")
     with open(path, "w") as handle:
         json.dump(run, handle, indent=2)
     print(path)
@@ -303,6 +330,9 @@ def main(argv=None):
                         help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
     parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    parser.add_argument("--before", action="store_true",
+                        help="the run measures an earlier package put first on PYTHONPATH, for a before/after comparison: its "
+                             "rows are recorded as 'scale-before' (a table of their own, read by no verdict), its file *-scale-before.json")
     parser.add_argument("--quick", action="store_true",
                         help="tiny settings where not given: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)

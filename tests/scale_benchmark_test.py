@@ -82,3 +82,22 @@ def test_scale_verdicts_on_hand_made_rows():
 def test_an_unmeasured_target_has_no_row():
     page = report.render([])
     assert "every application trains at 64×64×3" not in page
+
+
+def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
+    # An earlier package put first on PYTHONPATH, as `git archive COMMIT keras_capsules` unpacks it, with its COMMIT file.
+    (tmp_path / "keras_capsules").mkdir()
+    (tmp_path / "keras_capsules" / "__init__.py").write_text("")
+    (tmp_path / "COMMIT").write_text("92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee\n")
+    found = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); import scale; print(scale.package_record())"],
+                           cwd=tmp_path.parent, env={"PYTHONPATH": f"{tmp_path}:{ROOT / 'benchmarks'}", "PATH": ""},
+                           capture_output=True, text=True, timeout=60)
+    assert found.stdout.strip() == repr({"path": str(tmp_path), "commit": "92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee"}), found.stderr
+    cnn = dict(_row("BaselineCNN", 64, step_ms=200.0, train_peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0), target="scale-before")
+    slow = dict(_row("A", 64, step_ms=30000.0, train_peak_mb=9000, gflop_per_image=2.0, gflops=1.07, first_step_s=90.0), target="scale-before")
+    run = {"host": {"id": "h", "name": "H", "cpu": "c", "cores": 2}, "date": "2026-11-28", "time_utc": "15:00-16:00",
+           "command": "python benchmarks/scale.py --before", "measured": "m", "rows": [cnn, slow], "file": "2026-11-28-1500-h-scale-before.json"}
+    page = report.render([run])
+    assert "## Capsules at larger inputs, before the scaling work" in page
+    assert "| A | — | 30,000 · 9,000 (150.00× · 10.00×) | — | 1.07 · 90 s (0.01×) |" in page
+    assert "## Capsules at larger inputs\n" not in page and "64×64×3 step within 10×" not in page  # no verdict reads a before run
