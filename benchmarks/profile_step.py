@@ -9,8 +9,15 @@ layer's name inside ``gradient_tape/``; ``Dataset`` ops are the input pipeline, 
 the step). Use it to find what to optimise, on an otherwise idle
 machine; the shares are what matters, the milliseconds move with the machine's load.
 
+It also reports the first ``fit`` step (tracing included), the median step without the profiler
+(``--timed`` steps in one ``fit``, after one more warm-up step; 0 to skip) and the op executions
+per step the profiler traced (at its default level it traces the expensive ops only: for the whole
+graph's op count use ``training_step_cost.py``). ``--input-shape H,W,C`` (and ``--classes N``) build the
+configuration for other images than its registered ones; ``--json PATH`` writes all of it.
+
 Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simple [--batch 32]
-[--model-arg routing_iterations=1] [--top 15] [--ops 20 [--op-type _MklTranspose]]``
+[--input-shape 64,64,3] [--classes 10] [--model-arg routing_iterations=1] [--top 15]
+[--ops 20 [--op-type _MklTranspose]] [--timed 3] [--json PATH]``
 """
 
 import argparse
@@ -21,6 +28,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +68,17 @@ def grouped(rows, key, steps):
     return [(name, us / 1e3 / steps, us / grand) for name, us in totals.most_common()], grand / 1e3 / steps
 
 
+def input_shape_arg(text):
+    """``"64,64,3"`` -> ``(64, 64, 3)``: an argparse type."""
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 3 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected H,W,C (three positive integers), received {text!r}")
+    return shape
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("configuration", help="e.g. InvertedAttentionCapsNet/cifar10-simple")
@@ -70,6 +89,10 @@ def main():
     parser.add_argument("--ops", type=int, default=0, help="also list the N most expensive single ops by name")
     parser.add_argument("--op-type", default=None, help="list only single ops of this type (e.g. _MklTranspose)")
     parser.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument (repeatable)")
+    parser.add_argument("--input-shape", type=input_shape_arg, default=None, metavar="H,W,C", help="images of this shape (default: the configuration's)")
+    parser.add_argument("--classes", type=int, default=None, help="classes (default: the configuration's)")
+    parser.add_argument("--timed", type=int, default=3, help="steps timed without the profiler (median), after the warm-up; 0: none")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures and tables as JSON")
     args = parser.parse_args()
 
     import keras
@@ -77,19 +100,29 @@ def main():
     import tensorflow as tf
 
     from applications import _loss_for
-    from common import machine_description
+    from common import machine_description, time_fit_step
     from keras_capsules import applications
     from keras_capsules.cli.options import key_values  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
 
     entry = applications.get_configuration(args.configuration)
-    kwargs = {**entry.kwargs, **key_values(args.model_arg, "--model-arg")}
+    overrides = key_values(args.model_arg, "--model-arg")
+    if args.input_shape:
+        overrides["input_shape"] = args.input_shape
+    if args.classes:
+        overrides["classes"] = args.classes
+    kwargs = {**entry.kwargs, **overrides}
     model = entry.constructor(**kwargs)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=_loss_for(model))
     shape = tuple(model.inputs[0].shape[1:])
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(args.batch,) + shape).astype("float32")
     y = rng.integers(0, model.outputs[0].shape[-1], args.batch)
-    model.fit(x, y, batch_size=args.batch, epochs=args.warmup, verbose=0)  # traces and warms up
+    start = time.perf_counter()
+    model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0)  # traces: the first step
+    first_step_s = time.perf_counter() - start
+    if args.warmup > 1:
+        model.fit(x, y, batch_size=args.batch, epochs=args.warmup - 1, verbose=0)
+    step_s = time_fit_step(model, x, y, args.batch, steps=args.timed, warmup=1) if args.timed else None
 
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
@@ -97,9 +130,21 @@ def main():
         tf.profiler.experimental.stop()
         rows = op_rows(logdir)
 
-    print(f"{args.configuration} {kwargs if args.model_arg else ''} batch {args.batch}, {args.steps} profiled steps; {machine_description()}")
+    executions = sum(row[3] for row in rows if row[0] != "Dataset") / args.steps
+    record = {
+        "configuration": args.configuration, "kwargs": {k: repr(v) for k, v in kwargs.items()}, "batch": args.batch,
+        "input_shape": list(shape), "profiled_steps": args.steps, "machine": machine_description(),
+        "package": os.path.dirname(applications.__file__.rsplit(os.sep, 1)[0]),
+        "first_step_s": round(first_step_s, 2), "step_s": None if step_s is None else round(step_s, 3),
+        "op_executions_per_step": round(executions), "op_names": len({row[1] for row in rows if row[0] != "Dataset"}),
+    }
+    print(f"{args.configuration} {kwargs if overrides else ''} batch {args.batch}, {args.steps} profiled steps; {machine_description()}")
+    print(f"first step (tracing included) {first_step_s:.1f} s; step without the profiler {'—' if step_s is None else f'{step_s * 1e3:.0f} ms'} "
+          f"(median of {args.timed}); {executions:,.0f} traced op executions per step ({record['op_names']:,} distinct ops)")
     for title, key in (("op type", lambda op_type, name: op_type), ("layer", lambda op_type, name: "(input pipeline)" if op_type == "Dataset" else layer_of(name, model.name))):
         table, total = grouped(rows, key, args.steps)
+        record[title.replace(" ", "_") + "s"] = [{"name": name, "ms": round(ms, 2), "share": round(share, 4)} for name, ms, share in table]
+        record["profiled_ms_per_step"] = round(total, 1)
         print(f"\n| {title} | self time per step (ms) | share |\n|---|---:|---:|")
         for name, ms, share in table[: args.top]:
             print(f"| {name} | {ms:.1f} | {100 * share:.1f} % |")
@@ -109,6 +154,11 @@ def main():
         chosen = [row for row in rows if args.op_type in (None, row[0])]
         for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]:
             print(f"| `{name}` | {op_type} | {self_us / 1e3 / args.steps:.1f} |")
+        record["ops"] = [{"name": name, "type": op_type, "ms": round(self_us / 1e3 / args.steps, 2)}
+                         for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]]
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,31 @@
+"""benchmarks/profile_step.py: the --input-shape argument and the --json record of one profiled step."""
+
+import argparse
+import json
+import sys
+
+import pytest
+
+from repo_scripts import load_script
+
+profile = load_script("benchmarks/profile_step.py")
+
+
+def test_input_shape_arg_parses_three_positive_integers():
+    assert profile.input_shape_arg("64,64,3") == (64, 64, 3)
+    for text in ("64,64", "64,64,0", "a,b,c", "1,2,3,4"):
+        with pytest.raises(argparse.ArgumentTypeError, match="H,W,C"):
+            profile.input_shape_arg(text)
+
+
+def test_json_record_of_a_configuration_at_another_input(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "profile.json"
+    argv = ["profile_step.py", "BaselineCNN/matched", "--batch", "2", "--input-shape", "24,24,3", "--classes", "4",
+            "--steps", "1", "--warmup", "1", "--timed", "1", "--top", "3", "--json", str(path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    profile.main()
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["input_shape"] == [24, 24, 3] and record["batch"] == 2
+    assert record["first_step_s"] > 0 and record["step_s"] > 0 and record["op_executions_per_step"] > 0
+    assert abs(sum(row["share"] for row in record["op_types"]) - 1) < 1e-3
+    assert "first step (tracing included)" in capsys.readouterr().out
