@@ -64,6 +64,36 @@ def test_matrix_votes(side, normalize, shared, parent_major):
                 np.testing.assert_allclose(votes[b, i, j], expected.reshape(16), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("parent_major", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_matrix_votes_gradients(side, parent_major):
+    """The gradients of ``sum(votes * G)`` with respect to the poses and ``W`` (not shared), from NumPy's
+    products: ``dP = sum_j W^T G`` and ``dW = sum_b G P^T`` (left), ``dP = sum_j G W^T`` and ``dW = sum_b P^T G`` (right)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(5)
+    poses = rng.normal(size=(3, 4, 16)).astype("float32")
+    upstream = rng.normal(size=(3, 5, 4, 16) if parent_major else (3, 4, 5, 16)).astype("float32")
+    layer = MatrixVotes(5, side=side)
+    layer.build(poses.shape)
+    x = tf.constant(poses)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(layer(x, parent_major=parent_major) * upstream)
+    d_poses, d_kernel = (keras.ops.convert_to_numpy(g) for g in tape.gradient(loss, [x, layer.kernel]))
+    g = (upstream.transpose(0, 2, 1, 3) if parent_major else upstream).reshape(3, 4, 5, 4, 4).astype("float64")  # (b, i, j, 4, 4)
+    p = poses.reshape(3, 4, 4, 4).astype("float64")
+    w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")  # (i, j, 4, 4)
+    if side == "left":  # V = W P
+        expected_poses = np.einsum("ijyx,bijyz->bixz", w, g)
+        expected_kernel = np.einsum("bijxz,biyz->ijxy", g, p)
+    else:  # V = P W
+        expected_poses = np.einsum("bijxz,ijyz->bixy", g, w)
+        expected_kernel = np.einsum("bixy,bijxz->ijyz", p, g)
+    np.testing.assert_allclose(d_poses, expected_poses.reshape(3, 4, 16), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(d_kernel, expected_kernel, rtol=1e-5, atol=1e-5)
+
+
 def test_identity_matrix_votes_are_copies():
     poses = np.random.default_rng(3).normal(size=(2, 3, 9)).astype("float32")
     layer = MatrixVotes(2, kernel_initializer=keras.initializers.Zeros())
