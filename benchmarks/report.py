@@ -334,6 +334,19 @@ TABLES = [
          + [(f"> {s}×{s}×3: GFLOP/s (× CNN) · first step", scale_size_cell(
              s, lambda row: f"{row['gflops']:.3g} · {row['first_step_s']:g} s",
              lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")) for s in SCALE_SIZES[:2]]),
+    dict(key="profile-step", heading="Profile of the slowest applications at 64x64x3", rows=("profile-step",),
+         intro="`benchmarks/profile_step.py` (TensorFlow's profiler, which slows the step; op time is the host's self time "
+               "of the ops it traces, the shares are what counts) and `benchmarks/training_step_cost.py` (counted GFLOP per "
+               "image and flops per float32 byte written, from the traced graph) on the same package: one training step at "
+               "batch 16, RGB; the package before the chunking work, at HEAD, and with a change. Step and first step (tracing "
+               "included) from the profiling process, on a machine shared with other work: their ratios, not their values, "
+               "carry.",
+         columns=[col("configuration"), col("input"), col("package"), col("step_ms", "> step (ms)"),
+                  col("first_step_s", "> first step (s)"), col("gflop_per_image", "> GFLOP / image"),
+                  ("> GFLOP/s", lambda row: r2(ratio(row["gflop_per_image"] and row["gflop_per_image"] * row["batch"] * 1e3, row["step_ms"]))),
+                  col("graph_ops", "> ops in the step's graph"), col("flops_per_byte", "> flops / byte written"),
+                  ("largest op types (share of the profiled op time)", lambda row: " · ".join(
+                      f"{name} {100 * share:.0f} %" for name, share in row["op_types"][:8]))]),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 

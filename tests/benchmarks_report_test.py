@@ -27,8 +27,9 @@ def test_page_stays_short():
     # A page that lists each run once (superseded runs leave the folder); raised from 230 to 250 for a
     # fourth host's run and its two tables (the DR-CapsNet kernel floor, IDPA at 1-5 iterations), and to 260
     # for the comparison of fine-tuning against training from scratch on a folder of images, and to 330 for the
-    # memory plan's estimate against the measured peak (every application, two inputs, two batches) and its calibration.
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 330
+    # memory plan's estimate against the measured peak (every application, two inputs, two batches) and its calibration,
+    # and to 350 for the profile of the slowest applications at 64x64x3 (issue 52: before, at HEAD, with a change).
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 350
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
