@@ -15,6 +15,10 @@ atexit.register(shutil.rmtree, os.environ["TFDS_DATA_DIR"], ignore_errors=True)
 # the JAX tests on CPU; XLA's own passes (fusion, algebraic simplification) still run, so the programs
 # tested are the ones users run. An XLA_FLAGS set by the caller is left as it is.
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+# Tests that measure live tensors read TensorFlow's allocator statistics (get_memory_info), which the CPU
+# allocator keeps only as a BFC allocator; TensorFlow picks one by itself only with oneDNN on, i.e. on CPUs
+# with AVX-512 VNNI/BF16 or AMX. Asked for here, so those tests measure on every CPU.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

@@ -25,6 +25,9 @@ import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's CPU allocator counts live tensors (get_memory_info) only as a BFC allocator, which it
+# picks by itself only with oneDNN on (CPUs with AVX-512 VNNI/BF16 or AMX, and TF_ENABLE_ONEDNN_OPTS unset).
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 
 def vote_tensors_mib(model, batch):
