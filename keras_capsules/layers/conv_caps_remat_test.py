@@ -143,7 +143,10 @@ def test_em_across_positions_chunk_by_chunk_matches_the_whole_vote_tensor(monkey
     np.testing.assert_allclose(value_chunked, value_whole, rtol=1e-6)
     assert len(grads_chunked) == len(grads_whole) == (2 if activations else 1) + len(chunked.trainable_weights)
     for a, b in zip(grads_chunked, grads_whole):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.max(np.abs(b)))  # float32 rounding at the gradient's scale
+        # float32 rounding at the gradient's scale. A weight of a few entries that every position shares
+        # sums its gradient over all positions, chunk by chunk or at once: a different order of one float32
+        # sum, 1.1e-6 of the gradient's scale under JAX on an AMD EPYC without AVX-512 (same at 4a5034a).
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=(2e-6 if b.size <= 3 else 1e-6) * np.max(np.abs(b)))
 
 
 def test_em_across_positions_chunks_keep_the_mixed_precision_outputs(monkeypatch):
