@@ -232,13 +232,18 @@ def merge(label, size, batch, rows):
 
 
 def host_record(name=None):
-    """The run file's host: its CPU model and core count, named after them and the date unless ``name`` is given."""
+    """The run file's host: its CPU model (``without AVX-512`` where it lacks it) and core count, named after them
+    and the date unless ``name`` is given."""
     from common import machine_description
 
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as handle:
-            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+            lines = handle.read().splitlines()
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
+        flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+        if flags and "avx512f" not in flags:
+            cpu += " without AVX-512"  # TensorFlow's CPU kernels differ there (oneDNN stays off): another kind of host
     except OSError:
         pass
     cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()

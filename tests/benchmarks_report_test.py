@@ -28,8 +28,9 @@ def test_page_stays_short():
     # fourth host's run and its two tables (the DR-CapsNet kernel floor, IDPA at 1-5 iterations), and to 260
     # for the comparison of fine-tuning against training from scratch on a folder of images, and to 330 for the
     # memory plan's estimate against the measured peak (every application, two inputs, two batches) and its calibration,
-    # and to 350 for the profile of the slowest applications at 64x64x3 (issue 52: before, at HEAD, with a change).
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 350
+    # and to 350 for the profile of the slowest applications at 64x64x3 (issue 52: before, at HEAD, with a change),
+    # and to 400 for capsules at larger inputs (every application at each input, its arithmetic, the package before).
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 400
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)

@@ -151,3 +151,47 @@ def test_a_fine_tune_record_where_scratch_starts_ahead_stops_the_generator(monke
     monkeypatch.setattr(figures, "fine_tune_folder_record", lambda: (flipped, name))
     with pytest.raises(figures.StaleSentence, match="fine-tuning starts ahead"):
         figures.fine_tune_folder()
+
+
+def _scale_row(application, size, status="measured", **figures_):
+    return dict(target="scale", application=application, size=size, batch=16, status=status, **figures_)
+
+
+def test_larger_inputs_table_divides_each_step_by_the_cnns_at_the_same_input(monkeypatch):
+    record = {
+        "host": {"name": "Test CPU, 2 vCPUs"}, "date": "2026-11-28", "time_utc": "17:20-18:40",
+        "package": {"path": "/x", "commit": "1234567890abcdef"},
+        "rows": [
+            _scale_row("BaselineCNN", 32, step_ms=100.0, train_peak_mb=900),
+            _scale_row("MatrixCapsNet", 32, step_ms=1500.0, train_peak_mb=3189),
+            _scale_row("EffConvCapsNet", 32, status="refused", why="needs 33x33"),
+            _scale_row("BaselineCNN", 64, step_ms=250.0, train_peak_mb=1000),
+            _scale_row("MatrixCapsNet", 64, step_ms=3000.0, train_peak_mb=4406),
+            _scale_row("EffConvCapsNet", 64, step_ms=500.0, train_peak_mb=1200),
+        ],
+    }
+    monkeypatch.setattr(figures, "scale_record", lambda: (record, "2026-11-28-1720-test-scale.json"))
+    block = figures.larger_inputs()
+    assert "| application | 32×32×3 | 64×64×3 |" in block
+    # 1500 / 100 = 15.0 and 3000 / 250 = 12.0 times the CNN's step; 3,189 MB -> 3.2 GB
+    assert "| MatrixCapsNet | 3.2 GB · 15.0× the CNN's step | 4.4 GB · 12.0× the CNN's step |" in block
+    assert "| EffConvCapsNet | does not build | 1.2 GB · 2.0× the CNN's step |" in block
+    assert "| BaselineCNN | 0.9 GB · 0.1 s a step | 1.0 GB · 0.25 s a step |" in block
+    assert "At 32×32×3, 2 of the 2 that build trained a step; the most memory, MatrixCapsNet's, was 3.2 GB" in block
+    assert "At 64×64×3, 3 of the 3 that build trained a step" in block
+    assert "Within 3× the CNN's step: EffConvCapsNet; more than 10×: MatrixCapsNet." in block
+    assert "Test CPU, 2 vCPUs, 17:20-18:40 UTC, the package at `1234567`" in block and "`benchmarks/results/2026-11-28-1720-test-scale.json`" in block
+
+
+def test_larger_inputs_names_a_configuration_that_was_stopped(monkeypatch):
+    record = {
+        "host": {"name": "Test CPU"}, "date": "2026-11-28", "time_utc": "17:20-18:40", "package": {"commit": "abcdef0"},
+        "rows": [
+            _scale_row("BaselineCNN", 128, step_ms=800.0, train_peak_mb=1500),
+            _scale_row("MatrixCapsNet", 128, status="skipped", why="over 20 GB during the first step; stopped by the guard"),
+        ],
+    }
+    monkeypatch.setattr(figures, "scale_record", lambda: (record, "r-scale.json"))
+    block = figures.larger_inputs()
+    assert "| MatrixCapsNet | not trained: over 20 GB during the first step; stopped by the guard |" in block
+    assert "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block

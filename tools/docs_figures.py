@@ -523,6 +523,89 @@ def fine_tune_folder():
     )
 
 
+# ------------------------------------------------------------- capsules at larger inputs
+
+
+def scale_record():
+    """``(record, file name)`` of the newest run file of ``benchmarks/scale.py`` (the current package's, not a ``--before`` run)."""
+    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-scale.json")))
+    if not paths:
+        raise FileNotFoundError("docs_figures: no *-scale.json in benchmarks/results/; run python benchmarks/scale.py")
+    return _json(paths[-1]), os.path.basename(paths[-1])
+
+
+def _gigabytes(megabytes):
+    return f"{megabytes / 1000:.1f} GB"
+
+
+def _scale_cell(row, cnn):
+    """One application at one input: the training peak and the step as a multiple of the CNN's, or why there is none."""
+    if row is None:
+        return "not measured"
+    if row["status"] == "refused":
+        return "does not build"
+    if row["status"] != "measured":
+        return f"not trained: {row['why']}"
+    text = _gigabytes(row["train_peak_mb"])
+    if cnn is not None and cnn["status"] == "measured" and row is not cnn:
+        text += f" · {row['step_ms'] / cnn['step_ms']:.1f}× the CNN's step"
+    elif row is cnn:
+        text += f" · {row['step_ms'] / 1000:.2g} s a step"
+    return text
+
+
+def larger_inputs():
+    record, name = scale_record()
+    rows = {(row["application"], row["size"]): row for row in record["rows"]}
+    sizes = sorted({row["size"] for row in record["rows"] if row["status"] == "measured"})
+    applications = list(dict.fromkeys(row["application"] for row in record["rows"]))
+    batch = record["rows"][0]["batch"]
+    check(all(row["batch"] == batch for row in record["rows"]), "every configuration trains at one batch")
+    cnn = {size: rows.get(("BaselineCNN", size)) for size in sizes}
+    lines = ["| application | " + " | ".join(f"{s}×{s}×3" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
+    for application in applications:
+        cells = [_scale_cell(rows.get((application, size)), cnn[size]) for size in sizes]
+        lines.append(f"| {application} | " + " | ".join(cells) + " |")
+    findings = []
+    for size in sizes:
+        built = [row for (application, s), row in rows.items() if s == size and row["status"] != "refused"]
+        trained = [row for row in built if row["status"] == "measured"]
+        if not built:
+            continue
+        largest = max(trained, key=lambda row: row["train_peak_mb"]) if trained else None
+        stopped = [row["application"] for row in built if row["status"] != "measured"]
+        sentence = f"- At {size}×{size}×3, {len(trained)} of the {len(built)} that build trained a step"
+        if largest is not None:
+            sentence += f"; the most memory, {largest['application']}'s, was {_gigabytes(largest['train_peak_mb'])}"
+        if stopped:
+            sentence += f"; not trained: {', '.join(stopped)} (the table says why)"
+        base = cnn.get(size)
+        if base is not None and base["status"] == "measured":
+            ratios = sorted((row["step_ms"] / base["step_ms"], row["application"]) for row in trained if row is not base)
+            near = [application for ratio, application in ratios if ratio <= 3]
+            far = [application for ratio, application in ratios if ratio > 10]
+            if near:
+                sentence += f". Within 3× the CNN's step: {', '.join(near)}"
+            if far:
+                sentence += f"; more than 10×: {', '.join(far)}"
+        findings.append(sentence + ".")
+    host = record["host"]["name"]
+    package = record.get("package", {}).get("commit", "?")[:7]
+    return "\n".join(
+        [
+            f"Measured by `benchmarks/scale.py` on {host}, {record['time_utc']} UTC, the package at `{package}`: "
+            f"the median training step\nat batch {batch}, 10 classes, random RGB images, each configuration in a fresh process; "
+            "the process's peak resident\nmemory during training (TensorFlow alone holds about 0.7 GB of it) and the step as a "
+            "multiple of the matched\n`BaselineCNN`'s at the same input. Run record: "
+            f"`benchmarks/results/{name}`; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, \"Capsules at larger inputs\".",
+            "",
+            *lines,
+            "",
+            *findings,
+        ]
+    )
+
+
 #: block name -> the function writing it.
 BLOCKS = {
     "main-job-readme": main_job_readme,
@@ -542,6 +625,7 @@ BLOCKS = {
     "baseline-cnn-cost": baseline_cnn_cost,
     "glom-schedules": glom_schedules,
     "fine-tune-folder": fine_tune_folder,
+    "larger-inputs": larger_inputs,
 }
 
 #: page (relative to the repository) -> the blocks it holds.
@@ -556,6 +640,7 @@ PAGES = {
     "docs/applications/capsnet.md": ("capsnet-accuracy",),
     "docs/applications/baseline_cnn.md": ("baseline-cnn-cost",),
     "docs/own-images.md": ("fine-tune-folder",),
+    "docs/larger-inputs.md": ("larger-inputs",),
 }
 
 
