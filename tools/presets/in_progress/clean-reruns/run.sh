@@ -15,13 +15,13 @@ work=${2:-/work/runs/clean}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../../.." && pwd)
 # preset|arguments of `keras-capsules train` (the rules in README.md fix them; a first phase reads no test split).
+# EffCapsNet mnist_rem left the queue on 2026-11-28: it does not fit in the budget on this kind of machine (README.md).
 QUEUE=(
   "fmcapsnet-fashion_mnist|train FMCapsNet --dataset fashion_mnist --recipe light --epochs 30 --lr-decay 0.92 --eval-on"
   "fmcapsnet-fashion_mnist|train FMCapsNet --dataset fashion_mnist --recipe light --epochs 60 --lr-decay 0.96"
   "effcapsnet-mnist|train EffCapsNet --dataset mnist --epochs 45 --lr-decay 0.93"
   "capsnet-mnist|train CapsNet --dataset mnist --epochs 12 --eval-on"
   "capsnet-mnist|train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 430"
-  "effcapsnet-mnist_rem|train EffCapsNet --dataset mnist --recipe rem --epochs 200"
 )
 PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54}
 # Presets whose clean file has shipped: their phases are skipped (on a machine without their runs too).
