@@ -231,19 +231,25 @@ def merge(label, size, batch, rows):
     return row
 
 
+def cpu_description(cpuinfo, fallback):
+    """The CPU's model from the text of ``/proc/cpuinfo`` (``fallback`` when it names none), followed by
+    ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
+    stays off), so it is another kind of host."""
+    lines = cpuinfo.splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
+
+
 def host_record(name=None):
-    """The run file's host: its CPU model (``without AVX-512`` where it lacks it) and core count, named after them
-    and the date unless ``name`` is given."""
+    """The run file's host: its CPU (:func:`cpu_description`) and core count, named after them and the
+    date unless ``name`` is given."""
     from common import machine_description
 
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as handle:
-            lines = handle.read().splitlines()
-        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
-        flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-        if flags and "avx512f" not in flags:
-            cpu += " without AVX-512"  # TensorFlow's CPU kernels differ there (oneDNN stays off): another kind of host
+            cpu = cpu_description(handle.read(), cpu)
     except OSError:
         pass
     cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()

@@ -101,3 +101,11 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
     assert "## Capsules at larger inputs, before the scaling work" in page
     assert "| A | — | 30,000 · 9,000 (150.00× · 10.00×) | — | 1.07 · 90 s (0.01×) |" in page
     assert "## Capsules at larger inputs\n" not in page and "64×64×3 step within 10×" not in page  # no verdict reads a before run
+
+
+def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():
+    without = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    with_it = "model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
+    assert scale.cpu_description(without, "x86_64") == "AMD EPYC without AVX-512"
+    assert scale.cpu_description(with_it, "x86_64") == "AMD EPYC"
+    assert scale.cpu_description("", "x86_64") == "x86_64"  # nothing to read: no claim about the flags
