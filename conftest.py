@@ -35,3 +35,24 @@ if keras.backend.backend() == "tensorflow":
 def _seed():
     keras.utils.set_random_seed(1234)
     yield
+
+
+# Two tiers (keras-hub's `large` tests): the default tier is what CI runs on every change and must finish within
+# 15 minutes on 2 cores; tests marked `large` (end-to-end training, every application through distribution
+# and export, the notebooks, kill-and-resume in fresh processes) run with `--run-large`. Each large test
+# has a default-tier sibling on a smaller case where one exists (keras_capsules/testing/tiers.py).
+def pytest_addoption(parser):
+    parser.addoption("--run-large", action="store_true", help="also run the tests marked `large` (the full suite)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "large: slow end-to-end test, run with --run-large (not in CI's default tier)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-large"):
+        return
+    skip = pytest.mark.skip(reason="large: runs with `pytest --run-large` (the full suite); CI runs the default tier")
+    for item in items:
+        if "large" in item.keywords:
+            item.add_marker(skip)

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from keras_capsules.testing.tiers import large
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK = textwrap.dedent(
     """
@@ -27,6 +29,7 @@ CHECK = textwrap.dedent(
 # Keras first imported by one of the package's own modules, mid-way through its import chain (the case of
 # `import keras_capsules; import keras` is cli/help_test's).
 @pytest.mark.parametrize("first", ["import keras_capsules.layers"])
+@large
 def test_every_keras_class_is_registered_after_keras_is_imported(first):
     done = subprocess.run(
         [sys.executable, "-c", first + "\n" + CHECK], capture_output=True, text=True, cwd=ROOT, timeout=300,

@@ -1,6 +1,7 @@
 """Every application builds, trains a few steps with ``fit`` and round-trips through ``.keras`` on JAX.
 
-CI runs this module in the README test command's JAX part, with tiny inputs. On TensorFlow the same is
+The README test command's JAX part runs CapsNet (the default tier); ``--run-large`` runs every application,
+with tiny inputs. On TensorFlow the same is
 covered by ``keras_capsules/training/distribute_test.py`` (graph-mode ``fit`` of every application) and
 ``keras_capsules/applications/registry_test.py`` (the ``.keras`` round trip of every configuration).
 """
@@ -13,6 +14,7 @@ import pytest
 
 from keras_capsules import applications, losses
 from keras_capsules.testing import assert_finite, run_model_saving_test
+from keras_capsules.testing.tiers import large
 
 #: A tiny configuration of every application constructor (a newly registered one must add its own).
 TINY = {
@@ -36,7 +38,8 @@ pytestmark = pytest.mark.skipif(
 CONSTRUCTORS = sorted({applications.get_configuration(n).constructor.__name__ for n in applications.list_configurations()})
 
 
-@pytest.mark.parametrize("name", CONSTRUCTORS)
+# The default tier runs CapsNet; every other application (30-120 s each under JAX on 2 cores) the large tier.
+@pytest.mark.parametrize("name", [n if n == "CapsNet" else pytest.param(n, marks=large) for n in CONSTRUCTORS])
 def test_builds_trains_and_round_trips(name):
     assert name in TINY, f"{name}: add a tiny configuration to TINY"
     model = getattr(applications, name)(**TINY[name])

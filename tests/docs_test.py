@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from keras_capsules.testing.tiers import large
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 #: Pages whose ```python blocks are executed in order, in one namespace, as a reader would run them.
 EXECUTED_PAGES = ("routers/custom.md",)
@@ -16,6 +18,7 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ipynb")))
 pytestmark = pytest.mark.xdist_group("docs")  # one worker runs a page's blocks once for all its tests
 
 
+@large
 def test_docs_build_strict(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],

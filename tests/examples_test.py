@@ -6,6 +6,8 @@ import os
 import keras
 import pytest
 
+from keras_capsules.testing.tiers import large
+
 DATA = os.environ.get("KERAS_CAPSULES_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 #: Notebooks that read real files besides the embedded MNIST sample (they download through TFDS otherwise).
 NEEDS_DATA = {"08_fine_tune.ipynb": "fashion-mnist"}
@@ -13,6 +15,7 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "exam
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the notebooks use tf.data pipelines (TensorFlow backend)")
+@large  # 20-100 s a notebook on 2 cores
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
     import nbformat

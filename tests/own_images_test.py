@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from keras_capsules import cli
+from keras_capsules.testing.tiers import large
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data pipelines are TensorFlow-only")
 CLASSES = ("blue sky", "grass", "tomato")  # a space in a class name, kept exactly
@@ -60,6 +61,7 @@ def test_the_folder_is_read_and_trained_with_the_generic_recipe(trained):
     assert abs(test_accuracy * 12 - round(test_accuracy * 12)) < 1e-4  # 12 test images
 
 
+@large
 def test_predict_names_the_folder_classes_in_a_fresh_process(trained, tmp_path):
     root, _ = trained
     image = tmp_path / "photo.png"
@@ -77,6 +79,7 @@ def test_predict_names_the_folder_classes_in_a_fresh_process(trained, tmp_path):
         np.testing.assert_allclose(scores, np.sort(expected)[::-1], atol=1e-4)
 
 
+@large
 def test_evaluate_reads_the_folder_at_the_model_input(trained, capsys):
     root, metrics = trained
     assert cli.main(["evaluate", str(root / "run" / "model.keras"), "--data-dir", str(root / "photos")]) == 0

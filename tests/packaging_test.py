@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 
 from keras_capsules import datasets, version
 from keras_capsules.datasets import formats, tfds_source
+from keras_capsules.testing.tiers import large
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -175,6 +176,7 @@ def _stub_wheel(folder, name, version):
     return path
 
 
+@large
 def test_installing_the_wheel_after_tensorflow_keeps_tensorflow(wheel, tmp_path):
     """The issue's sequence, offline, with stand-ins: ``pip install tensorflow==2.21.0`` into a fresh environment,
     then the wheel. pip must install keras-capsules and its other requirements only: no ``tensorflow-cpu``

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_capsules import applications
+from keras_capsules.testing.tiers import large
 
 TOOLS = os.path.join(os.path.dirname(__file__), "..", "tools", "presets")
 
@@ -141,6 +142,7 @@ def test_train_presets_runs_the_phases_of_a_command_in_order_and_resumes_in_the_
     assert [call[call.index("--epochs") + 1] for call in calls] == ["24"]
 
 
+@large
 def test_make_preset_records_the_hold_out_and_measures_raw_images(tmp_path, monkeypatch):
     from keras_capsules import datasets, presets
     from keras_capsules.presets import registry

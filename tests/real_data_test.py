@@ -8,12 +8,14 @@ import pytest
 
 from keras_capsules import applications, losses
 from keras_capsules.datasets import load_arrays
+from keras_capsules.testing.tiers import large
 
 DATA = os.environ.get("KERAS_CAPSULES_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 HAVE_MNIST = os.path.isfile(os.path.join(DATA, "mnist", "train-images-idx3-ubyte.gz"))
 
 
 @pytest.mark.skipif(not HAVE_MNIST, reason=f"real MNIST files absent from {DATA} (set KERAS_CAPSULES_DATA)")
+@large
 def test_eff_capsnet_learns_mnist_in_a_few_hundred_steps():
     keras.utils.set_random_seed(0)
     x, y = load_arrays("mnist", "train", data_dir=DATA)

@@ -9,6 +9,8 @@ import pytest
 
 from repo_scripts import ROOT, load_script
 
+from keras_capsules.testing.tiers import large
+
 scale = load_script("benchmarks/scale.py")
 report = load_script("benchmarks/report.py")
 
@@ -22,6 +24,7 @@ def quick_run(tmp_path_factory):
     return folder
 
 
+@large
 def test_quick_run_writes_a_run_file_the_report_reads(quick_run):
     (run,) = report.load_runs(quick_run)  # validated: host, date, command, rows of a known target
     assert run["file"].endswith("-scale.json") and "--quick" in run["command"]

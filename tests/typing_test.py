@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from keras_capsules.testing.tiers import large
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.xdist_group("packaging")
@@ -54,6 +56,7 @@ TYPED_MODULES = [
 ]
 
 
+@large
 def test_public_api_type_checks(tmp_path):
     command = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"), *TYPED_MODULES]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)

@@ -9,6 +9,7 @@ from keras_capsules.applications import AgreementGLOM
 from keras_capsules.applications.agreement_glom import freeze_backbone, glom_levels, pretraining_model
 from keras_capsules.losses import SupervisedContrastiveLoss
 from keras_capsules.testing import run_model_saving_test
+from keras_capsules.testing.tiers import large
 
 TINY = dict(input_shape=(16, 16, 1), classes=3, embedding_dim=8, projection_dim=8, window=2)
 
@@ -17,6 +18,7 @@ def _trainable(model):
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
 
+@large
 def test_paper_parameter_counts_with_and_without_hd():
     with_hd = applications.get_configuration("AgreementGLOM/cifar10").build()
     assert _trainable(with_hd) == 2_031_182 and with_hd.count_params() == 2_031_182 + 1_408
@@ -29,6 +31,7 @@ def test_paper_parameter_counts_with_and_without_hd():
         assert applications.get_configuration(f"AgreementGLOM/cifar10-{head}-pool").trainable_params == 2_031_182
 
 
+@large
 def test_keras_applications_contract():
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(2, 16, 16, 1)).astype("float32")
@@ -53,6 +56,7 @@ def test_keras_applications_contract():
     assert other.get_layer("columns").iterations == 2
 
 
+@large
 def test_input_padding_pads_inside_the_model_without_weights():
     keras.utils.set_random_seed(1)
     plain = AgreementGLOM(classifier_activation="softmax", **TINY)  # 16x16 input
@@ -82,6 +86,7 @@ def test_argument_errors():
         AgreementGLOM(input_shape=(28, 28, 1))  # 7x7 grid
 
 
+@large
 def test_two_stages_share_weights_and_levels_view(tmp_path):
     x = np.random.default_rng(1).uniform(size=(3, 16, 16, 1)).astype("float32")
     model = AgreementGLOM(**TINY)
@@ -113,6 +118,7 @@ def two_region_images(rng, n, size=32):
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="margin calibrated on TensorFlow's random streams (seed 1234)")
+@large
 def test_islands_form_at_the_top_level_after_short_supcon_training():
     """Two-region images, 12 SupCon steps: the top level's TV_n (eq. 13) drops and ends well below the bottom level's.
 

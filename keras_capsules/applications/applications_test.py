@@ -6,6 +6,7 @@ import pytest
 
 from keras_capsules import applications, losses
 from keras_capsules.applications import CapsNet, CapsuleClassifier, EffCapsNet
+from keras_capsules.testing.tiers import large
 
 
 @pytest.mark.parametrize("constructor", [CapsNet, EffCapsNet])
@@ -56,6 +57,7 @@ def test_weights_load_from_a_local_file(tmp_path):
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(again(x)))
 
 
+@large
 def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(8, 28, 28, 1)).astype("float32")
@@ -93,6 +95,7 @@ def test_decode_and_preprocess():
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-only")
+@large
 def test_reconstruction_model_exports_straight_after_construction_and_after_loading(tmp_path):
     import tensorflow as tf
 

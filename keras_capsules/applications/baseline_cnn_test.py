@@ -7,6 +7,7 @@ import pytest
 from keras_capsules import applications
 from keras_capsules.applications import BaselineCNN, CapsuleClassifier
 from keras_capsules.testing import run_model_saving_test
+from keras_capsules.testing.tiers import large
 
 # Hand arithmetic, layer by layer: kernel (kh * kw * in * out) + bias; BatchNorm: gamma + beta trainable,
 # moving mean + variance not.
@@ -118,6 +119,7 @@ def test_keras_round_trip_is_bit_exact_and_weights_files_load(kwargs, tmp_path):
     np.testing.assert_array_equal(_np(BaselineCNN(classes=3, weights=path, **kwargs)(x)), _np(model(x)))
 
 
+@large
 def test_one_fit_step_updates_every_weight_and_reports_the_crossentropy():
     rng = np.random.default_rng(3)
     x = rng.uniform(size=(8, 28, 28, 1)).astype("float32")

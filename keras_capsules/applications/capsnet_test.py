@@ -4,6 +4,7 @@ import numpy as np
 from keras_capsules import losses
 from keras_capsules.applications import CapsNet
 from keras_capsules.datasets import load_arrays
+from keras_capsules.testing.tiers import large
 
 
 def test_class_layer_transforms_start_from_normal_with_std_0_1():
@@ -13,6 +14,7 @@ def test_class_layer_transforms_start_from_normal_with_std_0_1():
     assert abs(kernel.mean()) < 1e-3 and abs(kernel.std() - 0.1) < 1e-3
 
 
+@large
 def test_capsnet_with_its_decoder_learns_mnist_in_32_steps():
     # Regression: with glorot-initialised transforms the margin loss stayed at its untrained value,
     # 0.9^2 = 0.81 (every class length ~0), for a whole epoch of the preset's recipe.

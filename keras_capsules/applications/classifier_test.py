@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 
 from keras_capsules.applications import CapsuleClassifier, EffCapsNet
+from keras_capsules.testing.tiers import large
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,7 @@ def test_evaluate_on_zero_examples_names_the_model(model):
             model.evaluate(x, y, verbose=0)
 
 
+@large
 def test_fractional_labels_are_refused_where_visible_and_whole_floats_accepted(model):
     x = np.random.default_rng(0).random((4, 28, 28, 1)).astype("float32")
     message = r"'eff_capsnet'\.{}: argument `{}` expected class indices that are whole numbers .*such as {}"
@@ -60,6 +62,7 @@ def test_fractional_labels_are_refused_where_visible_and_whole_floats_accepted(m
     assert np.isfinite(loss) and accuracy in (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
+@large
 def test_labels_outside_the_classes_are_refused_and_the_last_class_trains(model):
     x = np.random.default_rng(1).random((8, 28, 28, 1)).astype("float32")
     expected = r"CapsuleClassifier 'eff_capsnet'\.{}: argument `{}` expected class indices in 0\.\.9 \(10 classes\), received '{}'"

@@ -19,8 +19,11 @@ import pytest
 from keras_capsules import applications, routing
 from keras_capsules.applications import CapsuleClassifier
 from keras_capsules.layers import ConcurrentRouting
+from keras_capsules.testing.tiers import large, one_per_constructor
 
 NAMES = applications.list_configurations()
+#: Per constructor, its smallest configuration in the default tier, the others in the large tier.
+TIERED_NAMES = one_per_constructor(NAMES)
 
 
 def _constructor_name(name):
@@ -42,7 +45,7 @@ def _np(x):
     return keras.ops.convert_to_numpy(x)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", TIERED_NAMES)
 def test_include_top_false_with_each_pooling(name):
     features = build_small(name, include_top=False)
     assert isinstance(features, CapsuleClassifier) and "predictions" not in [layer.name for layer in features.layers]
@@ -60,7 +63,7 @@ def test_include_top_false_with_each_pooling(name):
         np.testing.assert_allclose(_np(pooled(x)), reduce(feature_map, axis=(1, 2)), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", TIERED_NAMES)
 def test_input_tensor_classifier_activation_preprocessing_and_predictions_layer(name):
     scores_model = build_small(name)  # classifier_activation=None: the raw scores
     assert isinstance(scores_model, CapsuleClassifier) and scores_model.output_names == ["predictions"]
@@ -93,7 +96,14 @@ def router_configuration(constructor):
 
 
 def _router_cases():
-    return [(router_configuration(constructor), router) for constructor in routed_constructors() for router in routing.available()]
+    """Every (configuration, router) pair; the default tier runs a diagonal: each router once, each constructor at least once."""
+    constructors, routers = routed_constructors(), routing.available()
+    diagonal = {(constructors[i % len(constructors)], routers[i % len(routers)]) for i in range(max(len(constructors), len(routers)))}
+    return [
+        pytest.param(router_configuration(c), r, id=f"{router_configuration(c)}-{r}", marks=() if (c, r) in diagonal else large)
+        for c in constructors
+        for r in routers
+    ]
 
 
 def router_options(constructor, router):

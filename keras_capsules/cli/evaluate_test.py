@@ -7,12 +7,14 @@ import shutil
 import pytest
 
 from keras_capsules import cli
+from keras_capsules.testing.tiers import large
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE_DIR = os.path.join(ROOT, "keras_capsules", "datasets", "sample")
 
 
 @pytest.mark.xdist_group("cli_run")
+@large
 def test_evaluate_reproduces_the_training_run(overrides_run, capsys):
     output, metrics = overrides_run
     model_file = str(output / "model.keras")
@@ -24,6 +26,7 @@ def test_evaluate_reproduces_the_training_run(overrides_run, capsys):
 
 
 @pytest.mark.xdist_group("cli_usage")
+@large
 def test_evaluate_refuses_mnist_files_as_fashion_mnist_and_defaults_to_the_training_set(lower_case_run, tmp_path, capsys):
     _, output, metrics = lower_case_run
     model_file = str(output / "model.keras")

@@ -7,6 +7,7 @@ import pytest
 
 from keras_capsules import cli
 from keras_capsules.cli.explain import _explain_folder
+from keras_capsules.testing.tiers import large
 
 
 def test_explain_without_matplotlib_fails_at_once(tmp_path, monkeypatch, capsys):
@@ -25,6 +26,7 @@ def test_explain_without_matplotlib_fails_at_once(tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.xdist_group("cli_usage")
+@large
 def test_explain_default_folders_do_not_collide(lower_case_run, tmp_path):
     _, output, _ = lower_case_run
     assert _explain_folder(str(output / "model.keras")) == os.path.join("runs", "explain-run")  # a train run: its folder

@@ -6,9 +6,11 @@ import tensorflow as tf
 
 from keras_capsules import cli, datasets
 from keras_capsules.saving import load_model
+from keras_capsules.testing.tiers import large
 
 
 @pytest.mark.xdist_group("cli_run")
+@large
 def test_export_serves_the_models_predictions(overrides_run, tmp_path):
     output, _ = overrides_run
     model_file = str(output / "model.keras")

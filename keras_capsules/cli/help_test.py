@@ -10,6 +10,8 @@ import sys
 import textwrap
 from importlib import metadata
 
+from keras_capsules.testing.tiers import large
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Every subcommand's --help, --version, then a command that needs Keras, in one fresh interpreter.
@@ -41,6 +43,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@large
 def test_help_and_version_import_no_backend_and_commands_load_tensorflow_quietly():
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the user set nothing
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=300)

@@ -7,6 +7,7 @@ import pytest
 
 from keras_capsules import cli
 from keras_capsules.cli.train import training_dataset
+from keras_capsules.testing.tiers import large
 
 
 @pytest.mark.xdist_group("cli_run")
@@ -53,6 +54,7 @@ def test_rerunning_a_finished_train_reports_the_stored_result(lower_case_run, ca
     assert (output / "metrics.json").read_text() == before  # nothing retrained or rewritten
 
 
+@large
 def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, monkeypatch, capsys, small_training):
     from keras_capsules.training.checkpoints import EpochCheckpoint
 

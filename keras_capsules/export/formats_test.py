@@ -19,6 +19,7 @@ import pytest
 
 from keras_capsules.testing.glom import with_trained_offsets
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
+from keras_capsules.testing.tiers import large
 from keras_capsules import applications, cli
 from keras_capsules.export import export_keras_file, export_model
 from keras_capsules.saving import save_model
@@ -45,6 +46,8 @@ TINY = {
     "InvertedAttentionCapsNet": lambda: applications.InvertedAttentionCapsNet(variant="cifar10-simple", include_preprocessing=True, routing_iterations=2),
     "MatrixCapsNet": lambda: applications.MatrixCapsNet(variant="small", input_shape=(16, 16, 1), classes=3, routing_iterations=2),
 }
+#: The default tier: dynamic routing and a reconstruction decoder; the other models run in the large tier.
+DEFAULT_TIER = ("CapsNet", "EffCapsNet-reconstruction")
 #: Largest difference to ``predict`` accepted (the runtimes' kernels round differently).
 TOLERANCE = 1e-4
 
@@ -81,11 +84,13 @@ def _input_shape(model):
     return tuple(inputs[0].shape[1:])
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """Exports every tiny application to both formats once and runs them all in one child process."""
+@pytest.fixture(scope="module", params=["default", pytest.param("large", marks=large)])
+def served(request, tmp_path_factory):
+    """Exports the tier's tiny applications to both formats once and runs them all in one child process."""
     folder = tmp_path_factory.mktemp("formats")
-    for name, build in TINY.items():
+    names = [name for name in TINY if (name in DEFAULT_TIER) == (request.param == "default")]
+    for name in names:
+        build = TINY[name]
         keras.utils.set_random_seed(0)
         model = build()
         x = np.random.default_rng(0).uniform(size=(3,) + _input_shape(model)).astype("float32")
@@ -94,15 +99,16 @@ def served(tmp_path_factory):
         export_model(model, str(folder / f"{name}.onnx"), format="onnx")
         export_model(model, str(folder / f"{name}.tflite"), format="litert")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *TINY], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("REPORT "))[7:])
+    return names, json.loads(next(line for line in done.stdout.splitlines() if line.startswith("REPORT "))[7:])
 
 
 @pytest.mark.parametrize("format", ["onnx", "litert"])
 def test_every_application_matches_predict_without_keras_capsules(served, format):
+    names, served = served
     assert served["blocked"] and served["loaded"] == []
-    assert set(served[format]) == set(TINY)
+    assert set(served[format]) == set(names) and names
     for name, difference in served[format].items():
         assert isinstance(difference, float) and difference <= TOLERANCE, (format, name, difference)
 

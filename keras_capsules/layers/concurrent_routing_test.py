@@ -5,6 +5,7 @@ import pytest
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.testing import assert_finite, run_layer_test
+from keras_capsules.testing.tiers import large
 
 
 def to_np(x):
@@ -146,6 +147,7 @@ def test_computes_only_the_sweeps_that_reach_the_output(iterations, monkeypatch)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the ops of a TensorFlow graph")
+@large
 def test_training_graph_grows_by_one_sweep_per_iteration():
     """Forward + gradient graph size at t = 3, 4, 5 on a 2-layer stack: once t > 2 layers, every
     iteration adds one sweep, so the increments are equal (a cost superlinear in t would grow them)."""

@@ -6,6 +6,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, conv_caps
+from keras_capsules.testing.tiers import large
 
 
 def _gradients(model, x, training=True):
@@ -124,8 +125,11 @@ def _em_inputs(seed=0, activations=True):
     return [poses, rng.uniform(size=(2, 7, 6, 2)).astype("float32")] if activations else poses
 
 
-@pytest.mark.parametrize("strides, activations", [(1, True), (2, True), (1, False)])
-@pytest.mark.parametrize("training", [True, False])
+# The default tier: training through strided chunks with activations; the other five cases in the large tier.
+@pytest.mark.parametrize(
+    "strides, activations, training",
+    [(2, True, True)] + [pytest.param(*case, marks=large) for case in [(2, True, False), (1, True, True), (1, True, False), (1, False, True), (1, False, False)]],
+)
 def test_em_across_positions_chunk_by_chunk_matches_the_whole_vote_tensor(monkeypatch, strides, activations, training):
     """remat=False routes the whole vote tensor (the router's own call); remat=True one output row at a
     time (a 1-byte budget), the votes made anew in every iteration and recomputed in the backward pass."""
@@ -170,6 +174,7 @@ def test_em_across_positions_chunks_follow_the_vote_budget(monkeypatch):
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors")
+@large
 def test_em_across_positions_training_step_keeps_far_less_than_the_vote_tensor(monkeypatch):
     """The chunks take turns (each waits for the previous one, forward and backward), so a training
     step's live tensors stay near one whole vote tensor here (8 one-row chunks, each with a few

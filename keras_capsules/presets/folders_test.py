@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_capsules import applications, presets
+from keras_capsules.testing.tiers import large
 
 NAMES = ("sandal", "sneaker", "boot")
 #: A run record shaped like what ``training.train`` returns (only what the card and metadata read).
@@ -79,6 +80,7 @@ def test_save_writes_config_weights_metadata_and_card(source, folder):
     assert "**50.00 %** on the validation hold-out (6 images)" in card and "**25.00 %** on the `test` split" in card
 
 
+@large
 def test_a_fresh_process_loads_a_copied_folder_bit_for_bit(source, folder, tmp_path):
     copy = _copy(folder, tmp_path / "elsewhere")
     x = _images(0)

@@ -15,6 +15,7 @@ import pytest
 
 from keras_capsules import applications, metrics, presets
 from keras_capsules.presets import registry, weights_file
+from keras_capsules.testing.tiers import large
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +168,7 @@ def test_download_only_on_request_through_get_file_with_the_hash(preset, tmp_pat
         presets.register_preset(preset)
 
 
+@large
 def test_preset_model_saves_reloads_and_exports(preset, tmp_path, source_model):
     model = applications.EffCapsNet(weights="test")
     x = np.random.default_rng(2).uniform(size=(4, 28, 28, 1)).astype("float32")

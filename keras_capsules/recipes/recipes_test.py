@@ -8,6 +8,7 @@ import pytest
 
 from keras_capsules import applications, datasets, losses, recipes
 from keras_capsules.recipes import Recipe
+from keras_capsules.testing.tiers import large
 
 
 def _lr(optimizer, step):
@@ -133,6 +134,7 @@ def _train_input(recipe):
     return shape, info
 
 
+@large
 def test_each_distinct_recipe_model_builds_for_its_data():
     """Every (model, kwargs, input shape) of the recipes builds with its data's shape and classes and compiles.
 

@@ -10,6 +10,7 @@ from keras_capsules import routing
 from keras_capsules.applications import contract_test as contract
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.ops import capsule_length
+from keras_capsules.testing.tiers import large
 
 NAME = "test_uniform"
 VECTOR_ONLY = "test_uniform_vector_only"
@@ -105,7 +106,8 @@ def _class_layer(model):
     keras.backend.backend() != "tensorflow",
     reason="registry plumbing, the same on every backend; tests/applications_backends_test.py trains every application on JAX",
 )
-@pytest.mark.parametrize("constructor", contract.routed_constructors())
+# The default tier: CapsNet and EffCapsNet; the other routed models (5-8 s each) in the large tier.
+@pytest.mark.parametrize("constructor", [c if c in ("CapsNet", "EffCapsNet") else pytest.param(c, marks=large) for c in contract.routed_constructors()])
 def test_every_paper_model_builds_and_trains_a_step_with_it(constructor):
     """Every application with a ``router`` argument (from the applications registry), in its tiny configuration.
 

@@ -12,6 +12,7 @@ import pytest
 
 from keras_capsules import applications
 from keras_capsules.saving import ModelFileError, load_model, load_weights_file, save_model
+from keras_capsules.testing.tiers import large
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -88,6 +89,7 @@ def test_load_weights_file_names_bad_files(tmp_path):
         load_weights_file(target, 3)
 
 
+@large
 def test_a_fresh_process_that_imports_only_saving_loads_a_library_model(tmp_path):
     """The library's classes are found without importing the applications by hand (or through ``training``)."""
     keras.utils.set_random_seed(0)

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
+from keras_capsules.testing.tiers import large
 from keras_capsules import applications, losses
 from keras_capsules.export import export_saved_model
 from keras_capsules.training import distributed_fit, fit_custom_loop, get_strategy
@@ -48,15 +49,21 @@ def _constructors():
     return {key: (ctor, SMALL.get(key, {k: v for k, v in kwargs.items() if k != "_params"})) for key, (ctor, kwargs) in found.items()}
 
 
+#: The default tier: a fully connected capsule model (dynamic routing) and a convolutional one (EM routing
+#: across positions); every other application runs in the large tier.
+DEFAULT_TIER = ("CapsNet", "MatrixCapsNet")
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """Each application built in MirroredStrategy scope, fitted for one graph-mode step (2 examples per replica), exported."""
+
+@pytest.fixture(scope="module", params=["default", pytest.param("large", marks=large)])
+def trained(request, tmp_path_factory):
+    """Each application of the tier built in MirroredStrategy scope, fitted for one graph-mode step (2 examples per replica), exported."""
     strategy = get_strategy("mirrored")
     assert strategy.num_replicas_in_sync == 2
     folder = tmp_path_factory.mktemp("exports")
     results = {}
-    for key, (constructor, kwargs) in sorted(_constructors().items()):
+    tier = {key: value for key, value in _constructors().items() if (key in DEFAULT_TIER) == (request.param == "default")}
+    assert request.param == "large" or set(tier) == set(DEFAULT_TIER)
+    for key, (constructor, kwargs) in sorted(tier.items()):
         keras.utils.set_random_seed(0)
         with strategy.scope():
             model = constructor(**kwargs)
@@ -77,7 +84,7 @@ def trained(tmp_path_factory):
 
 def test_every_application_fits_under_mirrored_strategy(trained):
     _, results = trained
-    assert {"CapsNet", "EffCapsNet"} <= set(results)
+    assert set(DEFAULT_TIER) <= set(results) or {"EffCapsNet", "AgreementGLOM"} <= set(results)
     for key, (model, history, before, after) in results.items():
         assert not model.run_eagerly, key  # a traced (graph-mode) train step
         assert np.isfinite(history.history["loss"][0]), key
@@ -116,6 +123,7 @@ def test_exports_serve_predictions_in_a_process_without_keras_capsules(trained):
         assert difference <= 1e-5, (name, difference)
 
 
+@large
 def test_custom_loop_matches_fit_with_the_reconstruction_loss():
     """Same model, data and SGD steps under MirroredStrategy: the custom loop and fit give the same weights and loss.
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_capsules import presets
+from keras_capsules.testing.tiers import large
 
 train_module = importlib.import_module("keras_capsules.training.train")
 
@@ -20,6 +21,7 @@ class _Conv1AfterEachEpoch(keras.callbacks.Callback):
         self.kernels.append(np.array(self.model.get_layer("conv1").weights[0]))
 
 
+@large
 def test_frozen_first_stage_keeps_the_preset_backbone_then_trains_it(tmp_path):
     with np.load(presets.locate(presets.get("EffCapsNet", "mnist"))) as archive:
         preset_kernel = archive["conv1/0"].astype(np.float32)

@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_capsules import recipes
 from keras_capsules.datasets.augment import Augmentation, multi_view
 from keras_capsules.recipes import Recipe, Stage
+from keras_capsules.testing.tiers import large
 from keras_capsules.training.resume_test import _run
 
 TINY = {"embedding_dim": 8, "projection_dim": 16, "levels": 1}
@@ -55,6 +56,7 @@ def _ends(lines):
     return [line.split()[1:] for line in lines if line.startswith("EPOCH_END")]
 
 
+@large
 def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
@@ -161,6 +163,7 @@ def test_multi_view_keeps_an_images_views_adjacent_with_its_label():
     assert views.shape == (4, 32, 32, 1) and not np.array_equal(views[0], views[1])
 
 
+@large
 def test_glom_stages_under_mirrored_strategy_train_the_backbone_then_only_the_head(tmp_path):
     import keras
 
@@ -196,6 +199,7 @@ def test_glom_stages_under_mirrored_strategy_train_the_backbone_then_only_the_he
     assert any(not np.array_equal(a, b) for a, b in zip(head2, head3))  # and trains H2
 
 
+@large
 def test_stage_epochs_set_each_stage_from_the_recipe_the_api_and_the_command_line(tmp_path, capsys):
     from keras_capsules import cli
 

@@ -20,6 +20,8 @@ import textwrap
 
 import pytest
 
+from keras_capsules.testing.tiers import large
+
 TIMEOUT = 300
 CONNECTION_FAILURE = "UnavailableError"  # the gRPC cluster, not the code under test, failed
 
@@ -72,6 +74,7 @@ def _outputs(results):
     return "\n".join(f"--- worker {index} (exit {code}) ---\n{output[-3000:]}" for index, (code, output) in enumerate(results))
 
 
+@large
 def test_two_workers_train_with_the_custom_loop_to_identical_weights(tmp_path):
     command = [sys.executable, "-m", "keras_capsules.cli", "train", "EffCapsNet", "--dataset", "mnist_sample", "--strategy", "multi_worker",
                "--epochs", "3", "--batch-size", "16", "--limit", "64", "--eval-limit", "64", "--augmentation", "none",
@@ -107,6 +110,7 @@ KERAS_FIT = textwrap.dedent(
 
 
 @pytest.mark.xfail(strict=True, reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop")
+@large
 def test_upstream_keras_fit_under_multi_worker():
     results = _run_cluster([[sys.executable, "-c", KERAS_FIT]] * 2)
     assert all(code == 0 for code, _ in results), _outputs(results)

@@ -8,6 +8,7 @@ from keras_capsules import recipes
 from keras_capsules.saving import load_model
 from keras_capsules.training import train
 from keras_capsules.training.pruning import LobsterOptimizer, prunable_weights
+from keras_capsules.testing.tiers import large
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="LOBSTER acts inside the compiled TensorFlow step")
 
@@ -19,6 +20,7 @@ def test_rem_recipes_prune_with_reference_settings():
         recipe.replace(pruning={"bogus": 1})
 
 
+@large
 def test_pruned_training_resumes_with_the_wrapped_optimizer(tmp_path):
     options = dict(
         model="EffCapsNet", dataset="mnist_sample", limit=96, eval_limit=64, batch_size=32, output=str(tmp_path / "run"), verbose=0,
@@ -47,6 +49,7 @@ def test_lobster_wrapper_is_the_compiled_optimizer(tmp_path):
     assert float(np.asarray(trained.optimizer.strength)) == pytest.approx(1e-4)
 
 
+@large
 def test_pruning_validation_images_take_the_evaluation_transform(tmp_path):
     # glom_mnist pads 28 x 28 to 32 x 32 for training and evaluation alike, so the model is built for
     # 32 x 32: held-out images left at 28 x 28 could not be evaluated by the threshold search.

@@ -8,6 +8,8 @@ import sys
 import textwrap
 import threading
 
+from keras_capsules.testing.tiers import large
+
 DRIVER = textwrap.dedent(
     """
     import sys, time
@@ -61,6 +63,7 @@ def _run(script, output, kill_at=None, timeout=240):
     return lines, process.returncode
 
 
+@large
 def test_sigkill_during_epoch_two_then_restart_resumes_with_optimizer_state(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from keras_capsules import datasets, recipes
 from keras_capsules.datasets import holdout as validation
+from keras_capsules.testing.tiers import large
 
 train_module = importlib.import_module("keras_capsules.training.train")
 
@@ -108,6 +109,7 @@ def test_validation_reported_every_epoch_and_test_read_once(counted_run):
         assert json.load(handle)["recipe"]["validation_examples"] == 24
 
 
+@large
 def test_validation_off_is_recorded(tmp_path):
     metrics = train_module.train(
         "EffCapsNet", "mnist_sample", epochs=1, batch_size=16, limit=16, eval_limit=16, output=str(tmp_path), verbose=0,
@@ -117,6 +119,7 @@ def test_validation_off_is_recorded(tmp_path):
     assert "val_accuracy" not in metrics["history"] and metrics["validation_accuracy"] is None
 
 
+@large
 def test_a_first_phase_with_eval_on_empty_reads_no_test_split(tmp_path, monkeypatch):
     """A schedule trained as two commands: the first (``eval_on=()``) reads no test image, the resumed second reads them once."""
     reads = []

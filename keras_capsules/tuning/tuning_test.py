@@ -7,6 +7,7 @@ import keras_tuner
 import pytest
 
 from keras_capsules.tuning import CapsuleHyperModel, HyperCapsNet, HyperEffCapsNet, tune
+from keras_capsules.testing.tiers import large
 
 
 def _class_caps(model):
@@ -44,6 +45,7 @@ def test_errors_name_the_argument():
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="keras-tuner search with tf.data inputs runs on the TensorFlow backend here")
+@large
 def test_two_trial_search_and_the_best_model_retrains(tmp_path):
     tuner, best = tune(
         "EffCapsNet",
@@ -68,6 +70,7 @@ def test_two_trial_search_and_the_best_model_retrains(tmp_path):
     assert np.isfinite(history.history["loss"][0])
 
 
+@large
 def test_tune_command(tmp_path, capsys):
     from keras_capsules import cli
 
