@@ -24,8 +24,10 @@ QUEUE=(
   "capsnet-mnist|train CapsNet --dataset mnist --epochs 24 --lr-decay 0.9 --lr-decay-steps 430"
 )
 PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54}
-# Presets whose clean file has shipped: their phases are skipped (on a machine without their runs too).
-SHIPPED=" fmcapsnet-fashion_mnist "
+# Presets whose clean file has shipped, or whose run has finished (its final weights, metrics and log committed
+# beside this script): their phases are skipped, on a machine without their runs too (a rerun would read the
+# test set again).
+SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist "
 mkdir -p "$work"
 # Session leader (started by setsid): the whole session's scheduler group to nice 19 (run_in_background.sh says why).
 [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null
@@ -47,6 +49,9 @@ for entry in "${QUEUE[@]}"; do
   done_epochs=$(newest_checkpoint "$work/$preset")
   if [[ "$arguments" == *"--eval-on" ]] && [ "${done_epochs:-0}" -gt "$epochs" ]; then
     continue  # a later phase of this run has taken over
+  fi
+  if [[ "$arguments" != *"--eval-on" ]] && [ "${done_epochs:-0}" -ge "$epochs" ]; then
+    continue  # the final phase has finished: running it again would read the test set a second time
   fi
   echo "$(date -u +%FT%TZ) start $preset: $arguments" >> "$work/queue.log"
   # shellcheck disable=SC2086
