@@ -6,17 +6,17 @@ import pytest
 
 from keras_capsules import applications
 from keras_capsules.testing import assert_finite, run_export_test, run_model_saving_test
-from keras_capsules.testing.tiers import SLOW_CONSTRUCTORS, one_per_constructor
+from keras_capsules.testing.tiers import SLOW_CONSTRUCTORS, one_per_constructor, smallest_per_constructor
 
 NAMES = applications.list_configurations()
 #: SavedModel export traces the same layers for every configuration of a constructor, so it is checked on the
 #: smallest round-tripped configuration of each (the .keras round trip runs for all of them). The default tier
 #: round-trips CapsNet, EffCapsNet and BaselineCNN (the convolutional capsule models are exported in the default
 #: tier by training/distribute_test.py); every other configuration runs in the large tier.
-_SMALLEST = one_per_constructor([n for n in NAMES if applications.get_configuration(n).roundtrip], large_constructors=())
-EXPORTED = {p.values[0] for p in _SMALLEST if not p.marks}
+_ROUNDTRIP_NAMES = [n for n in NAMES if applications.get_configuration(n).roundtrip]
+EXPORTED = smallest_per_constructor(_ROUNDTRIP_NAMES)
 _LARGE_ROUNDTRIP = SLOW_CONSTRUCTORS + ("EffConvCapsNet", "FMCapsNet", "InvertedAttentionCapsNet")
-ROUNDTRIP = one_per_constructor([p.values[0] for p in _SMALLEST], large_constructors=_LARGE_ROUNDTRIP)
+ROUNDTRIP = one_per_constructor(_ROUNDTRIP_NAMES, large_constructors=_LARGE_ROUNDTRIP)
 
 
 def _count(weights):

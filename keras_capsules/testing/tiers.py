@@ -9,6 +9,20 @@ large = pytest.mark.large
 SLOW_CONSTRUCTORS = ("AgreementGLOM", "ConsensusCapsNet", "MatrixCapsNet")
 
 
+def smallest_per_constructor(names):
+    """The configuration with the fewest trainable parameters of each constructor among ``names`` (a set of names)."""
+    from keras_capsules import applications  # here, so that marking a test imports no backend
+
+    smallest = {}
+    for name in names:
+        entry = applications.get_configuration(name)
+        size = entry.trainable_params if entry.trainable_params is not None else float("inf")
+        key = entry.constructor.__name__
+        if key not in smallest or size < smallest[key][0]:
+            smallest[key] = (size, name)
+    return {name for _, name in smallest.values()}
+
+
 def one_per_constructor(names, large_constructors=SLOW_CONSTRUCTORS):
     """``names`` as pytest parameters: per constructor, the configuration with the fewest parameters stays in the
     default tier and every other configuration is marked ``large``.
@@ -19,14 +33,7 @@ def one_per_constructor(names, large_constructors=SLOW_CONSTRUCTORS):
     Returns:
         A list of ``pytest.param``, in the order of ``names``.
     """
-    from keras_capsules import applications  # here, so that marking a test imports no backend
+    from keras_capsules import applications
 
-    cheapest = {}
-    for name in names:
-        entry = applications.get_configuration(name)
-        key = entry.constructor.__name__
-        size = entry.trainable_params if entry.trainable_params is not None else float("inf")
-        if key not in cheapest or size < cheapest[key][0]:
-            cheapest[key] = (size, name)
-    kept = {name for key, (_, name) in cheapest.items() if key not in large_constructors}
+    kept = {name for name in smallest_per_constructor(names) if applications.get_configuration(name).constructor.__name__ not in large_constructors}
     return [pytest.param(name, id=name) if name in kept else pytest.param(name, id=name, marks=large) for name in names]

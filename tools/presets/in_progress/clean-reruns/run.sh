@@ -29,8 +29,8 @@ PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54}
 # test set again).
 SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist "
 mkdir -p "$work"
-# Session leader (started by setsid): the whole session's scheduler group to nice 19 (run_in_background.sh says why).
-[ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null
+# Leading its session (started by setsid): the whole session's scheduler group to nice 19.
+. "$repo/tools/presets/session_priority.sh" && lower_session_priority
 for entry in "${QUEUE[@]}"; do
   preset=${entry%%|*}
   if [ ! -d "$work/$preset/pkg/keras_capsules" ]; then
