@@ -45,6 +45,17 @@ def test_logged_train_seconds_sums_each_epochs_elapsed_time_over_restarts():
         os.remove(path)
 
 
+def test_train_seconds_prefers_the_runs_per_epoch_record_when_it_covers_every_epoch(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("start 2026-11-28T00:00:00Z from 8a8fbd5: keras-capsules train CapsNet\nEpoch 1/2\n" + bar(4, 4, 0) + bar(4, 4, 41) + "\n")  # epoch 2's bar was cut by a restart
+    make_preset = tool("make_preset")
+    complete = {"epochs_completed": 2, "train_seconds": 60.0, "history": {"epoch_seconds": [41.25, 43.5]}}
+    assert make_preset.train_seconds(complete, str(path)) == 84.8  # 84.75 rounded to 0.1 s
+    partial = {"epochs_completed": 2, "train_seconds": 60.0, "history": {"epoch_seconds": [43.5]}}  # older runs
+    assert make_preset.train_seconds(partial, str(path)) == 41.0
+    path.write_text("no bars\n")
+    assert make_preset.train_seconds({"epochs_completed": 2, "train_seconds": 60.0}, str(path)) == 60.0
+
 
 def test_a_background_runs_log_gives_its_command_and_its_one_line_epochs(tmp_path):
     # run_in_background.sh's restart lines, and verbose=2's one line per epoch (a training API log).

@@ -70,6 +70,20 @@ def logged_train_seconds(log_path):
     return total
 
 
+def train_seconds(run_metrics, log_path):
+    """Seconds of training: the run's own per-epoch record when it covers every epoch, else the log's bars.
+
+    ``metrics.json``'s ``history.epoch_seconds`` (one wall time per epoch, kept over resumes) is complete
+    where a log is not: a restart can cut an epoch's last progress-bar update, and a run resumed on another
+    machine may carry only its latest log. Older runs without that record fall back to
+    :func:`logged_train_seconds`, then to ``train_seconds`` (the last process's time).
+    """
+    epoch_seconds = run_metrics.get("history", {}).get("epoch_seconds", [])
+    if epoch_seconds and len(epoch_seconds) == int(run_metrics["epochs_completed"]):
+        return round(float(sum(epoch_seconds)), 1)
+    return float(logged_train_seconds(log_path) or run_metrics["train_seconds"])
+
+
 def hardware():
     name = platform.processor() or platform.machine()
     try:
@@ -133,7 +147,7 @@ def main(argv=None):
         model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
         test_accuracy=0.0, test_examples=0, subset_accuracy=0.0, subset=subset, parameters=0,
         recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
-        epochs=int(run_metrics["epochs_completed"]), train_seconds=float(logged_train_seconds(os.path.join(args.run_dir, "train.log")) or run_metrics["train_seconds"]),
+        epochs=int(run_metrics["epochs_completed"]), train_seconds=train_seconds(run_metrics, os.path.join(args.run_dir, "train.log")),
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
         limitations=args.limitations, procedure=args.procedure, log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
