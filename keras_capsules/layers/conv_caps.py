@@ -7,7 +7,9 @@ from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
-from keras_capsules.routing.base import join_position_chunks, sequence_token, split_position_chunks
+from keras_capsules.ops.remat import remat_reading
+from keras_capsules.ops.sequential import map_in_turn
+from keras_capsules.routing.base import split_position_chunks
 from keras_capsules.serialization import register
 
 #: A router that couples the output positions (EM's ``child_grid``) routes chunks of output rows whose
@@ -40,14 +42,17 @@ class ConvCaps(RoutedCapsules):
         strides: stride ``s``.
         padding: ``"valid"`` (the papers) or ``"same"``.
         remat: in training, keep only the layer's inputs for the backward pass and recompute the
-            gather, the votes and the routing there (``keras.remat``). The votes,
+            votes and the routing there (``keras.remat``). The votes,
             ``(batch * H_out * W_out, K*K*in_types, num_capsules, out_dim)``, are by far the layer's
             largest tensor (925 MB for InvertedAttentionCapsNet's first layer at batch 32); without
             ``remat`` every call (every concurrent-routing sweep) keeps its own copies until the
             backward pass. With ``remat`` the output rows are also routed one row at a time (positions
-            route independently), so the votes alive at any moment are one row's. Costs one more
-            forward computation of the layer per training step. Not applied to routers with random or
-            moving state (dropout, batch-norm statistics), which a recomputation would change.
+            route independently) in a loop traced once whatever the number of rows: the votes alive
+            at any moment are one row's, the gathered receptive fields (``K*K`` / ``s**2`` times the
+            input, a ``num_capsules * out_dim / in_dim``-th of the votes) are kept, and the first
+            step's graph does not grow with the image. Costs one more forward computation of the
+            layer per training step. Not applied to routers with random or moving state (dropout,
+            batch-norm statistics), which a recomputation would change.
             A router that couples the positions (EM with ``child_grid``) is routed by chunks of rows
             whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, in training and at inference
             (``EMRouter.route_position_chunks``): the whole vote tensor is never formed, every iteration
@@ -92,11 +97,8 @@ class ConvCaps(RoutedCapsules):
         )
         self.build_routing((None, self.kernel_size * self.kernel_size * types, in_dim))
 
-    def _gather(self, grid, rows=None):
-        """``(batch, H, W, types, ...)`` -> ``(batch * H_out * W_out, K*K*types, ...)``.
-
-        ``rows=(start, stop)`` gathers the receptive fields of those output rows only.
-        """
+    def _gather(self, grid):
+        """``(batch, H, W, types, ...)`` -> ``(batch * H_out * W_out, K*K*types, ...)``."""
         top, bottom, left, right = self._pads
         if any(self._pads):
             widths = [(0, 0), (top, bottom), (left, right)] + [(0, 0)] * (len(grid.shape) - 3)
@@ -105,10 +107,9 @@ class ConvCaps(RoutedCapsules):
         trailing = tuple(grid.shape[3:])
         flat = ops.reshape(grid, (batch, grid.shape[1] * grid.shape[2]) + trailing)
         out_h, out_w = self.output_grid
-        start, stop = rows or (0, out_h)
         field = self.kernel_size * self.kernel_size
-        patches = ops.take(flat, self._indices[start * out_w * field : stop * out_w * field], axis=1)
-        return ops.reshape(patches, (batch * (stop - start) * out_w, field * trailing[0]) + trailing[1:])
+        patches = ops.take(flat, self._indices, axis=1)
+        return ops.reshape(patches, (batch * out_h * out_w, field * trailing[0]) + trailing[1:])
 
     def rematerializes(self, training):
         """Whether this call recomputes its votes in the backward pass (see ``remat``)."""
@@ -151,22 +152,12 @@ class ConvCaps(RoutedCapsules):
             The router's outputs, positions folded into the batch: ``(batch * H_out * W_out,
             num_capsules, out_dim)``, ``(batch * H_out * W_out, num_capsules)`` [, coupling].
         """
-        out_h, out_w = self.output_grid
-        batch = ops.shape(poses)[0]
         chunks = self.row_chunks(training)
         if self.routes_across_positions():
             return self._route_across_positions(poses, activations, chunks, training, return_coupling)
-        initial = router_kwargs.pop("initial_poses", None)
-        outputs = []
-        for rows in chunks:
-            chunk_initial = initial
-            if initial is not None and len(chunks) > 1:
-                grid = ops.reshape(initial, (batch, out_h * out_w) + tuple(initial.shape[1:]))
-                chunk_initial = ops.reshape(grid[:, rows[0] * out_w : rows[1] * out_w], (-1,) + tuple(initial.shape[1:]))
-            after = sequence_token(outputs[-1]) if outputs else None
-            outputs.append(self._route_rows(poses, activations, chunk_initial, after, rows, training, return_coupling, router_kwargs))
-        counts = [(stop - start) * out_w for start, stop in chunks]
-        return tuple(join_position_chunks(list(parts), counts) for parts in zip(*outputs))
+        if len(chunks) > 1:
+            return self._route_rows_in_turn(poses, activations, training, return_coupling, router_kwargs)
+        return self._route_all_rows(poses, activations, training, return_coupling, router_kwargs)
 
     def _route_across_positions(self, poses, activations, chunks, training, return_coupling):
         """:meth:`route_positions` for a router that couples the positions (EM's ``child_grid``).
@@ -194,13 +185,9 @@ class ConvCaps(RoutedCapsules):
             remat=self.rematerializes(training),
         )
 
-    def _route_rows(self, poses, activations, initial, after, rows, training, return_coupling, router_kwargs):
-        """:meth:`route_positions` for the output rows ``rows``, rematerialised in training (``remat``).
-
-        ``after``: the previous chunk's :func:`~keras_capsules.routing.base.sequence_token` (or ``None``),
-        added to this chunk's children so that the chunks take turns, forward and backward.
-        """
-        given = {"poses": poses, "activations": activations, "initial_poses": initial, "after": after}
+    def _route_all_rows(self, poses, activations, training, return_coupling, router_kwargs):
+        """:meth:`route_positions` in one piece, rematerialised in training (``remat``) where it applies."""
+        given = {"poses": poses, "activations": activations, "initial_poses": router_kwargs.pop("initial_poses", None)}
         names = [name for name, value in given.items() if value is not None]
 
         def run(*values):
@@ -208,15 +195,53 @@ class ConvCaps(RoutedCapsules):
             kwargs = dict(router_kwargs)
             if "initial_poses" in tensors:
                 kwargs["initial_poses"] = tensors["initial_poses"]
-            children = self._gather(tensors["poses"], rows)
-            if "after" in tensors:
-                children = children + ops.cast(tensors["after"], children.dtype)
-            acts = self._gather(tensors["activations"], rows) if "activations" in tensors else None
-            return self.vote_and_route(children, acts, training, return_coupling, **kwargs)
+            acts = self._gather(tensors["activations"]) if "activations" in tensors else None
+            return self.vote_and_route(self._gather(tensors["poses"]), acts, training, return_coupling, **kwargs)
 
         if self.rematerializes(training):
             run = keras.remat(run)
         return run(*[given[name] for name in names])
+
+    def _route_rows_in_turn(self, poses, activations, training, return_coupling, router_kwargs):
+        """:meth:`route_positions` one output row after another (training with ``remat``, positions routed independently).
+
+        The receptive fields are gathered once, ``(H_out, batch * W_out, K*K*types, in_dim)`` by row;
+        a loop (:func:`~keras_capsules.ops.sequential.map_in_turn`) routes one row at a time,
+        rematerialised, so the votes alive at any moment are one row's, and the routing is traced
+        once for the whole layer rather than once per row (the first step's graph, and its tracing
+        time, do not grow with the image).
+        """
+        rows = {"poses": self._by_row(self._gather(poses))}
+        if activations is not None:
+            rows["activations"] = self._by_row(self._gather(activations))
+        initial = router_kwargs.pop("initial_poses", None)
+        if initial is not None:
+            rows["initial_poses"] = self._by_row(initial)
+
+        def route_row(*row):
+            row = dict(zip(rows, row))
+            kwargs = dict(router_kwargs)
+            if "initial_poses" in row:
+                kwargs["initial_poses"] = row["initial_poses"]
+            return tuple(self.vote_and_route(row["poses"], row.get("activations"), training, return_coupling, **kwargs))
+
+        route_row = remat_reading(route_row, self.weights)
+        outputs = map_in_turn(lambda row: route_row(*row), tuple(rows.values()))
+        return tuple(self._from_rows(x) for x in outputs)
+
+    def _by_row(self, x):
+        """``(batch * H_out * W_out, ...)`` -> ``(H_out, batch * W_out, ...)``: positions grouped by output row."""
+        out_h, out_w = self.output_grid
+        trailing = tuple(x.shape[1:])
+        grid = ops.moveaxis(ops.reshape(x, (-1, out_h, out_w) + trailing), 1, 0)
+        return ops.reshape(grid, (out_h, -1) + trailing)
+
+    def _from_rows(self, x):
+        """The inverse of :meth:`_by_row`: ``(H_out, batch * W_out, ...)`` -> ``(batch * H_out * W_out, ...)``."""
+        out_h, out_w = self.output_grid
+        trailing = tuple(x.shape[2:])
+        grid = ops.moveaxis(ops.reshape(x, (out_h, -1, out_w) + trailing), 0, 1)
+        return ops.reshape(grid, (-1,) + trailing)
 
     def call(self, inputs, training=None, return_coupling=False):
         poses, activations = unpack_capsules(self, inputs)

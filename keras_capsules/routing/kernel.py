@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
+from keras_capsules.ops.remat import remat_reading
 from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations, weighted_votes
 from keras_capsules.routing.registry import register_router
 
@@ -210,7 +211,7 @@ class KernelRouter(Router):
         poses = weighted_votes(coupling, votes)
         # Training recomputes each kernel evaluation in the backward pass instead of keeping its
         # vote-sized temporaries, so memory does not grow with the iterations.
-        similarity = keras.remat(self.similarity) if training else self.similarity
+        similarity = remat_reading(self.similarity, self.weights) if training else self.similarity
         for step in range(self.iterations):
             agreement = similarity(poses, votes)
             coupling = ops.softmax(prior + agreement / total, axis=2)

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.remat import remat_reading
 from keras_capsules.routing.base import Router, child_major, limit_votes, ones_activations, weighted_votes
 from keras_capsules.routing.registry import register_router
 
@@ -204,8 +205,8 @@ class LSTMRouter(Router):
         poses = ops.mean(votes, axis=2)  # the uniform coupling 1/n
         # Training recomputes each step's gates and MLP activations in the backward pass: a step
         # keeps only its carried state, not its gate and MLP temporaries.
-        first = keras.remat(self._first_iteration) if training else self._first_iteration
-        later = keras.remat(self._iteration) if training else self._iteration
+        first = remat_reading(self._first_iteration, self.weights) if training else self._first_iteration
+        later = remat_reading(self._iteration, self.weights) if training else self._iteration
         for step in range(self.iterations):
             pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose) + bias, 2)  # (b, o, 1, 4u), with the bias
             if step == 0:

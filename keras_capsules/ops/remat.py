@@ -1,0 +1,35 @@
+"""Rematerialisation of a function that reads Keras variables, safe inside a loop's gradient."""
+
+import keras
+
+
+def remat_reading(function, weights):
+    """``keras.remat(function)`` for a ``function`` whose body reads the Keras variables ``weights``.
+
+    The variables are read once, by the caller, and enter the rematerialised function as inputs;
+    inside, a stateless scope that the function opens itself maps each variable to its value, so
+    the recomputation in the backward pass, whenever and wherever it runs, reads the same tensors
+    and never a variable. TensorFlow cannot recompute a function that reads a variable inside a
+    loop's gradient ("... is in list of internal_captures but not in internal_capture_to_output"),
+    which a layer routed in a loop (``keras.ops.map``, :func:`~keras_capsules.ops.sequential.map_in_turn`)
+    would otherwise need. Values, outputs and gradients are those of ``keras.remat(function)``.
+
+    Args:
+        function: ``function(*args)`` -> tensors; positional arguments only.
+        weights: the Keras variables ``function`` reads (e.g. a layer's ``trainable_weights``);
+            variables it reads that are not listed are read as usual.
+
+    Returns:
+        A function of the same arguments.
+    """
+    weights = list(weights)
+
+    @keras.remat
+    def rematerialised(values, *args):
+        with keras.StatelessScope(state_mapping=list(zip(weights, values))):
+            return function(*args)
+
+    def call(*args):
+        return rematerialised([weight.value for weight in weights], *args)
+
+    return call

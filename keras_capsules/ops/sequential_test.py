@@ -1,0 +1,55 @@
+"""map_in_turn: the values and gradients of a per-slice map, traced once whatever the length."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules.ops.sequential import map_in_turn
+from keras_capsules.testing.gradients import input_gradient
+
+
+def _slice_function(calls):
+    """``x (3, 2) -> (x @ [[1], [2]] squared (3, 1), sum(x) (,))``: outputs of other shapes than the slice."""
+
+    def function(x):
+        calls.append(1)
+        column = keras.ops.matmul(x, keras.ops.convert_to_tensor([[1.0], [2.0]]))
+        return keras.ops.square(column), keras.ops.sum(x)
+
+    return function
+
+
+def test_map_in_turn_matches_the_slice_by_slice_numpy_values_and_gradient():
+    x = np.random.default_rng(0).normal(size=(5, 3, 2)).astype("float32")
+    squares, sums = map_in_turn(_slice_function([]), x)
+    column = x @ np.array([[1.0], [2.0]], "float32")
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(squares), column**2, rtol=1e-6)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(sums), x.sum(axis=(1, 2)), rtol=1e-5)
+
+    def loss(values):
+        squares, sums = map_in_turn(_slice_function([]), values)
+        return keras.ops.sum(squares) + keras.ops.sum(sums)
+
+    # d/dx [ (x w)^2 + sum x ] = 2 (x w) w^T + 1, slice by slice
+    expected = 2.0 * column * np.array([[1.0, 2.0]], "float32") + 1.0
+    np.testing.assert_allclose(input_gradient(loss, x), expected, rtol=1e-5)
+
+
+def test_map_in_turn_takes_nested_elements():
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    b = np.ones((4, 2), "float32")
+    out = map_in_turn(lambda pair: keras.ops.sum(pair[0]) * pair[1], (a, b))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), a.sum(axis=1)[:, None] * b)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the Python traces of a TensorFlow graph")
+def test_map_in_turn_traces_the_function_a_fixed_number_of_times_whatever_the_length():
+    import tensorflow as tf
+
+    traces = {}
+    for length in (2, 40):
+        calls = []
+        function = _slice_function(calls)
+        tf.function(lambda x: map_in_turn(function, x)).get_concrete_function(tf.TensorSpec((length, 3, 2), "float32"))
+        traces[length] = len(calls)
+    assert traces[2] == traces[40] <= 2, traces  # the output signature's trace and the loop body's
