@@ -113,8 +113,27 @@ def _fixed(op, shape):
 OpCost = collections.namedtuple("OpCost", "type name flops transcendental copied written registered statistic")
 
 
+#: Loop op types: their body's ops are counted once per iteration (:func:`loop_body`), the op itself does no work.
+LOOPS = frozenset({"While", "StatelessWhile"})
+
+
+def loop_body(op):
+    """``(body graph, iterations)`` of a ``While`` op: the loop's ``maximum_iterations`` input (a constant for
+    ``tf.map_fn`` and ``keras.ops.map``/``scan``, and for their gradient loops, which reuse it)."""
+    import tensorflow as tf
+
+    iterations = tf.get_static_value(op.inputs[1])
+    if iterations is None:
+        raise ValueError(f"training_step_cost: loop {op.name} has no constant iteration count to count its body by.")
+    return op.graph._get_function(op.get_attr("body").name).graph, int(iterations)
+
+
 def op_costs(graph):
     """An :class:`OpCost` for every op of ``graph`` that runs a kernel (all but :data:`FREE` types).
+
+    A loop's body (:data:`LOOPS`; ``ConvCaps`` routes its rows, EM its position chunks, in one) is
+    counted once per iteration, its ops named under the loop op's name (so their layer is the loop's)
+    and without a ``statistic`` (TensorFlow's profiler sums the top-level graph only).
 
     Raises:
         ValueError: an op counted by this script's rules has a shape the graph does not fix.
@@ -123,6 +142,14 @@ def op_costs(graph):
 
     rows = []
     for op in graph.get_operations():
+        if op.type in LOOPS:
+            body, iterations = loop_body(op)
+            for row in op_costs(body):
+                rows.append(row._replace(
+                    name=f"{op.name}/{row.name}", flops=iterations * row.flops, transcendental=iterations * row.transcendental,
+                    copied=iterations * row.copied, written=iterations * row.written, statistic=None,
+                ))
+            continue
         out = op.outputs[0].shape if op.outputs else None
         statistic = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value
         flops, registered = statistic, statistic is not None and op.type not in BATCH_MATMULS

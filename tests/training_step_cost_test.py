@@ -47,6 +47,24 @@ def test_op_costs_matmul_einsum_and_transcendentals():
     assert cost.profiler_flops(graph) == sum(row.flops for row in rows.values() if row.registered) == 48
 
 
+def test_a_loops_body_counts_once_per_iteration_forward_and_backward():
+    weight = tf.Variable(tf.ones((3,)))
+
+    @tf.function
+    def f(x):  # 5 rows of (4, 3): exp of 12 elements each, in a map_fn loop, and its gradient loop
+        with tf.GradientTape() as tape:
+            total = tf.reduce_sum(tf.map_fn(lambda row: tf.reduce_sum(tf.exp(row * weight)), x, parallel_iterations=1))
+        return tape.gradient(total, weight)
+
+    rows = cost.op_costs(f.get_concrete_function(tf.TensorSpec((5, 4, 3))).graph)
+    exps = [row for row in rows if row.type == "Exp"]
+    assert [(row.flops, row.transcendental) for row in exps] == [(5 * 12, 5 * 12)]  # the forward loop's 5 iterations
+    assert all(row.name.startswith("map/while/") and row.statistic is None for row in exps)
+    assert not [row for row in rows if row.type in cost.LOOPS]
+    backward_muls = [row for row in rows if row.type == "Mul" and "while_grad" in row.name]
+    assert backward_muls and all(row.flops % 5 == 0 for row in backward_muls)  # the gradient loop's body, 5 times
+
+
 def test_backward_matmuls_count_for_their_forward_layer():
     inputs = keras.Input((4,))
     hidden = keras.layers.Dense(3, name="first")(inputs)
