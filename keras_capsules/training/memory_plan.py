@@ -35,7 +35,9 @@ another backend gets a ``ValueError``):
    (ops made while a method of a router, of a layer that holds one or of a layer that holds such
    layers runs, their gradients included) gives ``votes_bytes``.
    The ops inside a functional conditional (``StatelessIf``, FMCapsNet's router) are not replayed:
-   their outputs are counted, their temporaries are not.
+   their outputs are counted, their temporaries are not. A loop's body (``ConvCaps`` routes its output
+   rows in one) is replayed once and its peak added while the loop runs; what the loop keeps across
+   iterations for the gradient (each row's inputs) is not counted.
 3. The process's peak resident memory is then::
 
        peak = baseline + weights + optimizer slots x trainable weights
@@ -90,6 +92,8 @@ BYTES_PER_OP = 37_292
 VIEW_OPS = frozenset({"Identity", "IdentityN", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Snapshot", "PreventGradient", "EnsureShape", "CheckNumerics"})
 #: Ops whose outputs are the variables' own memory (counted as the weights).
 VARIABLE_OPS = frozenset({"ReadVariableOp", "VarHandleOp"})
+#: Loop ops: their body is replayed on its own, its peak added while the loop runs (see :func:`live_tensors`).
+LOOP_OPS = frozenset({"While", "StatelessWhile"})
 
 _DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _BINARY = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -240,39 +244,63 @@ class LiveTensors:
     at_peak: dict
 
 
+def _loop_body_peak(op):
+    """The most bytes one iteration of a loop op (``While``) holds at once: its body replayed (:func:`live_tensors`); 0 for other ops."""
+    if op.type not in LOOP_OPS or not hasattr(op, "get_attr"):
+        return 0
+    body = op.graph._get_function(op.get_attr("body").name).graph
+    return live_tensors(body.get_operations(), body.outputs).peak_bytes
+
+
 def live_tensors(operations, outputs=()) -> LiveTensors:
     """Replays ``operations`` (a graph's, in creation order) and finds the most bytes live at once.
 
     An op's outputs are allocated when it runs, with its inputs still live; a buffer is freed once every
     consumer of every tensor that shares it has run, except the ``outputs`` (kept to the end).
     Views (:data:`VIEW_OPS`) share their input's buffer; variable reads (:data:`VARIABLE_OPS`) hold none.
+    A loop (:data:`LOOP_OPS`: ``ConvCaps`` routes its rows in one) adds, while it runs, its body's own
+    peak once (its iterations run one after another); what it keeps across iterations for the gradient
+    (tensor lists, e.g. each row's inputs) is not counted. An input made by an op created later (a loop's
+    gradient accumulators, which TensorFlow adds after the loop) is its own buffer.
 
     Args:
         operations: the ops, each with ``name``, ``type``, ``inputs`` and ``outputs`` (``tf.Operation``).
         outputs: tensors alive at the end (the step's results).
     """
     buffer_of, size, made_by, uses = {}, {}, {}, collections.Counter()
+
+    def own_buffer(tensor, op_name):
+        buffer_of[tensor.name] = tensor.name
+        size[tensor.name], made_by[tensor.name] = _tensor_bytes(tensor), op_name
+
     for op in operations:
         for index, tensor in enumerate(op.outputs):
-            if op.type in VIEW_OPS and op.inputs:
+            if tensor.name in buffer_of:  # already an input of an earlier op
+                made_by[tensor.name] = op.name
+                continue
+            if op.type in VIEW_OPS and op.inputs and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of:
                 buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
             elif op.type in VARIABLE_OPS:
                 buffer_of[tensor.name] = None
             else:
-                buffer_of[tensor.name] = tensor.name
-                size[tensor.name], made_by[tensor.name] = _tensor_bytes(tensor), op.name
+                own_buffer(tensor, op.name)
         for tensor in op.inputs:
+            if tensor.name not in buffer_of:
+                own_buffer(tensor, tensor.name)  # its maker, once it comes, names it
             if buffer_of[tensor.name] is not None:
                 uses[buffer_of[tensor.name]] += 1
     kept = {buffer_of[t.name] for t in outputs}
     live, total, peak, at_peak = {}, 0, 0, {}
     for op in operations:
         for tensor in op.outputs:
-            if buffer_of[tensor.name] == tensor.name:
+            if buffer_of[tensor.name] == tensor.name and tensor.name not in live:
                 live[tensor.name] = size[tensor.name]
                 total += size[tensor.name]
-        if total > peak:
-            peak, at_peak = total, dict(live)
+        body = _loop_body_peak(op)
+        if total + body > peak:
+            peak, at_peak = total + body, dict(live)
+            if body:
+                at_peak[op.name + "/body"], made_by[op.name + "/body"] = body, op.name
         for tensor in op.inputs:
             if buffer_of[tensor.name] is not None:
                 uses[buffer_of[tensor.name]] -= 1

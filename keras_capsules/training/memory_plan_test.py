@@ -88,6 +88,35 @@ def test_live_tensors_frees_after_the_last_consumer_and_shares_views():
     assert result.ops == 7
 
 
+def test_live_tensors_count_an_op_made_later_as_its_own_buffer():
+    later = _op("later", "EmptyTensorList", [], (25,))  # 100 bytes, made after the op that reads it
+    x = _op("x", "Placeholder", [], (25,))  # 100
+    loop = _op("loop", "Mul", [x.outputs[0], later.outputs[0]], (25,))  # 100, reads `later` before it runs
+    result = memory_plan.live_tensors([x, loop, later], outputs=[loop.outputs[0]])
+    assert result.peak_bytes == 200 and result.at_peak == {"x": 100, "loop": 100}  # `later` freed as it is made
+
+
+@tensorflow_only
+def test_live_tensors_add_a_loops_body_once_forward_and_backward():
+    """A map over 3 rows whose body tiles its row into a 1000 x 10 temporary (40,000 bytes): the step's
+    peak holds one iteration's temporary, not three, and the gradient loop's accumulators (inputs TensorFlow
+    adds to the loop after it is made) are read without error."""
+    import tensorflow as tf
+
+    weight = tf.Variable(tf.ones((10,)))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            rows = tf.map_fn(lambda row: tf.reduce_sum(tf.tile((row * weight)[None], (1000, 1))), x, parallel_iterations=1)
+            total = tf.reduce_sum(rows)
+        return tape.gradient(total, weight)
+
+    graph = step.get_concrete_function(tf.TensorSpec((3, 10))).graph
+    result = memory_plan.live_tensors(graph.get_operations(), graph.outputs)
+    assert 40_000 <= result.peak_bytes < 2 * 40_000, result
+
+
 def test_live_tensors_keeps_the_outputs_to_the_end():
     x = _op("x", "Placeholder", [], (25,))  # 100 bytes
     grad = _op("grad", "Mul", [x.outputs[0]], (25,))  # 100, a step output
@@ -344,3 +373,15 @@ def test_epoch_time_estimate_with_unknown_steps_prints_the_step_time():
 def test_epoch_time_estimate_refuses_bad_arguments():
     with pytest.raises(ValueError, match=r"EpochTimeEstimate.*argument `warmup` expected an integer >= 1, received 0"):
         memory_plan.EpochTimeEstimate(warmup=0)
+
+
+@tensorflow_only
+def test_estimate_of_a_layer_that_routes_its_rows_in_a_loop():
+    """ConvCaps in training routes one output row at a time in a loop: the plan reads the loop (its body's
+    votes among the routed bytes) instead of failing on the gradient loop's accumulators."""
+    inputs = keras.Input((7, 7, 3, 4))
+    poses, _ = layers.ConvCaps(4, 4, kernel_size=3, router="dynamic")(inputs)
+    model = keras.Model(inputs, keras.layers.Flatten()(poses))
+    plan = memory_plan.estimate(model, 8)
+    row_votes = 8 * 5 * (9 * 3) * 4 * 4 * 4  # one of the 5 output rows: batch x 5 positions x 27 children x 4 parents x 4 x float32
+    assert plan.votes_bytes >= row_votes and plan.step_ops > 0
