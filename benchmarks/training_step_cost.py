@@ -114,7 +114,7 @@ OpCost = collections.namedtuple("OpCost", "type name flops transcendental copied
 
 
 #: Loop op types: their body's ops are counted once per iteration (:func:`loop_body`), the op itself does no work.
-LOOPS = frozenset({"While", "StatelessWhile"})
+LOOPS = frozenset({"While", "StatelessWhile"})  # the memory plan's LOOP_OPS
 
 
 def loop_body(op):
@@ -125,7 +125,9 @@ def loop_body(op):
     iterations = tf.get_static_value(op.inputs[1])
     if iterations is None:
         raise ValueError(f"training_step_cost: loop {op.name} has no constant iteration count to count its body by.")
-    return op.graph._get_function(op.get_attr("body").name).graph, int(iterations)
+    from keras_capsules.training.memory_plan import loop_body_graph
+
+    return loop_body_graph(op), int(iterations)
 
 
 def op_costs(graph):

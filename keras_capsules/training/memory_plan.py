@@ -244,11 +244,16 @@ class LiveTensors:
     at_peak: dict
 
 
+def loop_body_graph(op):
+    """The graph of a loop op's (:data:`LOOP_OPS`) body, from its graph's function library."""
+    return op.graph._get_function(op.get_attr("body").name).graph
+
+
 def _loop_body_peak(op):
     """The most bytes one iteration of a loop op (``While``) holds at once: its body replayed (:func:`live_tensors`); 0 for other ops."""
-    if op.type not in LOOP_OPS or not hasattr(op, "get_attr"):
+    if op.type not in LOOP_OPS:
         return 0
-    body = op.graph._get_function(op.get_attr("body").name).graph
+    body = loop_body_graph(op)
     return live_tensors(body.get_operations(), body.outputs).peak_bytes
 
 
