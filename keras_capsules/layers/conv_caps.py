@@ -9,7 +9,7 @@ from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
 from keras_capsules.ops.remat import remat_reading
 from keras_capsules.ops.sequential import map_in_turn
-from keras_capsules.routing.base import split_position_chunks
+from keras_capsules.routing.base import stack_position_chunks, unstack_position_chunks
 from keras_capsules.serialization import register
 
 #: A router that couples the output positions (EM's ``child_grid``) routes chunks of output rows whose
@@ -126,16 +126,17 @@ class ConvCaps(RoutedCapsules):
         """The output-row ranges routed one after another.
 
         Positions routed independently: one range, or in training with remat every row on its own.
-        Routed across positions (:meth:`routes_across_positions`), in training and at inference: as
-        many rows per chunk as keep a chunk's votes within :data:`CHUNK_VOTE_BYTES` per example.
+        Routed across positions (:meth:`routes_across_positions`), in training and at inference: equal
+        chunks (the router loops over them), each the most rows that divide the output height and keep a
+        chunk's votes within :data:`CHUNK_VOTE_BYTES` per example (at least one row).
         A router that couples the positions without ``remat``: one range.
         """
         out_h, out_w = self.output_grid
         if self.routes_across_positions():
             children = self.kernel_size * self.kernel_size * self._poses_shape[2]  # K*K*types per receptive field
             row_bytes = out_w * children * self.num_capsules * self.out_dim * 4
-            rows = max(1, CHUNK_VOTE_BYTES // row_bytes)
-            return [(row, min(row + rows, out_h)) for row in range(0, out_h, rows)]
+            rows = max(d for d in range(1, out_h + 1) if out_h % d == 0 and (d == 1 or d * row_bytes <= CHUNK_VOTE_BYTES))
+            return [(row, row + rows) for row in range(0, out_h, rows)]
         if not self.rematerializes(training) or getattr(self.router, "child_grid", None) is not None:
             return [(0, out_h)]
         return [(row, row + 1) for row in range(out_h)]
@@ -162,23 +163,23 @@ class ConvCaps(RoutedCapsules):
     def _route_across_positions(self, poses, activations, chunks, training, return_coupling):
         """:meth:`route_positions` for a router that couples the positions (EM's ``child_grid``).
 
-        The receptive fields are gathered once and split into the row chunks (one ``split``: its
-        gradient is one ``concatenate``); the router makes each chunk's votes from them when it needs
-        them (``route_position_chunks``), so the layer's whole vote tensor is never formed.
+        The receptive fields are gathered once and stacked by chunk of rows
+        (:func:`~keras_capsules.routing.base.stack_position_chunks`); the router makes each chunk's votes
+        from them when it needs them (``route_position_chunks``), so the layer's whole vote tensor is
+        never formed.
         """
-        out_w = self.output_grid[1]
-        counts = [(stop - start) * out_w for start, stop in chunks]
-        inputs = [split_position_chunks(self._gather(poses), counts)]
+        positions = self.output_grid[0] * self.output_grid[1]
+        inputs = [stack_position_chunks(self._gather(poses), positions, len(chunks))]
         if activations is not None:
-            inputs.append(split_position_chunks(self._gather(activations), counts))
-        positions = [(start * out_w, stop * out_w) for start, stop in chunks]
+            inputs.append(stack_position_chunks(self._gather(activations), positions, len(chunks)))
 
         def votes_of(children, acts=None):
             return self.vote_transform(children, parent_major=True), acts
 
         return self.router.route_position_chunks(
-            list(zip(positions, zip(*inputs))),
+            inputs,
             votes_of,
+            self.weights,
             self.vote_transform.compute_dtype,
             training,
             return_coupling,
@@ -211,12 +212,13 @@ class ConvCaps(RoutedCapsules):
         once for the whole layer rather than once per row (the first step's graph, and its tracing
         time, do not grow with the image).
         """
-        rows = {"poses": self._by_row(self._gather(poses))}
+        out_h, out_w = self.output_grid
+        rows = {"poses": stack_position_chunks(self._gather(poses), out_h * out_w, out_h)}
         if activations is not None:
-            rows["activations"] = self._by_row(self._gather(activations))
+            rows["activations"] = stack_position_chunks(self._gather(activations), out_h * out_w, out_h)
         initial = router_kwargs.pop("initial_poses", None)
         if initial is not None:
-            rows["initial_poses"] = self._by_row(initial)
+            rows["initial_poses"] = stack_position_chunks(initial, out_h * out_w, out_h)
 
         def route_row(*row):
             row = dict(zip(rows, row))
@@ -227,21 +229,7 @@ class ConvCaps(RoutedCapsules):
 
         route_row = remat_reading(route_row, self.weights)
         outputs = map_in_turn(lambda row: route_row(*row), tuple(rows.values()))
-        return tuple(self._from_rows(x) for x in outputs)
-
-    def _by_row(self, x):
-        """``(batch * H_out * W_out, ...)`` -> ``(H_out, batch * W_out, ...)``: positions grouped by output row."""
-        out_h, out_w = self.output_grid
-        trailing = tuple(x.shape[1:])
-        grid = ops.moveaxis(ops.reshape(x, (-1, out_h, out_w) + trailing), 1, 0)
-        return ops.reshape(grid, (out_h, -1) + trailing)
-
-    def _from_rows(self, x):
-        """The inverse of :meth:`_by_row`: ``(H_out, batch * W_out, ...)`` -> ``(batch * H_out * W_out, ...)``."""
-        out_h, out_w = self.output_grid
-        trailing = tuple(x.shape[2:])
-        grid = ops.moveaxis(ops.reshape(x, (out_h, -1, out_w) + trailing), 0, 1)
-        return ops.reshape(grid, (-1,) + trailing)
+        return tuple(unstack_position_chunks(x, out_w) for x in outputs)
 
     def call(self, inputs, training=None, return_coupling=False):
         poses, activations = unpack_capsules(self, inputs)

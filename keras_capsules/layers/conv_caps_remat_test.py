@@ -9,15 +9,29 @@ from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, conv_caps
 from keras_capsules.testing.tiers import large
 
 
-def _gradients(model, x, training=True):
+def _probe():
+    """The fixed weights of :func:`_gradients`' sum, one per output entry (flattened)."""
+    return np.random.default_rng(3).normal(size=(4096,)).astype("float32")
+
+
+def _weighted_scale(outputs):
+    """``sum |probe * output|`` over every output entry: the scale of :func:`_gradients`' value, whose float32
+    rounding error is relative to it (the signed sum itself can cancel to a far smaller number)."""
+    probe = _probe()
+    flat = [np.asarray(keras.ops.convert_to_numpy(out), "float64").reshape(-1) for out in outputs]
+    return sum(float(np.sum(np.abs(out * probe[: out.size]))) for out in flat)
+
+
+def _gradients(model, x, training=True, compiled=True):
     """A fixed weighted sum of ``model(x, training=training)`` (all its outputs) and its gradients (inputs, then weights).
 
     ``x``: one array or a list of arrays. The gradient is one compiled program, as in ``fit``: a
-    ``tf.function`` graph, or under JAX one jitted program (and one compilation instead of one per op).
+    ``tf.function`` graph, or under JAX one jitted program (and one compilation instead of one per op);
+    under TensorFlow ``compiled=False`` runs it op by op instead.
     """
     weights = model.trainable_weights
     inputs = list(x) if isinstance(x, (list, tuple)) else [x]
-    probe = np.random.default_rng(3).normal(size=(4096,)).astype("float32")
+    probe = _probe()
 
     def weighted(outputs):
         outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
@@ -29,13 +43,14 @@ def _gradients(model, x, training=True):
 
         variables = [tf.Variable(value) for value in inputs]
 
-        @tf.function  # a graph, as in fit (TensorFlow's loops and recomputation differ from eager execution there)
         def value_and_grads():
             with tf.GradientTape() as tape:
                 value = weighted(model(variables if len(variables) > 1 else variables[0], training=training))
             return value, tape.gradient(value, variables + [w.value for w in weights])
 
-        value, grads = value_and_grads()
+        # A graph, as in fit (TensorFlow's loops and recomputation differ from eager execution there);
+        # ``compiled=False``: op by op, a reference free of the graph optimiser's rewrites.
+        value, grads = (tf.function(value_and_grads) if compiled else value_and_grads)()
         return float(value), [g.numpy() for g in grads]
     import jax
 
@@ -130,6 +145,26 @@ def _em_inputs(seed=0, activations=True):
     return [poses, rng.uniform(size=(2, 7, 6, 2)).astype("float32")] if activations else poses
 
 
+def _relative_error(x, reference):
+    """``max |x - reference| / max(|reference|, 1e-3)``: relative, entries near zero judged at 1e-3."""
+    return float(np.max(np.abs(x - reference) / np.maximum(np.abs(reference), 1e-3)))
+
+
+def _em_float64_reference(layer, x, strides):
+    """``(poses, activations, coupling)`` of EM across positions in float64 NumPy (``em_test.np_em_spatial``)
+    on the float32 votes of ``layer`` (a built :func:`_em_model` layer) for the inputs ``x``."""
+    from keras_capsules.routing.em_test import np_em_spatial
+
+    poses = keras.ops.convert_to_tensor(x[0] if isinstance(x, list) else x)
+    votes = keras.ops.convert_to_numpy(layer.vote_transform(layer._gather(poses))).astype("float64")
+    if isinstance(x, list):
+        acts = keras.ops.convert_to_numpy(layer._gather(keras.ops.convert_to_tensor(x[1]))).astype("float64")
+    else:
+        acts = np.ones(votes.shape[:2])
+    betas = [keras.ops.convert_to_numpy(beta).astype("float64") for beta in (layer.router.beta_u, layer.router.beta_a)]
+    return np_em_spatial(votes, acts.reshape(votes.shape[:2]), *betas, layer.router.iterations, (7, 6), 3, strides)
+
+
 # The default tier: training through strided chunks with activations; the other five cases in the large tier.
 @pytest.mark.parametrize(
     "strides, activations, training",
@@ -145,17 +180,36 @@ def test_em_across_positions_chunk_by_chunk_matches_the_whole_vote_tensor(monkey
     assert not whole.get_layer("conv").routes_across_positions()
     x = _em_inputs(activations=activations)
     out_chunked, out_whole = chunked(x, training=training), whole(x, training=training)
-    for a, b in zip(out_chunked, out_whole):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=1e-6, atol=1e-7)
+    # Under TensorFlow both paths run the same kernels: within 1e-6 of each other. Under JAX the loop's body
+    # is one fused XLA program whose rounding differs, and EM's E-step exponentiates logits of hundreds:
+    # the coupling moves by ~2e-5. There each path is judged against the float64 NumPy routing of the same
+    # votes: the chunked path's distance to the whole path is at most twice the whole path's own distance
+    # from it (both float32 paths sit 1e-6-2e-4 from the exact routing).
+    tight = keras.backend.backend() == "tensorflow"
+    exact = _em_float64_reference(whole.get_layer("conv"), x, strides)
+    for a, b, reference in zip(out_chunked, out_whole, exact):
+        a, b = (keras.ops.convert_to_numpy(t).astype("float64") for t in (a, b))
+        whole_error = _relative_error(b, reference.reshape(b.shape))
+        assert whole_error < 1e-3, whole_error  # the reference itself is right (the router's own test: 1e-3)
+        if tight:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+        else:
+            assert _relative_error(a, b) <= 2 * whole_error + 1e-7, (_relative_error(a, b), whole_error)
     value_chunked, grads_chunked = _gradients(chunked, x, training)
-    value_whole, grads_whole = _gradients(whole, x, training)
-    np.testing.assert_allclose(value_chunked, value_whole, rtol=1e-6)
+    # In training the chunks go through a loop, whose body TensorFlow's graph optimiser rewrites otherwise
+    # than the whole-tensor path (that path alone, graph against eager, moves its gradients by up to 3.7e-6
+    # of their scale here): the reference runs op by op. At inference the chunks are unrolled and rewritten
+    # as the whole path is: both in a graph.
+    value_whole, grads_whole = _gradients(whole, x, training, compiled=not training)
+    np.testing.assert_allclose(value_chunked, value_whole, atol=1e-6 * _weighted_scale(out_whole))
     assert len(grads_chunked) == len(grads_whole) == (2 if activations else 1) + len(chunked.trainable_weights)
     for a, b in zip(grads_chunked, grads_whole):
         # float32 rounding at the gradient's scale. A weight of a few entries that every position shares
         # sums its gradient over all positions, chunk by chunk or at once: a different order of one float32
-        # sum, 1.1e-6 of the gradient's scale under JAX on an AMD EPYC without AVX-512 (same at 4a5034a).
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=(2e-6 if b.size <= 3 else 1e-6) * np.max(np.abs(b)))
+        # sum (2e-6 of the scale). Under JAX, as for the other routers' remat above, 1e-5: the chunked
+        # gradients differ by up to 2.1e-6 of their scale (the fused loop body; see the outputs above).
+        scale = (2e-6 if b.size <= 3 else 1e-6) if tight else 1e-5
+        np.testing.assert_allclose(a, b, rtol=max(scale, 1e-6), atol=scale * np.max(np.abs(b)))
 
 
 def test_em_across_positions_chunks_keep_the_mixed_precision_outputs(monkeypatch):
@@ -172,10 +226,40 @@ def test_em_across_positions_chunks_follow_the_vote_budget(monkeypatch):
     layer = _em_model(True).get_layer("conv")  # 5 x 4 output positions, 9 * 2 children, 3 parents, 16 entries
     row_bytes = 4 * (9 * 2) * 3 * 16 * 4
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 2 * row_bytes + 1)
-    assert layer.row_chunks(True) == layer.row_chunks(False) == [(0, 2), (2, 4), (4, 5)]
+    assert layer.row_chunks(True) == layer.row_chunks(False) == [(r, r + 1) for r in range(5)]  # equal chunks: 5 rows, 1 each
+    strided = _em_model(True, strides=2).get_layer("conv")  # 3 x 2 output positions
+    strided_row_bytes = 2 * (9 * 2) * 3 * 16 * 4
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 2 * strided_row_bytes)
+    assert strided.row_chunks(True) == [(0, 1), (1, 2), (2, 3)]  # 2 rows would fit, but 2 does not divide 3
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 3 * strided_row_bytes)
+    assert strided.row_chunks(True) == [(0, 3)]
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 10**9)
     assert layer.row_chunks(True) == [(0, 5)]
     assert _em_model(False).get_layer("conv").row_chunks(True) == [(0, 5)]  # no remat: the whole vote tensor
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the Python traces of a TensorFlow graph")
+def test_em_across_positions_chunks_are_traced_once_per_iteration_whatever_their_number(monkeypatch):
+    traces = {}
+    for budget in (1, 10**9):  # five one-row chunks, or one chunk
+        monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", budget)
+        model = _em_model(True)
+        layer = model.get_layer("conv")
+        calls = []
+        original = layer.router._m_step
+        layer.router._m_step = lambda *args: calls.append(1) or original(*args)
+        tf = pytest.importorskip("tensorflow")
+        poses, acts = (tf.constant(x) for x in _em_inputs())
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = sum(tf.reduce_sum(out) for out in model([poses, acts], training=True))
+            return tape.gradient(loss, model.trainable_weights)
+
+        step.get_concrete_function()
+        traces[len(layer.row_chunks(True))] = len(calls)
+    assert traces[5] == traces[1], traces
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors")

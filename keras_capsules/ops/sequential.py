@@ -4,7 +4,7 @@ import keras
 from keras import ops, tree
 
 
-def map_in_turn(function, elements):
+def map_in_turn(function, elements, unrolled=False):
     """``function`` applied to each slice ``elements[i]`` along the leading axis, one slice after another.
 
     Like ``keras.ops.map`` (the loop is traced once, whatever the length), but the slices take
@@ -17,16 +17,41 @@ def map_in_turn(function, elements):
         function: ``function(slice)`` -> a tensor or a (nested) tuple of tensors whose shapes do not
             depend on the slice's position.
         elements: a tensor ``(n, ...)`` or a (nested) tuple of them with the same ``n``.
+        unrolled: no loop op: ``function`` is traced once per slice, each slice's input waiting for
+            the previous slice's output (a graph without loops, which the ONNX and LiteRT converters
+            take; for inference: each slice's gradient would be a zero-padded tensor of the whole).
 
     Returns:
         ``function``'s outputs stacked along a new leading axis of length ``n``.
     """
+    if unrolled:
+        return _unrolled_in_turn(function, elements)
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
         elements = tree.map_structure(ops.convert_to_tensor, elements)
-        first = tree.map_structure(lambda x: x[0], elements)
-        signature = tree.map_structure(tf.TensorSpec.from_tensor, function(first))
+        # The loop's signature from a trace in a graph of its own: ``function`` applied to the first
+        # slice here would leave that slice's ops in the caller's graph (and run them when eager).
+        slice_spec = tree.map_structure(lambda x: tf.TensorSpec(x.shape[1:], x.dtype), elements)
+        outputs = tf.function(function, autograph=False).get_concrete_function(slice_spec).structured_outputs
+        signature = tree.map_structure(tf.TensorSpec.from_tensor, outputs)
         return tf.map_fn(function, elements, fn_output_signature=signature, parallel_iterations=1)
     return ops.map(function, elements)
+
+
+def _unrolled_in_turn(function, elements):
+    """:func:`map_in_turn` with ``unrolled=True``: a Python loop over the slices, chained by a zero token."""
+    count = tree.flatten(elements)[0].shape[0]
+    outputs = []
+    for index in range(count):
+        part = tree.map_structure(lambda x: x[index], elements)
+        if outputs:
+            # Graph executors run independent ops in any order: adding zero times the previous slice's
+            # output makes this slice wait for it (and, backward, that slice's gradient for this one's).
+            leaves = tree.flatten(part)
+            token = ops.reshape(tree.flatten(outputs[-1])[0], (-1,))[:1] * 0
+            leaves[0] = leaves[0] + ops.cast(token, leaves[0].dtype)
+            part = tree.pack_sequence_as(part, leaves)
+        outputs.append(function(part))
+    return tree.map_structure(lambda *parts: ops.stack(parts), *outputs)

@@ -215,49 +215,24 @@ def child_major(coupling):
     return ops.transpose(coupling, (0, 2, 1))
 
 
-def join_position_chunks(parts, counts):
-    """Tensors of consecutive position chunks -> one, positions folded into the batch in the usual order.
+def stack_position_chunks(x, positions, chunks):
+    """``(batch * positions, ...)`` -> ``(chunks, batch * positions / chunks, ...)``: equal chunks of consecutive positions, stacked.
 
-    Args:
-        parts: ``(batch * counts[c], ...)`` per chunk ``c``: a chunk's positions folded into the batch
-            (example-major: every position of example 0, then of example 1, ...).
-        counts: the number of positions of each chunk.
-
-    Returns:
-        ``(batch * sum(counts), ...)``: each example's positions in chunk order.
+    ``x`` holds the positions of each example folded into the batch (example-major, positions in
+    row-major order); chunk ``c`` holds positions ``c * P_c .. (c + 1) * P_c - 1`` of every example,
+    ``P_c = positions / chunks``: the layout a loop over position chunks
+    (:func:`~keras_capsules.ops.sequential.map_in_turn`) takes one chunk at a time from.
     """
-    if len(parts) == 1:
-        return parts[0]
-    trailing = tuple(parts[0].shape[1:])
-    grids = [ops.reshape(part, (-1, count) + trailing) for part, count in zip(parts, counts)]
-    return ops.reshape(ops.concatenate(grids, axis=1), (-1,) + trailing)
-
-
-def split_position_chunks(x, counts):
-    """The inverse of :func:`join_position_chunks`: ``(batch * sum(counts), ...)`` -> one tensor per chunk.
-
-    One ``split`` (whose gradient is one ``concatenate``), not a slice per chunk (each slice's gradient
-    would be a zero-padded tensor of the whole size).
-    """
-    if len(counts) == 1:
-        return [x]
     trailing = tuple(x.shape[1:])
-    grid = ops.reshape(x, (-1, sum(counts)) + trailing)
-    parts = ops.split(grid, [int(end) for end in np.cumsum(counts)[:-1]], axis=1)
-    return [ops.reshape(part, (-1,) + trailing) for part in parts]
+    grid = ops.reshape(x, (-1, chunks, positions // chunks) + trailing)
+    return ops.reshape(ops.moveaxis(grid, 1, 0), (chunks, -1) + trailing)
 
 
-def sequence_token(outputs):
-    """A zero ``(1,)`` that depends on ``outputs`` (a tensor or a tuple of them; finite values): chunks take turns.
-
-    Graph executors run independent ops in any order, so chunks of a layer that are meant to take
-    turns (each holding its own vote-sized temporaries) can all be in memory at once, above all in the
-    backward pass, where every chunk's gradient becomes ready together. A chunk that adds the
-    previous chunk's token to its input cannot start before that chunk is done, and in the backward
-    pass the previous chunk's gradient waits for this one's. Adding zero leaves every value as it is.
-    """
-    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-    return 0.0 * ops.reshape(first, (-1,))[:1]
+def unstack_position_chunks(x, per_chunk):
+    """The inverse of :func:`stack_position_chunks`: ``(chunks, batch * per_chunk, ...)`` -> ``(batch * positions, ...)``."""
+    chunks, trailing = x.shape[0], tuple(x.shape[2:])
+    grid = ops.reshape(x, (chunks, -1, per_chunk) + trailing)
+    return ops.reshape(ops.moveaxis(grid, 0, 1), (-1,) + trailing)
 
 
 def ones_activations(votes, in_axis=1):

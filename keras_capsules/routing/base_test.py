@@ -1,21 +1,21 @@
-"""Position chunks of a convolutional layer's routing: joined and split like the positions they hold."""
+"""Position chunks of a convolutional layer's routing: stacked and unstacked like the positions they hold; vote limits."""
 
 import keras
 import numpy as np
 
 from keras_capsules.ops.norms import limit_magnitude
-from keras_capsules.routing.base import join_position_chunks, limit_votes, split_position_chunks
+from keras_capsules.routing.base import limit_votes, stack_position_chunks, unstack_position_chunks
 
 
-def test_position_chunks_split_and_join_in_each_examples_position_order():
-    batch, positions, counts = 2, 5, [2, 2, 1]
-    folded = np.arange(batch * positions * 3, dtype="float32").reshape(batch * positions, 3)  # row = example * 5 + position
-    parts = [keras.ops.convert_to_numpy(part) for part in split_position_chunks(folded, counts)]
+def test_position_chunks_stack_and_unstack_in_each_examples_position_order():
+    batch, positions, chunks = 2, 6, 3
+    folded = np.arange(batch * positions * 3, dtype="float32").reshape(batch * positions, 3)  # row = example * 6 + position
+    stacked = keras.ops.convert_to_numpy(stack_position_chunks(folded, positions, chunks))
     grid = folded.reshape(batch, positions, 3)
-    for part, start, count in zip(parts, (0, 2, 4), counts):
-        np.testing.assert_array_equal(part, grid[:, start : start + count].reshape(batch * count, 3))
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(join_position_chunks(parts, counts)), folded)
-    assert split_position_chunks(folded, [positions])[0] is folded  # one chunk: the tensor itself
+    assert stacked.shape == (chunks, batch * 2, 3)
+    for chunk in range(chunks):  # chunk c: positions 2c, 2c + 1 of example 0, then of example 1
+        np.testing.assert_array_equal(stacked[chunk], grid[:, 2 * chunk : 2 * chunk + 2].reshape(batch * 2, 3))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(unstack_position_chunks(stacked, 2)), folded)
 
 
 def test_limit_votes_is_limit_magnitude_over_each_example():

@@ -9,6 +9,8 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
+from keras_capsules.ops.remat import remat_reading
+from keras_capsules.ops.sequential import map_in_turn
 from keras_capsules.ops.softmax import softmax_along
 from keras_capsules.routing.base import (
     LOW_PRECISION,
@@ -16,11 +18,10 @@ from keras_capsules.routing.base import (
     child_major,
     coupling_full,
     dtype_max,
-    join_position_chunks,
     ones_activations,
     saturating_cast,
-    sequence_token,
-    split_position_chunks,
+    stack_position_chunks,
+    unstack_position_chunks,
     vote_agreement,
     weighted_votes,
 )
@@ -293,22 +294,26 @@ class EMRouter(Router):
         per_slot = ops.take(log_norm, ops.convert_to_tensor(slot_child), axis=1)  # (batch, P*KK, types)
         return ops.reshape(per_slot, (-1, 1, kk * self.child_types))
 
-    def _initial_coupling(self, votes, positions=None):
+    def _initial_scale(self):
+        """IBM's ``1 / parents_per_child`` of every (output position, child) slot, NumPy ``(P, K*K*types)`` (``child_grid`` only)."""
+        _, _, parents = self._tables
+        kk = self.kernel_size * self.kernel_size
+        return np.repeat(1.0 / parents.reshape(self.num_positions, kk), self.child_types, axis=1).astype("float32")
+
+    def _initial_coupling(self, votes, scale=None):
         """``R`` before the first M-step, ``(batch, out, in)`` for parent-major ``votes``.
 
-        With ``child_grid``, ``votes`` hold the output positions ``positions = (start, stop)`` of every
-        example (all of them when ``None``), folded into the batch.
+        With ``child_grid``, ``votes`` hold ``P_c`` output positions of every example folded into the
+        batch and ``scale`` is their ``(P_c, in)`` rows of :meth:`_initial_scale` (``None``: every position).
         """
         out_caps = votes.shape[1]
         uniform = coupling_full(votes, 1.0 / out_caps)
         if self._tables is None:
             return uniform
-        start, stop = positions or (0, self.num_positions)
-        _, _, parents = self._tables
-        kk = self.kernel_size * self.kernel_size
-        scale = np.repeat(1.0 / parents.reshape(self.num_positions, kk), self.child_types, axis=1)[start:stop]  # (P, KK*types)
-        rows = ops.reshape(uniform, (-1, stop - start, out_caps, kk * self.child_types))
-        rows = rows * ops.convert_to_tensor(scale[None, :, None, :].astype("float32"))
+        if scale is None:
+            scale = ops.convert_to_tensor(self._initial_scale())
+        rows = ops.reshape(uniform, (-1, scale.shape[0], out_caps, scale.shape[1]))
+        rows = rows * ops.expand_dims(ops.expand_dims(scale, 0), 2)
         return ops.reshape(rows, (-1,) + tuple(uniform.shape[1:]))
 
     def call(self, votes, activations=None, training=None, return_coupling=False, votes_layout="child_major"):
@@ -341,26 +346,31 @@ class EMRouter(Router):
                 coupling = self._e_step(self._log_assignments(spread, variance, out_acts))
         return mean, out_acts, child_major(coupling)
 
-    def route_position_chunks(self, chunks, votes_of, dtype, training=None, return_coupling=False, remat=False):
+    def route_position_chunks(self, inputs, votes_of, variables, dtype, training=None, return_coupling=False, remat=False):
         """Cross-position routing (``child_grid``) of a convolutional layer whose votes come chunk by chunk.
 
         The same routing as :meth:`call` on the layer's whole vote tensor ``(batch * P, K*K*types,
         out_caps, out_dim)`` (to float32 rounding), without ever forming it: every iteration makes each
         chunk's votes again from its children (``votes_of``) and runs the chunk's M-step and, except in
         the last iteration, its E-step logits ``(batch * P_c, out, in)``; only the E-step's normaliser,
-        which couples the positions, sees them all, on those coupling-sized logits. With ``remat``
-        (training) each chunk step and the normaliser are rematerialised (``keras.remat``): the
-        backward pass recomputes a chunk's votes, so what a training step keeps between iterations is
-        coupling-sized, never vote-sized. The price: the votes are computed once per iteration (and
-        again in the backward pass) instead of once.
+        which couples the positions, sees them all, on those coupling-sized logits. The chunks take
+        turns (:func:`~keras_capsules.ops.sequential.map_in_turn`). With ``remat`` (training) they go
+        through a loop traced once per iteration, whatever their number, and each chunk step and the
+        normaliser are rematerialised: the backward pass recomputes a chunk's votes, so what a training
+        step keeps between iterations is coupling-sized, never vote-sized. Without it (inference) the
+        chunks are unrolled, a graph without loops that the ONNX and LiteRT converters take. The price: the votes are computed
+        once per iteration (and again in the backward pass) instead of once.
 
         Args:
-            chunks: ``[((start, stop), inputs)]``, in order and covering the ``P`` output positions
-                (row-major indices into the layer's output grid) once: each chunk's positions and the
-                tensors ``votes_of`` takes for it.
-            votes_of: ``votes_of(*inputs)`` -> ``(votes, activations)``: the chunk's parent-major votes
+            inputs: the tensors ``votes_of`` takes, each ``(chunks, batch * P_c, ...)``: equal chunks
+                of ``P_c`` consecutive output positions (row-major) covering the layer's ``P`` once,
+                stacked (:func:`~keras_capsules.routing.base.stack_position_chunks`).
+            votes_of: ``votes_of(*chunk_inputs)`` -> ``(votes, activations)``: the chunk's parent-major votes
                 ``(batch * P_c, out_caps, in_caps, out_dim)`` and child activations ``(batch * P_c, in_caps)``
                 or ``None`` (ones).
+            variables: the Keras variables ``votes_of`` and this router read (the layer's weights):
+                with ``remat`` they enter the recomputed steps as values
+                (:func:`~keras_capsules.ops.remat.remat_reading`).
             dtype: the votes' dtype, which the outputs take (as :meth:`call`'s).
             remat: rematerialise the chunk steps in the backward pass.
 
@@ -369,39 +379,39 @@ class EMRouter(Router):
         """
         if getattr(self, "_tables", None) is None:
             errors.fail(self, "child_grid", "a convolutional layer's input grid (and the router built) for route_position_chunks", self.child_grid)
+        chunks = inputs[0].shape[0]
+        if self.num_positions % chunks:
+            errors.fail(self, "inputs", f"chunks that divide the layer's {self.num_positions} output positions", f"{chunks} chunks")
+        per_chunk = self.num_positions // chunks
         dtype = keras.backend.standardize_dtype(dtype)
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
-        wrap = keras.remat if remat else (lambda function: function)
-        counts = [stop - start for (start, stop), _ in chunks]
         temperatures = inverse_temperatures(self.iterations, self.final_lambda)
-        states = [()] * len(chunks)
+        normalizers = keras.remat(self._chunk_normalizers) if remat else self._chunk_normalizers
+        state = (ops.reshape(ops.convert_to_tensor(self._initial_scale()), (chunks, per_chunk, -1)),)
         for step, inverse_temperature in enumerate(temperatures):
             last = step == self.iterations - 1
-            outputs = []
-            for ((positions, inputs), state) in zip(chunks, states):
-                chunk_step = self._chunk_step(votes_of, len(inputs), positions, inverse_temperature, last, training, return_coupling)
-                after = (sequence_token(outputs[-1]),) if outputs else ()
-                outputs.append(wrap(chunk_step)(*inputs, *state, *after))
+            chunk_step = self._chunk_step(votes_of, len(inputs), inverse_temperature, last, training, return_coupling)
+            if remat:
+                chunk_step = remat_reading(chunk_step, variables)
+            outputs = map_in_turn(lambda chunk: chunk_step(*chunk), tuple(inputs) + state, unrolled=not remat)
             if not last:
-                norms = wrap(functools.partial(self._chunk_normalizers, counts))(*outputs)
-                states = list(zip(outputs, norms))
-        results = [join_position_chunks(list(parts), counts) for parts in zip(*outputs)]
+                state = (outputs, normalizers(outputs))
+        results = [unstack_position_chunks(x, per_chunk) for x in outputs]
         if return_coupling:
             results[2] = child_major(results[2])
         return tuple(saturating_cast(x, dtype) for x in results)
 
-    def _chunk_step(self, votes_of, num_inputs, positions, inverse_temperature, last, training, return_coupling):
-        """One iteration on one chunk: ``step(*inputs[, logits, log_normalizer])`` -> its E-step logits, or in the
-        last iteration ``(mean, out_acts[, coupling])`` (see :meth:`route_position_chunks`)."""
+    def _chunk_step(self, votes_of, num_inputs, inverse_temperature, last, training, return_coupling):
+        """One iteration on one chunk: ``step(*inputs, scale)`` in the first iteration, ``step(*inputs, logits,
+        log_normalizer)`` after it -> its E-step logits, or in the last iteration ``(mean, out_acts[, coupling])``
+        (see :meth:`route_position_chunks`)."""
 
         def step(*tensors):
-            inputs, state = list(tensors[:num_inputs]), tensors[num_inputs:]
-            if len(state) % 2:  # the previous chunk's token: this chunk starts once that one is done
-                inputs[0], state = inputs[0] + ops.cast(state[-1], inputs[0].dtype), state[:-1]
+            inputs, state = tensors[:num_inputs], tensors[num_inputs:]
             votes, activations = votes_of(*inputs)
             activations = None if activations is None else ops.cast(activations, "float32")
             votes, activations = self._safeguarded(ops.cast(votes, "float32"), activations)
-            coupling = ops.exp(state[0] - state[1]) if state else self._initial_coupling(votes, positions)
+            coupling = ops.exp(state[0] - state[1]) if len(state) == 2 else self._initial_coupling(votes, state[0])
             if last:
                 coupling = self.finalize_coupling(coupling, training)
             mean, variance, out_acts, spread = self._m_step(coupling, votes, activations, inverse_temperature)
@@ -411,9 +421,11 @@ class EMRouter(Router):
 
         return step
 
-    def _chunk_normalizers(self, counts, *logits):
-        """The E-step's log normaliser ``(batch * P_c, 1, in)`` of every chunk from the chunks' logits ``(batch * P_c, out, in)``."""
-        return split_position_chunks(self._spatial_log_normalizer(join_position_chunks(list(logits), counts)), counts)
+    def _chunk_normalizers(self, logits):
+        """The E-step's log normaliser ``(chunks, batch * P_c, 1, in)`` from the stacked chunks' logits ``(chunks, batch * P_c, out, in)``."""
+        chunks, per_chunk = logits.shape[0], self.num_positions // logits.shape[0]
+        normalizer = self._spatial_log_normalizer(unstack_position_chunks(logits, per_chunk))
+        return stack_position_chunks(normalizer, self.num_positions, chunks)
 
     def get_config(self):
         config = super().get_config()

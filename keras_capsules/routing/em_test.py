@@ -308,7 +308,7 @@ def test_registry_and_errors():
     with pytest.raises(ValueError, match="max_vote"):
         EMRouter(max_vote=0)
     with pytest.raises(ValueError, match=r"EMRouter.*child_grid.*input grid.*route_position_chunks.*None"):
-        router.route_position_chunks([], None, "float32")
+        router.route_position_chunks([], None, [], "float32")
     with pytest.raises(ValueError, match=r"EMRouter.*votes.*divisible by kernel_size\*\*2 = 9"):
         EMRouter(child_grid=(4, 4), kernel_size=3)(np.zeros((4, 10, 3, 16), "float32"))
     # non-square poses are refused by the matrix transform before they reach EM routing
