@@ -117,6 +117,29 @@ def test_live_tensors_add_a_loops_body_once_forward_and_backward():
     assert 40_000 <= result.peak_bytes < 2 * 40_000, result
 
 
+@tensorflow_only
+def test_live_tensors_count_what_a_loop_keeps_for_its_gradient():
+    """A map over 50 rows of 1,000 floats whose body multiplies its row by a weight and squares it: the
+    gradient loop reads each row and each product, which TensorFlow keeps in tensor lists from the
+    forward loop to the backward one: 2 x 50 x 4,000 bytes, beside the 200,000-byte input and output."""
+    import tensorflow as tf
+
+    weight = tf.Variable(tf.ones((1000,)))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            rows = tf.map_fn(lambda row: tf.square(row * weight), x, parallel_iterations=1)
+            total = tf.reduce_sum(rows)
+        return tape.gradient(total, weight)
+
+    graph = step.get_concrete_function(tf.TensorSpec((50, 1000))).graph
+    result = memory_plan.live_tensors(graph.get_operations(), graph.outputs)
+    kept = sum(bytes_ for name, bytes_ in result.at_peak.items() if name.endswith("while"))
+    assert kept >= 2 * 50 * 4000, result.at_peak  # the row and the product (and the weight, 50 times)
+    assert 4 * 200_000 <= result.peak_bytes < 8 * 200_000, result
+
+
 def test_live_tensors_keeps_the_outputs_to_the_end():
     x = _op("x", "Placeholder", [], (25,))  # 100 bytes
     grad = _op("grad", "Mul", [x.outputs[0]], (25,))  # 100, a step output
