@@ -53,8 +53,9 @@ class ConvCaps(RoutedCapsules):
             step's graph does not grow with the image. Costs one more forward computation of the
             layer per training step. Not applied to routers with random or moving state (dropout,
             batch-norm statistics), which a recomputation would change.
-            A router that couples the positions (EM with ``child_grid``) is routed by chunks of rows
-            whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, in training and at inference
+            A router that couples the positions (EM with ``child_grid``) is routed by equal chunks of
+            rows whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, in training (in a loop
+            traced once per iteration) and at inference (unrolled, for the ONNX and LiteRT converters)
             (``EMRouter.route_position_chunks``): the whole vote tensor is never formed, every iteration
             makes each chunk's votes anew (and training recomputes them in the backward pass), about
             1.7x the matrix products of routing the whole tensor; ``remat=False`` routes the whole
