@@ -249,18 +249,26 @@ def loop_body_graph(op):
     return op.graph._get_function(op.get_attr("body").name).graph
 
 
-def _accumulated_bytes(op, index):
-    """Bytes held by output ``index`` of a loop op when it is one of the gradient's accumulators: a tensor
-    list the body pushes one tensor onto per iteration (TensorFlow keeps what the gradient loop reads
-    that way), the iterations (the loop's constant ``maximum_iterations``) times that tensor's bytes; 0
-    for any other output or an iteration count the graph leaves open."""
+def _list_bytes(op, index):
+    """Bytes held by the tensor list that output ``index`` of ``op`` is (0 for any other output, and for an
+    iteration count the graph leaves open): a loop's list the body fills one element per iteration, the
+    map's outputs (``TensorListSetItem``) or the gradient's accumulators (``TensorListPushBack``: what the
+    gradient loop reads), the iterations (the loop's constant ``maximum_iterations``) times an element's
+    bytes; a list made from a tensor (``TensorListFromTensor``, a map's inputs) that tensor's bytes."""
     import tensorflow as tf
 
-    pushed = loop_body_graph(op).outputs[index]
-    iterations = tf.get_static_value(op.inputs[1])
-    if pushed.op.type != "TensorListPushBack" or iterations is None:
+    if op.type == "TensorListFromTensor":
+        return _tensor_bytes(op.inputs[0])
+    if op.type not in LOOP_OPS:
         return 0
-    return int(iterations) * _tensor_bytes(pushed.op.inputs[1])
+    filled = loop_body_graph(op).outputs[index].op
+    while filled.type == "Identity":
+        filled = filled.inputs[0].op
+    element = {"TensorListPushBack": 1, "TensorListSetItem": 2}.get(filled.type)
+    iterations = tf.get_static_value(op.inputs[1])
+    if element is None or iterations is None:
+        return 0
+    return int(iterations) * _tensor_bytes(filled.inputs[element])
 
 
 def _loop_body_peak(op):
@@ -279,8 +287,8 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
     Views (:data:`VIEW_OPS`) share their input's buffer; variable reads (:data:`VARIABLE_OPS`) hold none.
     A loop (:data:`LOOP_OPS`: ``ConvCaps`` routes its rows in one) adds, while it runs, its body's own
     peak once (its iterations run one after another); what it keeps across iterations for the gradient
-    (tensor lists, e.g. each row's inputs: :func:`_accumulated_bytes`) is live from the loop to the
-    gradient loop that reads it. An input made by an op created later (a loop's gradient accumulators,
+    (tensor lists, e.g. each row's inputs: :func:`_list_bytes`) is live from the loop to the
+    gradient loop that reads it, as are the lists of a map's inputs and outputs. An input made by an op created later (a loop's gradient accumulators,
     which TensorFlow adds after the loop) is its own buffer.
 
     Args:
@@ -297,8 +305,8 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
         for index, tensor in enumerate(op.outputs):
             if tensor.name in buffer_of:  # already an input of an earlier op
                 made_by[tensor.name] = op.name
-                if op.type in LOOP_OPS and buffer_of[tensor.name] == tensor.name:
-                    size[tensor.name] = max(size[tensor.name], _accumulated_bytes(op, index))
+                if buffer_of[tensor.name] == tensor.name and tensor.dtype.name == "variant":
+                    size[tensor.name] = max(size[tensor.name], _list_bytes(op, index))
                 continue
             if op.type in VIEW_OPS and op.inputs and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of:
                 buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
@@ -306,8 +314,8 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
                 buffer_of[tensor.name] = None
             else:
                 own_buffer(tensor, op.name)
-                if op.type in LOOP_OPS and tensor.dtype.name == "variant":
-                    size[tensor.name] = _accumulated_bytes(op, index)
+                if tensor.dtype.name == "variant":
+                    size[tensor.name] = _list_bytes(op, index)
         for tensor in op.inputs:
             if tensor.name not in buffer_of:
                 own_buffer(tensor, tensor.name)  # its maker, once it comes, names it
