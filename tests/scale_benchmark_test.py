@@ -112,3 +112,19 @@ def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():
     assert scale.cpu_description(without, "x86_64") == "AMD EPYC without AVX-512"
     assert scale.cpu_description(with_it, "x86_64") == "AMD EPYC"
     assert scale.cpu_description("", "x86_64") == "x86_64"  # nothing to read: no claim about the flags
+
+
+def test_every_committed_scale_row_rates_its_own_count():
+    """A measured row's achieved GFLOP/s is its counted GFLOP per image times the batch over its step: a count
+    corrected after a run (as the loop rows' were) must carry its rate along, or the tables publish a rate
+    that no figure of the row gives."""
+    import json
+
+    files = sorted((ROOT / "benchmarks" / "results").glob("*-scale*.json"))
+    assert files, "no scale run file committed"
+    for path in files:
+        for row in json.loads(path.read_text())["rows"]:
+            if row.get("status") != "measured":
+                continue
+            rate = row["gflop_per_image"] * row["batch"] / (row["step_ms"] / 1e3)
+            assert row["gflops"] == pytest.approx(rate, abs=0.006), (path.name, row["application"], row["size"])
