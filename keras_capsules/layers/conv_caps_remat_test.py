@@ -240,6 +240,8 @@ def test_em_across_positions_chunks_follow_the_vote_budget(monkeypatch):
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts the Python traces of a TensorFlow graph")
 def test_em_across_positions_chunks_are_traced_once_per_iteration_whatever_their_number(monkeypatch):
+    import tensorflow as tf
+
     traces = {}
     for budget in (1, 10**9):  # five one-row chunks, or one chunk
         monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", budget)
@@ -248,7 +250,6 @@ def test_em_across_positions_chunks_are_traced_once_per_iteration_whatever_their
         calls = []
         original = layer.router._m_step
         layer.router._m_step = lambda *args: calls.append(1) or original(*args)
-        tf = pytest.importorskip("tensorflow")
         poses, acts = (tf.constant(x) for x in _em_inputs())
 
         @tf.function

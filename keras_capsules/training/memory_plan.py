@@ -297,28 +297,28 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
     """
     buffer_of, size, made_by, uses = {}, {}, {}, collections.Counter()
 
-    def own_buffer(tensor, op_name):
+    def own_buffer(tensor, op_name, bytes_):
         buffer_of[tensor.name] = tensor.name
-        size[tensor.name], made_by[tensor.name] = _tensor_bytes(tensor), op_name
+        size[tensor.name], made_by[tensor.name] = bytes_, op_name
+
+    def output_bytes(op, index):
+        tensor = op.outputs[index]
+        return _list_bytes(op, index) if tensor.dtype.name == "variant" else _tensor_bytes(tensor)
 
     for op in operations:
         for index, tensor in enumerate(op.outputs):
-            if tensor.name in buffer_of:  # already an input of an earlier op
-                made_by[tensor.name] = op.name
-                if buffer_of[tensor.name] == tensor.name and tensor.dtype.name == "variant":
-                    size[tensor.name] = max(size[tensor.name], _list_bytes(op, index))
+            if tensor.name in buffer_of:  # already an input of an earlier op, its own buffer
+                made_by[tensor.name], size[tensor.name] = op.name, output_bytes(op, index)
                 continue
             if op.type in VIEW_OPS and op.inputs and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of:
                 buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
             elif op.type in VARIABLE_OPS:
                 buffer_of[tensor.name] = None
             else:
-                own_buffer(tensor, op.name)
-                if tensor.dtype.name == "variant":
-                    size[tensor.name] = _list_bytes(op, index)
+                own_buffer(tensor, op.name, output_bytes(op, index))
         for tensor in op.inputs:
             if tensor.name not in buffer_of:
-                own_buffer(tensor, tensor.name)  # its maker, once it comes, names it
+                own_buffer(tensor, tensor.name, _tensor_bytes(tensor))  # its maker, once it comes, names it and sizes it
             if buffer_of[tensor.name] is not None:
                 uses[buffer_of[tensor.name]] += 1
     kept = {buffer_of[t.name] for t in outputs}
