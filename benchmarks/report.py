@@ -325,6 +325,18 @@ TABLES = [
                "brackets: as a multiple of the CNN's).",
          columns=[("application", lambda entry: entry["application"])]
          + [(f"> {s}×{s}×3: GFLOP · first step · inference ms · GFLOP/s (× CNN)", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
+    dict(key="predict-chunks", heading="Prediction by chunks of rows", rows=("predict-chunks",),
+         intro="`benchmarks/predict_chunks.py`: `predict_on_batch` of the convolutional capsule networks with `ConvCaps` routing "
+               "chunks of output rows within its vote budget (`remat=True`, the default) against the whole vote tensor at once "
+               "(`remat=False`), same model and weights, one fresh process per mode: the process's peak RSS after predicting (MB), "
+               "the median call per image (ms) and the first call, tracing included (s); the chunks each `ConvCaps` layer routes.",
+         columns=[col("application"), col("input"), col("batch", "> batch"),
+                  ("> chunks per layer", lambda row: " · ".join(str(c) for c in row.get("chunks_chunks", [])) or "—"),
+                  ("> peak MB: whole · chunks", lambda row: f"{num(row.get('whole_peak_mb'))} · {num(row.get('chunks_peak_mb'))}"),
+                  ("> chunks / whole", ratio_of("chunks_peak_mb", "whole_peak_mb")),
+                  ("> ms per image: whole · chunks", lambda row: f"{num(row.get('whole_infer_ms_per_image'))} · {num(row.get('chunks_infer_ms_per_image'))}"),
+                  ("> first call s: whole · chunks", lambda row: f"{num(row.get('whole_first_s'))} · {num(row.get('chunks_first_s'))}"),
+                  ("note", lambda row: " · ".join(f"{mode}: {row[f'{mode}_error']}" for mode in ("whole", "chunks") if row.get(f"{mode}_error")))]),
     dict(key="scale-before", heading="Capsules at larger inputs, before the scaling work", rows=("scale-before",),
          transform=scale_by_application,
          intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "

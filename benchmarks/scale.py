@@ -116,6 +116,20 @@ def step_gflop_per_image(model, loss_fn, batch):
     return sum(row.flops for row in op_costs(graph)) / batch / 1e9
 
 
+def inference_figures(model, x, steps):
+    """``predict_on_batch(x)``: the first call's seconds (tracing included), the median of ``steps`` more
+    calls in milliseconds per image, and the process's peak resident set after them (MB)."""
+    start = time.perf_counter()
+    model.predict_on_batch(x)
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        model.predict_on_batch(x)
+        times.append(time.perf_counter() - start)
+    return first, 1e3 * statistics.median(times) / len(x), status_kib("VmHWM") * 1024 / 1e6
+
+
 def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_phase):
     """One configuration's figures (see the module docstring), or ``{"status": "refused"|"skipped", "why": ...}``."""
     import keras
@@ -156,14 +170,7 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     row["step_ms"] = 1e3 * statistics.median(times)
     row["train_peak_mb"] = status_kib("VmHWM") * 1024 / 1e6
     report_phase("inference")
-    model.predict_on_batch(x)
-    inference = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        model.predict_on_batch(x)
-        inference.append(time.perf_counter() - start)
-    row["infer_ms_per_image"] = 1e3 * statistics.median(inference) / batch
-    row["peak_mb"] = status_kib("VmHWM") * 1024 / 1e6
+    _, row["infer_ms_per_image"], row["peak_mb"] = inference_figures(model, x, steps)
     report_phase("counting the step's flops")
     row["gflop_per_image"] = step_gflop_per_image(model, loss_fn, batch)
     return dict(row, status="measured")
@@ -296,26 +303,38 @@ def run_all(args):
     ended = datetime.datetime.now(datetime.timezone.utc)
     matmul = [r["matmul_gflops"] for rows in results.values() for r in rows if "matmul_gflops" in r]
     rows = [merge(label, size, args.batch, found) for (label, size), found in results.items()]
+    matmul_median = round(statistics.median(matmul), 1) if matmul else None
+    measured = (f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
+                f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
+                f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
+                f"float32 {args.matmul}x{args.matmul} matrix product in every process")
+    rows = [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=matmul_median) for row in rows]
+    kind = "scale-before" if args.before else "scale"
+    return write_run("scale.py", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
+
+
+def write_run(script, args, span, measured, rows, kind, **fields):
+    """Writes the run file ``<args.results>/YYYY-MM-DD-HHMM-<host>-<kind>.json`` of ``benchmarks/<script>``
+    (the format of ``benchmarks/report.py``: host, date, span ``(started, ended)`` in UTC, software,
+    command, ``measured``, package, ``fields``, ``rows``) and, for the repository's own results folder,
+    regenerates BENCHMARKS.md; returns its path."""
+    started, ended = span
     host, software = host_record(args.host_name)
     run = {
         "host": host,
         "date": started.date().isoformat(),
         "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
         "software": software,
-        "command": "python benchmarks/scale.py " + " ".join(sys.argv[1:]),
-        "measured": (f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
-                     f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
-                     f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
-                     f"float32 {args.matmul}x{args.matmul} matrix product in every process"),
-        "source": "benchmarks/scale.py",
+        "command": f"python benchmarks/{script} " + " ".join(sys.argv[1:]),
+        "measured": measured,
+        "source": f"benchmarks/{script}",
         "package": package_record(),
-        "matmul_gflops": round(statistics.median(matmul), 1) if matmul else None,
-        "rows": [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=round(statistics.median(matmul), 1) if matmul else None)
-                 for row in rows],
+        **fields,
+        "rows": rows,
     }
     os.makedirs(args.results, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", host["cpu"].lower()).strip("-")[:24] or "host"
-    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-scale{'-before' if args.before else ''}.json")
+    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-{kind}.json")
     with open(path, "w") as handle:
         json.dump(run, handle, indent=2)
     print(path)

@@ -21,6 +21,7 @@ from keras_capsules.testing.glom import with_trained_offsets
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules.testing.tiers import large
 from keras_capsules import applications, cli
+from keras_capsules.layers import conv_caps
 from keras_capsules.export import export_keras_file, export_model
 from keras_capsules.saving import save_model
 
@@ -45,9 +46,13 @@ TINY = {
     "FMCapsNet": lambda: applications.FMCapsNet(variant="affnist", input_shape=(16, 16, 1), classes=3),
     "InvertedAttentionCapsNet": lambda: applications.InvertedAttentionCapsNet(variant="cifar10-simple", include_preprocessing=True, routing_iterations=2),
     "MatrixCapsNet": lambda: applications.MatrixCapsNet(variant="small", input_shape=(16, 16, 1), classes=3, routing_iterations=2),
+    "ConsensusCapsNet-dynamic-row-chunks": lambda: applications.ConsensusCapsNet(router="dynamic", input_shape=(24, 24, 1), classes=3),
 }
-#: The default tier: dynamic routing and a reconstruction decoder; the other models run in the large tier.
-DEFAULT_TIER = ("CapsNet", "EffCapsNet-reconstruction")
+#: Exported with a 1-byte vote budget: their convolutional capsules predict one output row after another (unrolled).
+ROW_CHUNKED = ("ConsensusCapsNet-dynamic-row-chunks",)
+#: The default tier: dynamic routing, a reconstruction decoder and convolutional capsules predicting by
+#: chunks of rows; the other models run in the large tier.
+DEFAULT_TIER = ("CapsNet", "EffCapsNet-reconstruction", "ConsensusCapsNet-dynamic-row-chunks")
 #: Largest difference to ``predict`` accepted (the runtimes' kernels round differently).
 TOLERANCE = 1e-4
 
@@ -79,6 +84,13 @@ CHILD = BLOCK_LIBRARY + textwrap.dedent(
 )
 
 
+def _conv_caps(model):
+    """The model's ConvCaps layers (at least one)."""
+    layers = [layer for layer in model._flatten_layers(include_self=False) if isinstance(layer, conv_caps.ConvCaps)]
+    assert layers
+    return layers
+
+
 def _input_shape(model):
     inputs = model.inputs
     return tuple(inputs[0].shape[1:])
@@ -92,12 +104,16 @@ def served(request, tmp_path_factory):
     for name in names:
         build = TINY[name]
         keras.utils.set_random_seed(0)
-        model = build()
-        x = np.random.default_rng(0).uniform(size=(3,) + _input_shape(model)).astype("float32")
-        expected = model.predict(x, verbose=0)
-        np.savez(folder / f"{name}.npz", x=x, expected=expected)
-        export_model(model, str(folder / f"{name}.onnx"), format="onnx")
-        export_model(model, str(folder / f"{name}.tflite"), format="litert")
+        with pytest.MonkeyPatch.context() as patch:
+            if name in ROW_CHUNKED:
+                patch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+            model = build()
+            assert name not in ROW_CHUNKED or all(len(layer.row_chunks(False)) > 1 for layer in _conv_caps(model))
+            x = np.random.default_rng(0).uniform(size=(3,) + _input_shape(model)).astype("float32")
+            expected = model.predict(x, verbose=0)
+            np.savez(folder / f"{name}.npz", x=x, expected=expected)
+            export_model(model, str(folder / f"{name}.onnx"), format="onnx")
+            export_model(model, str(folder / f"{name}.tflite"), format="litert")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -8,13 +8,13 @@ from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
 from keras_capsules.ops.remat import remat_reading
-from keras_capsules.ops.sequential import map_in_turn
+from keras_capsules.ops.sequential import in_turn, map_in_turn
 from keras_capsules.routing.base import stack_position_chunks, unstack_position_chunks
 from keras_capsules.serialization import register
 
-#: A router that couples the output positions (EM's ``child_grid``) routes chunks of output rows whose
-#: votes take at most this many bytes per example (float32; at least one row): the layer's transient
-#: memory, not its whole vote tensor's.
+#: A router that couples the output positions (EM's ``child_grid``), and at inference every router,
+#: routes chunks of output rows whose votes take at most this many bytes per example (float32; at
+#: least one row): the layer's transient memory, not its whole vote tensor's.
 CHUNK_VOTE_BYTES = 16 * 2**20
 
 
@@ -53,6 +53,11 @@ class ConvCaps(RoutedCapsules):
             step's graph does not grow with the image. Costs one more forward computation of the
             layer per training step. Not applied to routers with random or moving state (dropout,
             batch-norm statistics), which a recomputation would change.
+            At inference (``remat`` has no backward pass to save for there) the positions are routed
+            by chunks of rows whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, the chunks
+            differing by at most one row, one after another (unrolled, for the ONNX and LiteRT
+            converters; each chunk gathers its own receptive fields): the same results, with the
+            transient memory of a chunk's votes instead of the whole tensor's.
             A router that couples the positions (EM with ``child_grid``) is routed by equal chunks of
             rows whose votes stay within :data:`CHUNK_VOTE_BYTES` per example, in training (in a loop
             traced once per iteration) and at inference (unrolled, for the ONNX and LiteRT converters)
@@ -100,17 +105,23 @@ class ConvCaps(RoutedCapsules):
 
     def _gather(self, grid):
         """``(batch, H, W, types, ...)`` -> ``(batch * H_out * W_out, K*K*types, ...)``."""
+        return self._take_fields(self._flat_grid(grid), (0, self.output_grid[0]))
+
+    def _flat_grid(self, grid):
+        """``(batch, H, W, types, ...)`` -> the padded grid's positions in one axis, ``(batch, H_pad * W_pad, types, ...)``."""
         top, bottom, left, right = self._pads
         if any(self._pads):
             widths = [(0, 0), (top, bottom), (left, right)] + [(0, 0)] * (len(grid.shape) - 3)
             grid = ops.pad(grid, widths)
-        batch = ops.shape(grid)[0]
-        trailing = tuple(grid.shape[3:])
-        flat = ops.reshape(grid, (batch, grid.shape[1] * grid.shape[2]) + trailing)
-        out_h, out_w = self.output_grid
-        field = self.kernel_size * self.kernel_size
-        patches = ops.take(flat, self._indices, axis=1)
-        return ops.reshape(patches, (batch * out_h * out_w, field * trailing[0]) + trailing[1:])
+        return ops.reshape(grid, (ops.shape(grid)[0], grid.shape[1] * grid.shape[2]) + tuple(grid.shape[3:]))
+
+    def _take_fields(self, flat, rows):
+        """The receptive fields of output rows ``rows = (first, stop)``: ``(batch * (stop - first) * W_out, K*K*types, ...)``."""
+        out_w, field = self.output_grid[1], self.kernel_size * self.kernel_size
+        first, stop = rows
+        patches = ops.take(flat, self._indices[first * out_w * field : stop * out_w * field], axis=1)
+        trailing = tuple(flat.shape[2:])
+        return ops.reshape(patches, (-1, field * trailing[0]) + trailing[1:])
 
     def rematerializes(self, training):
         """Whether this call recomputes its votes in the backward pass (see ``remat``)."""
@@ -126,21 +137,26 @@ class ConvCaps(RoutedCapsules):
     def row_chunks(self, training):
         """The output-row ranges routed one after another.
 
-        Positions routed independently: one range, or in training with remat every row on its own.
-        Routed across positions (:meth:`routes_across_positions`), in training and at inference: equal
-        chunks (the router loops over them), each the most rows that divide the output height and keep a
-        chunk's votes within :data:`CHUNK_VOTE_BYTES` per example (at least one row).
-        A router that couples the positions without ``remat``: one range.
+        Without ``remat``: one range. Positions routed independently: in training (where the layer
+        rematerialises) every row on its own; at inference as few chunks as keep a chunk's votes within
+        :data:`CHUNK_VOTE_BYTES` per example, differing by at most one row (one range when the whole
+        tensor fits). Routed across positions (:meth:`routes_across_positions`), in training and at
+        inference: equal chunks (the router loops over them), each the most rows that divide the output
+        height and keep a chunk's votes within the budget (at least one row).
         """
         out_h, out_w = self.output_grid
+        children = self.kernel_size * self.kernel_size * self._poses_shape[2]  # K*K*types per receptive field
+        row_bytes = out_w * children * self.num_capsules * self.out_dim * 4
         if self.routes_across_positions():
-            children = self.kernel_size * self.kernel_size * self._poses_shape[2]  # K*K*types per receptive field
-            row_bytes = out_w * children * self.num_capsules * self.out_dim * 4
             rows = max(d for d in range(1, out_h + 1) if out_h % d == 0 and (d == 1 or d * row_bytes <= CHUNK_VOTE_BYTES))
             return [(row, row + rows) for row in range(0, out_h, rows)]
-        if not self.rematerializes(training) or getattr(self.router, "child_grid", None) is not None:
+        if not self.remat or getattr(self.router, "child_grid", None) is not None:
             return [(0, out_h)]
-        return [(row, row + 1) for row in range(out_h)]
+        if training:
+            return [(row, row + 1) for row in range(out_h)] if self.rematerializes(training) else [(0, out_h)]
+        count = -(-out_h // max(1, CHUNK_VOTE_BYTES // row_bytes))
+        bounds = [index * out_h // count for index in range(count + 1)]
+        return list(zip(bounds[:-1], bounds[1:]))
 
     def route_positions(self, poses, activations, training, return_coupling=False, **router_kwargs):
         """Gathers every receptive field, computes its votes and routes them: the layer without the final reshape.
@@ -157,8 +173,10 @@ class ConvCaps(RoutedCapsules):
         chunks = self.row_chunks(training)
         if self.routes_across_positions():
             return self._route_across_positions(poses, activations, chunks, training, return_coupling)
-        if len(chunks) > 1:
+        if len(chunks) > 1 and training:
             return self._route_rows_in_turn(poses, activations, training, return_coupling, router_kwargs)
+        if len(chunks) > 1:
+            return self._route_row_ranges(poses, activations, chunks, return_coupling, router_kwargs)
         return self._route_all_rows(poses, activations, training, return_coupling, router_kwargs)
 
     def _route_across_positions(self, poses, activations, chunks, training, return_coupling):
@@ -231,6 +249,38 @@ class ConvCaps(RoutedCapsules):
         route_row = remat_reading(route_row, self.weights)
         outputs = map_in_turn(lambda row: route_row(*row), tuple(rows.values()))
         return tuple(unstack_position_chunks(x, out_w) for x in outputs)
+
+    def _route_row_ranges(self, poses, activations, chunks, return_coupling, router_kwargs):
+        """:meth:`route_positions` at inference, chunk of rows after chunk (positions routed independently).
+
+        Each chunk gathers its own receptive fields from the padded grid and routes them
+        (:func:`~keras_capsules.ops.sequential.in_turn`: a graph without loops, one chunk's votes alive
+        at a time); the outputs are put back in position order, ``(batch * H_out * W_out, ...)``.
+        """
+        out_w, positions = self.output_grid[1], self.output_grid[0] * self.output_grid[1]
+        flat_acts = self._flat_grid(activations) if activations is not None else None
+        initial = router_kwargs.pop("initial_poses", None)
+        if initial is not None:
+            initial = ops.reshape(initial, (-1, positions) + tuple(initial.shape[1:]))
+
+        def route_chunk(part):
+            flat_poses, rows = part  # the poses grid carries in_turn's token: the chunk waits for the previous one
+            acts = self._take_fields(flat_acts, rows) if activations is not None else None
+            kwargs = dict(router_kwargs)
+            if initial is not None:
+                per_example = initial[:, rows[0] * out_w : rows[1] * out_w]
+                kwargs["initial_poses"] = ops.reshape(per_example, (-1,) + tuple(initial.shape[2:]))
+            return tuple(self.vote_and_route(self._take_fields(flat_poses, rows), acts, False, return_coupling, **kwargs))
+
+        flat_poses = self._flat_grid(poses)
+        outputs = in_turn(route_chunk, [(flat_poses, rows) for rows in chunks])
+        return tuple(self._join_rows(parts, chunks) for parts in zip(*outputs))
+
+    def _join_rows(self, parts, chunks):
+        """Each chunk's outputs ``(batch * rows * W_out, ...)``, in row order -> ``(batch * H_out * W_out, ...)``."""
+        trailing, out_w = tuple(parts[0].shape[1:]), self.output_grid[1]
+        per_example = [ops.reshape(part, (-1, (stop - first) * out_w) + trailing) for part, (first, stop) in zip(parts, chunks)]
+        return ops.reshape(ops.concatenate(per_example, axis=1), (-1,) + trailing)
 
     def call(self, inputs, training=None, return_coupling=False):
         poses, activations = unpack_capsules(self, inputs)

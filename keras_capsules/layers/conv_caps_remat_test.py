@@ -351,3 +351,111 @@ def test_rows_take_turns_so_a_training_step_keeps_about_one_rows_votes():
     step()
     peak = tf.config.experimental.get_memory_info("CPU:0")["peak"] - held
     assert peak < 0.5 * votes_bytes, (peak, votes_bytes)
+
+
+# --- at inference: chunks of rows within the vote budget, one after another, unrolled ---
+
+def _chunk_pair(router, transform="vector", dim=4, strides=2, padding="valid"):
+    """ConvCaps on a 7x6 grid of 3 types with ``router``, remat on (chunks at inference) and off (the whole tensor), same weights."""
+    def build(remat):
+        layer = ConvCaps(2, dim, kernel_size=3, strides=strides, padding=padding, transform=transform, router=router, remat=remat)
+        layer(_chunk_inputs(dim))
+        return layer
+
+    on, off = build(True), build(False)
+    off.set_weights(on.get_weights())
+    return on, off
+
+
+def _chunk_inputs(dim, seed=5):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(2, 7, 6, 3, dim)).astype("float32"), rng.uniform(size=(2, 7, 6, 3)).astype("float32")
+
+
+def test_inference_chunks_of_rows_follow_the_vote_budget_and_differ_by_at_most_one_row(monkeypatch):
+    layer, whole = _chunk_pair("dynamic", strides=1)  # 5 x 4 output positions, 9 * 3 children, 2 parents of 4 entries
+    row_bytes = 4 * (9 * 3) * 2 * 4 * 4
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 2 * row_bytes)
+    assert layer.row_chunks(False) == [(0, 1), (1, 3), (3, 5)]  # 5 rows, at most 2 a chunk: 3 chunks of 1, 2 and 2 rows
+    assert layer.row_chunks(True) == [(r, r + 1) for r in range(5)]  # training: one row at a time, in a loop
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 4 * row_bytes)
+    assert layer.row_chunks(False) == [(0, 2), (2, 5)]
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 5 * row_bytes)
+    assert layer.row_chunks(False) == [(0, 5)]  # the whole tensor fits: one range
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+    assert layer.row_chunks(False) == [(r, r + 1) for r in range(5)]
+    assert whole.row_chunks(False) == [(0, 5)]  # remat=False: the whole tensor
+
+
+@pytest.mark.parametrize("padding", ["valid", "same"])
+def test_inference_chunks_match_numpy_dynamic_routing_of_every_position(monkeypatch, padding):
+    """Each position's dynamic routing, in float64 NumPy (``dynamic_test.np_dynamic_routing``), on the layer's float32 votes."""
+    from keras_capsules.routing.dynamic_test import np_dynamic_routing
+
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+    layer, _ = _chunk_pair("dynamic", padding=padding)
+    poses, _ = _chunk_inputs(4)
+    assert len(layer.row_chunks(False)) == layer.output_grid[0] > 1
+    out_poses, out_acts, coupling = (keras.ops.convert_to_numpy(t) for t in layer(poses, return_coupling=True))
+    votes = keras.ops.convert_to_numpy(layer.vote_transform(layer._gather(keras.ops.convert_to_tensor(poses))))
+    bias = keras.ops.convert_to_numpy(layer.router.bias).astype("float64")
+    expected, expected_coupling = np_dynamic_routing(votes.astype("float64"), layer.router.iterations, bias=bias)
+    np.testing.assert_allclose(out_poses.reshape(expected.shape), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out_acts.reshape(expected.shape[:2]), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(coupling, expected_coupling, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "router, transform, dim",
+    [
+        ("inverted_dot_product", "vector", 4),
+        ("kernel", "vector", 4),
+        ("lstm", "vector", 4),
+        ("self_attention", "vector", 4),
+        ("fm_agreement", "vector", 4),  # batch normalisation: its moving statistics at inference
+        ("em", "matrix", 16),  # EM without child_grid: each position on its own
+    ],
+)
+def test_inference_chunks_of_every_router_match_the_whole_vote_tensor(monkeypatch, router, transform, dim):
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+    chunked, whole = _chunk_pair(router, transform, dim)
+    assert len(chunked.row_chunks(False)) == chunked.output_grid[0] == 3 and whole.row_chunks(False) == [(0, 3)]
+    x = _chunk_inputs(dim)
+    for a, b in zip(chunked(x, return_coupling=True), whole(x, return_coupling=True)):
+        # The same per-position arithmetic on fewer positions at a time: equal to float32 rounding.
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=1e-6, atol=1e-6)
+
+
+def test_inference_chunks_take_concurrent_routings_initial_poses(monkeypatch):
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+    chunked, whole = _pair(_concurrent_model)
+    x = np.random.default_rng(6).normal(size=(2, 6, 6, 2, 4)).astype("float32")
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(chunked(x)), keras.ops.convert_to_numpy(whole(x)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="reads a TensorFlow graph and its allocator statistics")
+def test_inference_chunks_have_no_loop_and_keep_about_one_chunks_votes(monkeypatch):
+    """Unrolled (no While op, for the ONNX and LiteRT converters) and chained, so an inference call's
+    live tensors are one chunk's routing temporaries, far below the whole vote tensor (85 MB), which
+    routing it whole keeps several times over."""
+    import tensorflow as tf
+
+    batch, size, types, parents, dim = 4, 26, 8, 16, 8
+    poses = tf.constant(np.random.default_rng(4).normal(size=(batch, size, size, types, dim)).astype("float32"))
+    votes_bytes = batch * 24 * 24 * (9 * types) * parents * dim * 4  # 24x24 output positions: 84.9 MB
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", votes_bytes // batch // 6)  # 6 chunks of 4 rows
+    peaks = {}
+    for remat in (True, False):
+        layer = ConvCaps(parents, dim, kernel_size=3, strides=1, router="dynamic", remat=remat)
+        layer(poses[:1])
+        assert len(layer.row_chunks(False)) == (6 if remat else 1)
+        predict = tf.function(lambda: layer(poses, training=False))
+        ops = {op.type for op in predict.get_concrete_function().graph.get_operations()}
+        assert "While" not in ops and "StatelessWhile" not in ops
+        predict()
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        held = tf.config.experimental.get_memory_info("CPU:0")["current"]
+        predict()
+        peaks[remat] = tf.config.experimental.get_memory_info("CPU:0")["peak"] - held
+    print(peaks)
+    assert peaks[True] < 0.5 * votes_bytes and peaks[False] > 1.5 * votes_bytes, (peaks, votes_bytes)

@@ -1,4 +1,4 @@
-"""A map over a tensor's leading axis that runs one element at a time, forward and backward."""
+"""Running a function on parts one after another, forward and backward: a map over a leading axis, or a chain of parts."""
 
 import keras
 from keras import ops, tree
@@ -41,17 +41,36 @@ def map_in_turn(function, elements, unrolled=False):
 
 
 def _unrolled_in_turn(function, elements):
-    """:func:`map_in_turn` with ``unrolled=True``: a Python loop over the slices, chained by a zero token."""
+    """:func:`map_in_turn` with ``unrolled=True``: :func:`in_turn` over the slices, stacked."""
     count = tree.flatten(elements)[0].shape[0]
+    parts = [tree.map_structure(lambda x: x[index], elements) for index in range(count)]
+    outputs = in_turn(function, parts)
+    return tree.map_structure(lambda *parts: ops.stack(parts), *outputs)
+
+
+def in_turn(function, parts):
+    """``[function(part) for part in parts]`` with each part waiting for the previous part's output.
+
+    A Python loop (``function`` is traced once per part, and the parts may differ in shape), chained
+    by a zero token so that a graph executor runs one part's ops after another's and frees each
+    part's temporaries before the next starts: a graph without loops, which the ONNX and LiteRT
+    converters take.
+
+    Args:
+        function: ``function(part)`` -> a tensor or a (nested) tuple of tensors.
+        parts: a list of tensors or (nested) tuples of tensors.
+
+    Returns:
+        The list of ``function``'s outputs, one per part.
+    """
     outputs = []
-    for index in range(count):
-        part = tree.map_structure(lambda x: x[index], elements)
+    for part in parts:
         if outputs:
-            # Graph executors run independent ops in any order: adding zero times the previous slice's
-            # output makes this slice wait for it (and, backward, that slice's gradient for this one's).
+            # Graph executors run independent ops in any order: adding zero times the previous part's
+            # output makes this part wait for it (and, backward, that part's gradient for this one's).
             leaves = tree.flatten(part)
             token = ops.reshape(tree.flatten(outputs[-1])[0], (-1,))[:1] * 0
             leaves[0] = leaves[0] + ops.cast(token, leaves[0].dtype)
             part = tree.pack_sequence_as(part, leaves)
         outputs.append(function(part))
-    return tree.map_structure(lambda *parts: ops.stack(parts), *outputs)
+    return outputs
