@@ -426,6 +426,27 @@ def test_inference_chunks_of_every_router_match_the_whole_vote_tensor(monkeypatc
         np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_inference_chunks_keep_the_mixed_precision_outputs(monkeypatch, policy):
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
+
+    def build(remat):
+        layer = ConvCaps(2, 4, kernel_size=3, strides=2, router="dynamic", remat=remat, dtype=policy)
+        layer(_chunk_inputs(4))
+        return layer
+
+    chunked, whole = build(True), build(False)
+    whole.set_weights(chunked.get_weights())
+    x = _chunk_inputs(4)
+    assert len(chunked.row_chunks(False)) == 3
+    for a, b in zip(chunked(x), whole(x)):
+        assert keras.backend.standardize_dtype(a.dtype) == policy.split("_")[1]
+        a, b = (keras.ops.convert_to_numpy(keras.ops.cast(t, "float32")) for t in (a, b))
+        assert np.all(np.isfinite(a))
+        # Per-position arithmetic either way; the low-precision vote products may round apart.
+        np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2)
+
+
 def test_inference_chunks_take_concurrent_routings_initial_poses(monkeypatch):
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
     chunked, whole = _pair(_concurrent_model)
