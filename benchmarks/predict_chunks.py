@@ -30,14 +30,13 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from scale import CLASSES, KNOWN, inference_figures, status_kib, write_run  # noqa: E402
+from scale import CLASSES, KNOWN, child_row, inference_figures, run_or_child, run_parser, status_kib, write_run  # noqa: E402
 
 MODES = ("chunks", "whole")
 DEFAULTS = dict(only="ConsensusCapsNet,ConsensusCapsNet-dynamic", sizes="128", batch=16, steps=2, repeats=1)
@@ -66,9 +65,7 @@ def run_child(label, size, mode, args):
     """One configuration and mode in a fresh process; its row, or ``{"error": ...}``."""
     command = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", str(size), "--mode", mode,
                "--batch", str(args.batch), "--steps", str(args.steps)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=HERE)
-    rows = [json.loads(line[4:]) for line in done.stdout.splitlines() if line.startswith("ROW ")]
-    return rows[-1] if rows else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
+    return child_row(command)
 
 
 def merge(label, size, batch, found):
@@ -110,21 +107,12 @@ def run_all(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for key in ("only", "sizes"):
-        parser.add_argument(f"--{key}", default=DEFAULTS[key], help=f"default {DEFAULTS[key]}")
-    for key in ("batch", "steps", "repeats"):
-        parser.add_argument(f"--{key}", type=int, default=DEFAULTS[key], help=f"default {DEFAULTS[key]}")
-    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
-    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    parser = run_parser(__doc__, DEFAULTS)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=MODES, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        print("ROW " + json.dumps(measure(args.child, args.size, args.batch, args.steps, args.mode)), flush=True)
-        return None
-    return run_all(args)
+    measure_child = lambda args: measure(args.child, args.size, args.batch, args.steps, args.mode)  # noqa: E731
+    return run_or_child(parser.parse_args(argv), measure_child, run_all)
 
 
 if __name__ == "__main__":

@@ -337,6 +337,13 @@ TABLES = [
                   ("> ms per image: whole · chunks", lambda row: f"{num(row.get('whole_infer_ms_per_image'))} · {num(row.get('chunks_infer_ms_per_image'))}"),
                   ("> first call s: whole · chunks", lambda row: f"{num(row.get('whole_first_s'))} · {num(row.get('chunks_first_s'))}"),
                   ("note", lambda row: " · ".join(f"{mode}: {row[f'{mode}_error']}" for mode in ("whole", "chunks") if row.get(f"{mode}_error")))]),
+    dict(key="first-step-backbone", heading="First step: the application against its backbone alone", rows=("first-step-backbone",),
+         intro="`benchmarks/first_step_backbone.py`: the first `train_on_batch` (tracing included) of the application and of its "
+               "layers up to its backbone's last layer with a pooled dense head (the same convolutions without the capsules), "
+               "fresh processes alternating; each process's first step, in the order run, and the median of the next step.",
+         columns=[col("application"), col("model"), col("cut", "backbone up to"), col("input"), col("batch", "> batch"),
+                  col("layers", "> layers"), ("> first step (s), each process", lambda row: " · ".join(num(v) for v in row["first_step_s"])),
+                  col("step_s", "> step (s)")]),
     dict(key="scale-before", heading="Capsules at larger inputs, before the scaling work", rows=("scale-before",),
          transform=scale_by_application,
          intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "

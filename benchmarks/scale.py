@@ -176,13 +176,39 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     return dict(row, status="measured")
 
 
+def print_row(row):
+    """A child process's result, for its parent (:func:`child_row`, :func:`printed_rows`)."""
+    print("ROW " + json.dumps(row), flush=True)
+
+
+def printed_rows(lines):
+    """The rows a child printed with :func:`print_row`, in order, from its output lines."""
+    return [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
+
+
+def run_or_child(args, measure_child, run_all):
+    """A benchmark's entry point once its arguments are parsed: in a child process (``args.child``) it
+    prints ``measure_child(args)`` for the parent (:func:`print_row`), otherwise it runs ``run_all(args)``."""
+    if args.child:
+        print_row(measure_child(args))
+        return None
+    return run_all(args)
+
+
+def child_row(command):
+    """Runs ``command`` (a benchmark's child process, in this folder) to its end: the last row it printed,
+    or ``{"error": ...}`` with the last line of its standard error."""
+    done = subprocess.run(command, capture_output=True, text=True, cwd=HERE)
+    rows = printed_rows(done.stdout.splitlines())
+    return rows[-1] if rows else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
+
+
 def child_main(args):
     def report_phase(phase):
         print("PHASE " + phase, flush=True)
 
     limit = args.skip_over_memory * 1e9 if args.skip_over_memory else None
-    row = measure(args.child, args.size, args.batch, args.steps, args.warmup, args.matmul, limit, report_phase)
-    print("ROW " + json.dumps(row), flush=True)
+    print_row(measure(args.child, args.size, args.batch, args.steps, args.warmup, args.matmul, limit, report_phase))
 
 
 # --- the run: processes alternating, guarded -----------------------------------------------------
@@ -212,7 +238,7 @@ def run_child(label, size, args, poll_s=0.1):
         err.seek(0)
         errors = err.read().strip().splitlines()
     phases = [line[6:] for line in lines if line.startswith("PHASE ")]
-    rows = [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
+    rows = printed_rows(lines)
     if killed:
         return {"status": "skipped", "why": f"{killed} during the {phases[-1] if phases else 'start'}; stopped by the guard"}
     if not rows:
@@ -311,6 +337,17 @@ def run_all(args):
     rows = [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=matmul_median) for row in rows]
     kind = "scale-before" if args.before else "scale"
     return write_run("scale.py", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
+
+
+def run_parser(doc, defaults):
+    """The argument parser of a benchmark that writes a run file: ``--KEY`` for each ``defaults`` entry
+    (of its default's type), ``--results`` and ``--host-name`` (read by :func:`write_run`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    for key, value in defaults.items():
+        parser.add_argument(f"--{key}", type=type(value), default=value, help=f"default {value}")
+    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
+    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    return parser
 
 
 def write_run(script, args, span, measured, rows, kind, **fields):
