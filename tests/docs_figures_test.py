@@ -195,3 +195,35 @@ def test_larger_inputs_names_a_configuration_that_was_stopped(monkeypatch):
     block = figures.larger_inputs()
     assert "| MatrixCapsNet | not trained: over 20 GB during the first step; stopped by the guard |" in block
     assert "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block
+
+
+def _cost_row(application, gflop, transcendental, written, per_byte, top=("Mul", 2000.0)):
+    return dict(target="step-cost", application=application, input="64x64x3", batch=16, gflop_per_image=gflop,
+                m_transcendental_per_image=transcendental, m_written_per_image=written, flops_per_byte=per_byte,
+                op_types=[{"op_type": top[0], "mflop_per_image": top[1]}])
+
+
+def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeypatch):
+    counts = {"rows": [
+        _cost_row("BaselineCNN", 1.5, 0.0, 10.0, 35.0, ("Conv2D", 480.0)),
+        _cost_row("ConsensusCapsNet-dynamic", 0.9, 2.0, 180.0, 1.2),
+        _cost_row("ConsensusCapsNet", 5.0, 800.0, 4000.0, 0.32, ("Mul", 2200.0)),
+        _cost_row("MatrixCapsNet", 12.0, 42.0, 4250.0, 0.7, ("BatchMatMulV2", 9000.0)),
+    ]}
+    scale = {"host": {"name": "Test CPU"}, "rows": [
+        _scale_row("BaselineCNN", 64, step_ms=400.0, train_peak_mb=1000, gflops=60.0),
+        _scale_row("MatrixCapsNet", 64, step_ms=130000.0, train_peak_mb=4000, gflops=1.5),
+    ]}
+    monkeypatch.setattr(figures, "step_cost_record", lambda: (counts, "c-step-cost.json"))
+    monkeypatch.setattr(figures, "scale_record", lambda: (scale, "s-scale.json"))
+    block = figures.why_slow()
+    # 4,250 M values x 4 bytes x 16 images = 272 GB; 9,000 of 12,000 MFLOP = 75 %
+    assert ("- `MatrixCapsNet`: 12 GFLOP per image, 4,250 M float32 values written per image (272 GB a step at batch 16), "
+            "0.70 flops per byte written against 35.0 for the CNN's convolutions; 42.0 M transcendental evaluations "
+            "(exp, cos, ...) per image; BatchMatMulV2 counts 75 % of its flops.") in block
+    # 800 / 2 = 400 times the dynamic router's; 2,200 of 5,000 MFLOP = 44 %
+    assert "800.0 M transcendental evaluations (exp, cos, ...) per image, 400× the 2.00 M of the same network with dynamic routing; Mul counts 44 %" in block
+    assert "- On Test CPU (`benchmarks/results/s-scale.json`) their steps achieved `MatrixCapsNet` 1.5 GFLOP/s, the CNN's 60." in block
+    counts["rows"][2]["m_transcendental_per_image"] = 3.0  # no longer many times the dynamic router's: the sentence is refused
+    with pytest.raises(ValueError, match="outnumber"):
+        figures.why_slow()

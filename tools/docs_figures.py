@@ -614,6 +614,62 @@ def larger_inputs():
     )
 
 
+def step_cost_record():
+    """``(record, file name)`` of the newest run file of ``benchmarks/scale_counts.py``."""
+    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-step-cost.json")))
+    if not paths:
+        raise FileNotFoundError("docs_figures: no *-step-cost.json in benchmarks/results/; run python benchmarks/scale_counts.py")
+    return _json(paths[-1]), os.path.basename(paths[-1])
+
+
+#: The applications "Why ... stay slow" explains, each with the reference its counts are set against.
+SLOW = (("MatrixCapsNet", "BaselineCNN"), ("ConsensusCapsNet", "ConsensusCapsNet-dynamic"))
+
+
+def _largest_op(row):
+    """``(op type, share of the step's flops)`` of the op type that counts the most flops."""
+    top = row["op_types"][0]
+    return top["op_type"], top["mflop_per_image"] / (1e3 * row["gflop_per_image"])
+
+
+def why_slow():
+    """The counted figures of the two slowest steps (step-cost record) and the GFLOP/s they achieved (scale record)."""
+    counts, counts_name = step_cost_record()
+    scale, scale_name = scale_record()
+    size = 64
+    shape = f"{size}x{size}x3"
+    rows = {row["application"]: row for row in counts["rows"] if row["input"] == shape}
+    achieved = {row["application"]: row for row in scale["rows"] if row["size"] == size and row["status"] == "measured"}
+    cnn = rows["BaselineCNN"]
+    batch = cnn["batch"]
+    check(all(row["batch"] == batch for row in rows.values()), "every counted step is at one batch")
+    lines = []
+    for application, reference in SLOW:
+        row, base = rows[application], rows[reference]
+        written_gb = 4 * row["m_written_per_image"] * batch / 1e3
+        op_type, share = _largest_op(row)
+        sentence = (f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, {row['m_written_per_image']:,.0f} M float32 "
+                    f"values written per image ({written_gb:,.0f} GB a step at batch {batch}), {row['flops_per_byte']:.2f} flops "
+                    f"per byte written against {cnn['flops_per_byte']:.1f} for the CNN's convolutions; "
+                    f"{row['m_transcendental_per_image']:,.1f} M transcendental evaluations (exp, cos, ...) per image")
+        if reference != "BaselineCNN":
+            check(row["m_transcendental_per_image"] > 10 * base["m_transcendental_per_image"],
+                  f"{application}'s kernel evaluations outnumber {reference}'s many times")
+            sentence += (f", {row['m_transcendental_per_image'] / base['m_transcendental_per_image']:,.0f}× the "
+                         f"{base['m_transcendental_per_image']:.2f} M of the same network with dynamic routing")
+        sentence += f"; {op_type} counts {100 * share:.0f} % of its flops."
+        lines.append(sentence)
+    check(all(rows[a]["flops_per_byte"] < cnn["flops_per_byte"] / 10 for a, _ in SLOW), "both steps do far less arithmetic per byte than the CNN")
+    rates = [a for a, _ in SLOW if a in achieved]
+    if "BaselineCNN" in achieved and rates:
+        cnn_rate = achieved["BaselineCNN"]["gflops"]
+        figures_ = ", ".join(f"`{a}` {achieved[a]['gflops']:.3g}" for a in rates)
+        lines.append(f"- On {scale['host']['name']} (`benchmarks/results/{scale_name}`) their steps achieved {figures_} GFLOP/s, "
+                     f"the CNN's {cnn_rate:.3g}.")
+    return "\n".join([f"Counted by `benchmarks/scale_counts.py` from each training step's graph at {size}×{size}×3 (run record: "
+                      f"`benchmarks/results/{counts_name}`; the counts are the same on any machine):", "", *lines])
+
+
 #: block name -> the function writing it.
 BLOCKS = {
     "main-job-readme": main_job_readme,
@@ -634,6 +690,7 @@ BLOCKS = {
     "glom-schedules": glom_schedules,
     "fine-tune-folder": fine_tune_folder,
     "larger-inputs": larger_inputs,
+    "why-slow": why_slow,
 }
 
 #: page (relative to the repository) -> the blocks it holds.
@@ -648,7 +705,7 @@ PAGES = {
     "docs/applications/capsnet.md": ("capsnet-accuracy",),
     "docs/applications/baseline_cnn.md": ("baseline-cnn-cost",),
     "docs/own-images.md": ("fine-tune-folder",),
-    "docs/larger-inputs.md": ("larger-inputs",),
+    "docs/larger-inputs.md": ("larger-inputs", "why-slow"),
 }
 
 
