@@ -17,11 +17,16 @@ configuration for other images than its registered ones; ``--json PATH`` writes 
 
 Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simple [--batch 32]
 [--input-shape 64,64,3] [--classes 10] [--model-arg routing_iterations=1] [--top 15]
-[--ops 20 [--op-type _MklTranspose]] [--timed 3] [--json PATH]``
+[--ops 20 [--op-type _MklTranspose]] [--timed 3] [--json PATH] [--run-file [--results DIR] [--host-name NAME]]``
+
+``--run-file`` also writes the run file ``<results>/YYYY-MM-DD-HHMM-<host>-profile-step.json`` (one row of target
+``profile-step``: the figures above with the step's counted GFLOP per image, graph ops and flops per byte written)
+and, for the repository's own results folder, regenerates BENCHMARKS.md.
 """
 
 import argparse
 import collections
+import datetime
 import glob
 import json
 import os
@@ -93,7 +98,12 @@ def main():
     parser.add_argument("--classes", type=int, default=None, help="classes (default: the configuration's)")
     parser.add_argument("--timed", type=int, default=3, help="steps timed without the profiler (median), after the warm-up; 0: none")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures and tables as JSON")
+    parser.add_argument("--run-file", action="store_true",
+                        help="also write a run file of benchmarks/report.py (a row of target profile-step, with the step's counted figures)")
+    parser.add_argument("--results", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"), help="folder of the run file")
+    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
     args = parser.parse_args()
+    started = datetime.datetime.now(datetime.timezone.utc)
 
     import keras
     import numpy as np
@@ -159,6 +169,41 @@ def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(record, handle, indent=1)
+    if args.run_file:
+        write_profile_run(args, started, model, _loss_for(model), record)
+
+
+def report_row(record, counted, package):
+    """A ``profile-step`` row of ``benchmarks/report.py`` from this script's ``record`` and the step's ``counted``
+    figures (``training_step_cost``'s ``summarize(rows, ...)["all"]``: ops, flops, transcendental, copied, written)."""
+    ops, flops, _, copied, written = counted
+    batch = record["batch"]
+    return {
+        "target": "profile-step", "configuration": record["configuration"], "input": "x".join(str(v) for v in record["input_shape"]),
+        "batch": batch, "package": package, "step_ms": None if record["step_s"] is None else round(1e3 * record["step_s"]),
+        "first_step_s": round(record["first_step_s"]), "gflop_per_image": round(flops / batch / 1e9, 3), "graph_ops": ops,
+        "flops_per_byte": round(flops / (4 * written), 2), "m_copied_per_image": round(copied / batch / 1e6, 2),
+        "traced_ops_per_step": record["op_executions_per_step"], "profiled_ms_per_step": record["profiled_ms_per_step"],
+        "profiled_steps": record["profiled_steps"],
+        "op_types": [[row["name"], row["share"]] for row in record["op_types"][:12]],
+        "layers": [[row["name"], row["share"]] for row in record["layers"][:12]],
+    }
+
+
+def write_profile_run(args, started, model, loss_fn, record):
+    """Counts the profiled step's graph and writes the run file (``scale.write_run``, kind ``profile-step``)."""
+    import scale
+    from training_step_cost import op_costs, summarize, train_step_graph
+
+    graph, _ = train_step_graph(model, loss_fn, args.batch)
+    counted = summarize(op_costs(graph), lambda row: "all")["all"]
+    row = report_row(record, counted, scale.package_record()["commit"][:7])
+    measured = (f"one training step (fit, batch {args.batch}, random data): TensorFlow's profiler's host self time per op type and "
+                f"layer over {args.steps} profiled step(s) (the ops it traces: the expensive ones), the first fit step (tracing "
+                f"included) and the median of {args.timed} step(s) without the profiler, from the profiling process; counted GFLOP "
+                f"per image, ops in the step's graph and flops per float32 byte written from training_step_cost.py's count of the "
+                f"traced graph")
+    scale.write_run("profile_step.py", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, [row], "profile-step")
 
 
 if __name__ == "__main__":
