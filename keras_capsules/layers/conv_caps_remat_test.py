@@ -478,5 +478,8 @@ def test_inference_chunks_have_no_loop_and_keep_about_one_chunks_votes(monkeypat
         held = tf.config.experimental.get_memory_info("CPU:0")["current"]
         predict()
         peaks[remat] = tf.config.experimental.get_memory_info("CPU:0")["peak"] - held
-    print(peaks)
-    assert peaks[True] < 0.5 * votes_bytes and peaks[False] > 1.5 * votes_bytes, (peaks, votes_bytes)
+    # Whole: the routing's temporaries of every position at once, several vote tensors. Chunked: about one
+    # chunk's share of those (a sixth), with the previous chunk's outputs and the gathered fields beside it: below
+    # two shares. (oneDNN's kernels, on by default on AVX-512 CPUs, hold more scratch: 42.5 MB of 85 MB of votes
+    # there, 32 MB without them; the whole path 183 and 236 MB.)
+    assert peaks[False] > 1.5 * votes_bytes and peaks[True] < 2 * peaks[False] / 6 and peaks[True] < 0.6 * votes_bytes, (peaks, votes_bytes)
