@@ -24,8 +24,19 @@ def machine_description():
         pass
     return (
         f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
-        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, backend {keras.backend.backend()}"
+        f"TensorFlow {tf.__version__}{onednn_state()}, Keras {keras.__version__}, backend {keras.backend.backend()}"
     )
+
+
+def onednn_state():
+    """``" (oneDNN on)"`` or ``" (oneDNN off)"``: whether TensorFlow runs its oneDNN CPU kernels in this process
+    (on by default on CPUs with AVX-512 VNNI/BF16 or AMX, off with ``TF_ENABLE_ONEDNN_OPTS=0``); ``""`` when it
+    cannot tell (the flag is TensorFlow's private API)."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:
+        return ""
+    return " (oneDNN on)" if _pywrap_util_port.IsMklEnabled() else " (oneDNN off)"
 
 
 class _StepTimer(keras.callbacks.Callback):

@@ -48,3 +48,17 @@ def test_run_file_row_is_read_by_the_report(tmp_path, monkeypatch):
     assert row["gflop_per_image"] > 0 and row["graph_ops"] > 0 and row["flops_per_byte"] > 10
     page = report.render([run])
     assert f"| BaselineCNN/matched | 24x24x3 | {row['package']} | {row['step_ms']:,} |" in page
+
+
+def test_the_machine_line_says_when_onednn_is_off():
+    import os
+    import subprocess
+
+    from repo_scripts import ROOT
+
+    # TF_ENABLE_ONEDNN_OPTS=0 turns TensorFlow's oneDNN kernels off whatever the CPU; the run files' software line says so.
+    code = "import common; print(common.machine_description())"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert "(oneDNN off), Keras" in done.stdout.strip().splitlines()[-1]
