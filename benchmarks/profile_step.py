@@ -15,6 +15,12 @@ per step the profiler traced (at its default level it traces the expensive ops o
 graph's op count use ``training_step_cost.py``). ``--input-shape H,W,C`` (and ``--classes N``) build the
 configuration for other images than its registered ones; ``--json PATH`` writes all of it.
 
+Memory: the profiler records every op execution of the profiled steps, a loop's body once per iteration,
+and ``ConvCaps`` routes its output rows in a loop in training. At 64x64x3 and batch 16 the profiling
+process of ``ConsensusCapsNet/smallnorb-kernel`` passed 23 GB and was killed by the OOM killer (2026-12-01,
+oneDNN off), where its training step alone peaks below 3 GB (``scale.py``): profile such networks at a
+smaller input or batch, and read ``scale_counts.py``'s counts at the large one.
+
 Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simple [--batch 32]
 [--input-shape 64,64,3] [--classes 10] [--model-arg routing_iterations=1] [--top 15]
 [--ops 20 [--op-type _MklTranspose]] [--timed 3] [--json PATH] [--run-file [--results DIR] [--host-name NAME]]``
