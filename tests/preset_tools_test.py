@@ -236,3 +236,33 @@ def test_compacting_refuses_a_weight_beyond_float16s_range(tmp_path):
     original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=1)
     with np.testing.assert_raises_regex(ValueError, "does not fit float16"):
         tool("compact_checkpoint").pack(original, str(tmp_path / "packed"))
+
+
+def test_a_weights_only_checkpoint_restarts_the_moments_at_zero_and_keeps_the_iterations(tmp_path):
+    from keras_capsules.training import checkpoints
+
+    def compiled():
+        keras.utils.set_random_seed(4)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(512), keras.layers.Dense(2)])
+        model.compile(keras.optimizers.Adam(1e-2), "mse")
+        return model
+
+    model = compiled()
+    x = np.linspace(-1.0, 1.0, 24, dtype="float32").reshape(8, 3)
+    model.fit(x, x[:, :2] * 3.0, batch_size=4, epochs=3, verbose=0)  # 6 optimizer steps
+    original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=3, history={"loss": [1.0, 0.7, 0.5]})
+    compact = tool("compact_checkpoint")
+    compact.main(["pack", original, str(tmp_path / "packed"), "--weights-only"])
+    full = compact.pack(original, str(tmp_path / "full"))
+    # without Adam's two bfloat16 moments per weight: at least 2 x 2 bytes per parameter fewer
+    saved = os.path.getsize(os.path.join(full, compact.PACKED_WEIGHTS)) - os.path.getsize(tmp_path / "packed" / compact.PACKED_WEIGHTS)
+    assert saved >= 4 * model.count_params()
+    resumed = compiled()
+    compact.unpack(str(tmp_path / "packed"), str(tmp_path / "resumed"))
+    state = checkpoints.restore_checkpoint(str(tmp_path / "resumed"), resumed)
+    assert state["epochs_completed"] == 3 and "restarted at zero" in state["compacted"]
+    for trained, restored in zip(model.weights, resumed.weights):
+        np.testing.assert_array_equal(np.asarray(restored), np.asarray(trained).astype(np.float16).astype(np.float32))
+    assert int(resumed.optimizer.iterations.numpy()) == 6
+    moments = [v for v in resumed.optimizer.variables if len(v.shape) > 0]
+    assert moments and not any(np.any(np.asarray(v)) for v in moments)

@@ -15,9 +15,13 @@ count kept, so a learning-rate schedule continues where it was) with ``state.jso
 file's size and sha256 and a ``compacted`` entry saying what was rounded. The run's log must say which
 resume came from such a file.
 
-Why not float16 weights alone: a run resumed with Adam's moments at zero and its iteration count kept
-(bias correction near 1) takes a step of about 3 learning rates on every weight at once; on AgreementGLOM's
-contrastive stage that sent the SupCon loss from 4.55 back to 5.8 in three steps.
+Why not float16 weights alone, by default: a run resumed with Adam's moments at zero and its iteration count
+kept (bias correction near 1) takes a step of about 3 learning rates on every weight at once, and steps of
+1.3-6.5 learning rates for the next thousand (the second moment, beta2 = 0.999, builds up again slowly); on
+AgreementGLOM's contrastive stage that sent the SupCon loss from 4.55 back to 5.8 in three steps.
+``pack --weights-only`` does it all the same where the moments would make the file too big for git (a third
+of the size: CapsNet's 8.2 M weights are 16 MB so, 49 MB with the moments); the run's log must then say that
+the resume restarted the optimizer.
 """
 
 import argparse
@@ -42,8 +46,11 @@ def _datasets(handle):
     return found
 
 
-def pack(checkpoint_dir, out_dir):
-    """Writes ``out_dir/compact.h5`` and ``out_dir/state.json`` from one ``epoch-NNNN`` checkpoint."""
+def pack(checkpoint_dir, out_dir, weights_only=False):
+    """Writes ``out_dir/compact.h5`` and ``out_dir/state.json`` from one ``epoch-NNNN`` checkpoint.
+
+    With ``weights_only`` the optimizer's moments are not stored (only their shapes: :func:`unpack` restarts
+    them at zero), a third of the size; the iteration count is kept, so a learning-rate schedule continues."""
     state = checkpoints.read_state(checkpoint_dir)
     os.makedirs(out_dir, exist_ok=True)
     source_path = os.path.join(checkpoint_dir, checkpoints.WEIGHTS_FILE)
@@ -57,6 +64,8 @@ def pack(checkpoint_dir, out_dir):
                 if not np.all(np.isfinite(small)):
                     raise ValueError(f"compact_checkpoint.pack: {path} does not fit float16 (largest magnitude {np.max(np.abs(values)):.3g}).")
                 packed.create_dataset(path, data=small).attrs["stored_as"] = "float16"
+            elif float32 and dataset.ndim > 0 and weights_only:
+                packed.create_dataset(path, data=np.asarray(dataset.shape, np.int64)).attrs["stored_as"] = "zeros"  # its shape alone
             elif float32 and dataset.ndim > 0:
                 upper_bits = (values.view(np.uint32) >> 16).astype(np.uint16)
                 packed.create_dataset(path, data=upper_bits).attrs["stored_as"] = "bfloat16"
@@ -79,17 +88,21 @@ def unpack(packed_dir, backup_dir):
         with h5py.File(os.path.join(packed_dir, PACKED_WEIGHTS), "r") as packed, h5py.File(weights, "w") as restored:
             for path, dataset in _datasets(packed):
                 stored_as = dataset.attrs.get("stored_as")
-                if stored_as == "bfloat16":
+                if stored_as == "zeros":
+                    values = np.zeros(tuple(int(n) for n in dataset[()]), np.float32)
+                elif stored_as == "bfloat16":
                     values = (dataset[()].astype(np.uint32) << 16).view(np.float32)
                 elif stored_as == "float16":
                     values = dataset[()].astype(np.float32)
                 else:
                     values = dataset[()]
                 restored.create_dataset(path, data=values)
+            restarted = any(dataset.attrs.get("stored_as") == "zeros" for _, dataset in _datasets(packed))
         state.update(
             weights_bytes=os.path.getsize(weights),
             weights_sha256=file_sha256(weights),
-            compacted="unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
+            compacted="unpacked from float16 model weights; the optimizer's moments restarted at zero (not packed); the iteration count is exact"
+            if restarted else "unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
         )
         with open(os.path.join(folder, checkpoints.STATE_FILE), "w") as handle:
             json.dump(state, handle, indent=2)
@@ -102,12 +115,13 @@ def main(argv=None):
     pack_parser = commands.add_parser("pack", help="an epoch-NNNN checkpoint folder -> compact.h5 and state.json")
     pack_parser.add_argument("checkpoint_dir")
     pack_parser.add_argument("out_dir")
+    pack_parser.add_argument("--weights-only", action="store_true", help="leave the optimizer's moments out (restarted at zero on unpack)")
     unpack_parser = commands.add_parser("unpack", help="a packed folder -> RUN_DIR/epoch-NNNN that train resumes")
     unpack_parser.add_argument("packed_dir")
     unpack_parser.add_argument("backup_dir")
     args = parser.parse_args(argv)
     if args.command == "pack":
-        print(pack(args.checkpoint_dir, args.out_dir))
+        print(pack(args.checkpoint_dir, args.out_dir, weights_only=args.weights_only))
     else:
         print(unpack(args.packed_dir, args.backup_dir))
 
