@@ -447,6 +447,20 @@ def test_inference_chunks_keep_the_mixed_precision_outputs(monkeypatch, policy):
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2)
 
 
+def test_one_non_finite_example_leaves_the_others_chunks_alone(monkeypatch):
+    # The chunks are chained through their outputs: a NaN in one example's output must not reach the
+    # next chunk's other examples. Whole path, per example: only example 0 is NaN.
+    monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)  # one output row a chunk
+    chunked, whole = _chunk_pair("dynamic", strides=1)
+    poses, activations = _chunk_inputs(4)
+    poses[0, 0, 0, 0, 0] = np.nan
+    assert len(chunked.row_chunks(False)) == 5
+    for a, b in zip(chunked((poses, activations)), whole((poses, activations))):
+        a, b = keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
+        assert np.all(np.isfinite(a[1])) and np.isnan(a[0]).any()
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-6, atol=1e-6)
+
+
 def test_inference_chunks_take_concurrent_routings_initial_poses(monkeypatch):
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
     chunked, whole = _pair(_concurrent_model)

@@ -66,10 +66,13 @@ def in_turn(function, parts):
     outputs = []
     for part in parts:
         if outputs:
-            # Graph executors run independent ops in any order: adding zero times the previous part's
-            # output makes this part wait for it (and, backward, that part's gradient for this one's).
+            # Graph executors run independent ops in any order: adding a zero computed from the previous
+            # part's output makes this part wait for it (and, backward, that part's gradient for this one's).
+            # Zero also where that value is NaN or infinite (0 * inf is NaN): one bad input in a part must
+            # not spread to the parts after it.
             leaves = tree.flatten(part)
-            token = ops.reshape(tree.flatten(outputs[-1])[0], (-1,))[:1] * 0
+            first = ops.reshape(tree.flatten(outputs[-1])[0], (-1,))[:1]
+            token = ops.where(ops.isfinite(first), first * 0, ops.zeros_like(first))
             leaves[0] = leaves[0] + ops.cast(token, leaves[0].dtype)
             part = tree.pack_sequence_as(part, leaves)
         outputs.append(function(part))

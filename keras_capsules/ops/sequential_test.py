@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules.ops.sequential import map_in_turn
+from keras_capsules.ops.sequential import in_turn, map_in_turn
 from keras_capsules.testing.gradients import input_gradient
 
 
@@ -102,3 +102,12 @@ def test_map_in_turn_unrolled_has_no_loop_and_chains_the_slices():
 
     # each slice's product depends on the previous slice's: the executor cannot run them at once
     assert products[0].name in upstream(products[1]) and products[1].name in upstream(products[2])
+
+
+def test_in_turn_keeps_a_non_finite_part_to_itself():
+    # part 0 holds a NaN and an inf; part 1's output must be its own, by NumPy: 2 * x + 1
+    parts = [np.array([np.nan, np.inf, 1.0], "float32"), np.array([1.0, -2.0, 3.0], "float32")]
+    outputs = in_turn(lambda x: 2.0 * x + 1.0, [keras.ops.convert_to_tensor(p) for p in parts])
+    first, second = (keras.ops.convert_to_numpy(o) for o in outputs)
+    assert np.isnan(first[0]) and np.isinf(first[1])
+    np.testing.assert_array_equal(second, 2.0 * parts[1] + 1.0)
