@@ -534,12 +534,17 @@ def fine_tune_folder():
 # ------------------------------------------------------------- capsules at larger inputs
 
 
-def scale_record():
-    """``(record, file name)`` of the newest run file of ``benchmarks/scale.py`` (the current package's, not a ``--before`` run)."""
-    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-scale.json")))
+def newest_run(kind, script):
+    """``(record, file name)`` of the newest run file ``*-<kind>.json`` in benchmarks/results/, written by ``benchmarks/<script>``."""
+    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, f"*-{kind}.json")))
     if not paths:
-        raise FileNotFoundError("docs_figures: no *-scale.json in benchmarks/results/; run python benchmarks/scale.py")
+        raise FileNotFoundError(f"docs_figures: no *-{kind}.json in benchmarks/results/; run python benchmarks/{script}")
     return _json(paths[-1]), os.path.basename(paths[-1])
+
+
+def scale_record():
+    """The newest run of ``benchmarks/scale.py`` (the current package's, not a ``--before`` run)."""
+    return newest_run("scale", "scale.py")
 
 
 def _gigabytes(megabytes):
@@ -615,11 +620,8 @@ def larger_inputs():
 
 
 def step_cost_record():
-    """``(record, file name)`` of the newest run file of ``benchmarks/scale_counts.py``."""
-    paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-step-cost.json")))
-    if not paths:
-        raise FileNotFoundError("docs_figures: no *-step-cost.json in benchmarks/results/; run python benchmarks/scale_counts.py")
-    return _json(paths[-1]), os.path.basename(paths[-1])
+    """The newest run of ``benchmarks/scale_counts.py``."""
+    return newest_run("step-cost", "scale_counts.py")
 
 
 #: The applications "Why ... stay slow" explains, each with the reference its counts are set against.
