@@ -320,7 +320,7 @@ TABLES = [
                "refuses the input, and a configuration the memory guard stopped, say so.",
          columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES]),
     dict(key="scale-arithmetic", heading=None, rows=("scale",), transform=scale_by_application,
-         intro="The same run: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
+         intro="From the run of each row above: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
                "first step, tracing included (s), `predict_on_batch` per image (ms) and the GFLOP/s the step achieves (in "
                "brackets: as a multiple of the CNN's).",
          columns=[("application", lambda entry: entry["application"])]

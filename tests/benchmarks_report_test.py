@@ -31,8 +31,9 @@ def test_page_stays_short():
     # and to 350 for the profile of the slowest applications at 64x64x3 (issue 52: before, at HEAD, with a change),
     # and to 400 for capsules at larger inputs (every application at each input, its arithmetic, the package before),
     # and to 420 for prediction by chunks of rows against the whole vote tensor and a first step against its backbone's,
-    # and to 430 for what the slowest training steps count at 64x64x3 (arithmetic, transcendentals, bytes written).
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 430
+    # and to 430 for what the slowest training steps count at 64x64x3 (arithmetic, transcendentals, bytes written),
+    # and to 450 for the 224x224x3 rows of every application (a run of their own, on another host: both scale tables).
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 450
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)

@@ -171,6 +171,7 @@ def test_larger_inputs_table_divides_each_step_by_the_cnns_at_the_same_input(mon
         ],
     }
     monkeypatch.setattr(figures, "scale_record", lambda: (record, "2026-11-28-1720-test-scale.json"))
+    monkeypatch.setattr(figures, "supplement_record", lambda: None)
     block = figures.larger_inputs()
     assert "| application | 32×32×3 | 64×64×3 |" in block
     # 1500 / 100 = 15.0 and 3000 / 250 = 12.0 times the CNN's step; 3,189 MB -> 3.2 GB
@@ -192,9 +193,32 @@ def test_larger_inputs_names_a_configuration_that_was_stopped(monkeypatch):
         ],
     }
     monkeypatch.setattr(figures, "scale_record", lambda: (record, "r-scale.json"))
+    monkeypatch.setattr(figures, "supplement_record", lambda: None)
     block = figures.larger_inputs()
     assert "| MatrixCapsNet | not trained: over 20 GB during the first step; stopped by the guard |" in block
     assert "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block
+
+
+def test_a_later_run_at_224_px_only_is_a_supplement_below_the_sweep(monkeypatch, tmp_path):
+    def run(host, sizes):
+        rows = [_scale_row("BaselineCNN", s, step_ms=100.0 * s, train_peak_mb=10 * s) for s in sizes]
+        rows += [_scale_row("CapsNet", s, step_ms=500.0 * s, train_peak_mb=20 * s) for s in sizes]
+        return {"host": {"name": host}, "time_utc": "01:00-02:00", "package": {"commit": "abcdef0"}, "rows": rows}
+
+    for name, record in (("2026-11-29-0526-a-scale.json", run("Sweep CPU", (32, 64))),
+                         ("2026-12-01-2100-b-scale.json", run("Other CPU", (224,))),
+                         ("2026-11-28-1716-a-scale-before.json", run("Sweep CPU", (32,)))):
+        (tmp_path / name).write_text(json.dumps(record))
+    monkeypatch.setattr(figures, "BENCHMARK_RESULTS", str(tmp_path))
+    assert figures.scale_record()[1] == "2026-11-29-0526-a-scale.json"  # the newer file holds no size of the sweep
+    assert figures.supplement_record()[1] == "2026-12-01-2100-b-scale.json"
+    block = figures.larger_inputs()
+    assert "| application | 32×32×3 | 64×64×3 |" in block and "on Sweep CPU, 01:00-02:00 UTC" in block
+    head, tail = block.split("At 224×224×3, measured in a run of its own on Other CPU")
+    assert "224" not in head and "`benchmarks/results/2026-12-01-2100-b-scale.json`" in tail
+    # 500 x 224 / (100 x 224) = 5.0 times that run's CNN; 20 x 224 = 4,480 MB
+    assert "| CapsNet | 4.5 GB · 5.0× the CNN's step |" in tail
+    assert "- At 224×224×3, 2 of the 2 that build trained a step; the most memory, CapsNet's, was 4.5 GB." in tail
 
 
 def _cost_row(application, gflop, transcendental, written, per_byte, top=("Mul", 2000.0)):

@@ -13,7 +13,9 @@ from a committed record:
 - the affNIST-style experiment: the two runs' ``metrics.json`` in ``docs/results/affnist-style/``;
 - the presets' accuracies and training times: ``keras_capsules/presets/registry.json``;
 - fine-tuning against training from scratch on a folder of images: the newest
-  ``benchmarks/results/*-fine-tune-folder.json`` (``benchmarks/fine_tune_folder.py``).
+  ``benchmarks/results/*-fine-tune-folder.json`` (``benchmarks/fine_tune_folder.py``);
+- capsules at larger inputs: the newest ``benchmarks/results/*-scale.json`` sweep (``benchmarks/scale.py``), a
+  newer run at larger sizes only (224 px) below it, and the newest ``*-step-cost.json`` (``benchmarks/scale_counts.py``).
 
 Sentences that state a comparison (one model ahead of another) are checked against the records: when a
 new record no longer supports one, this script stops with an error naming it instead of writing it.
@@ -534,17 +536,37 @@ def fine_tune_folder():
 # ------------------------------------------------------------- capsules at larger inputs
 
 
-def newest_run(kind, script):
-    """``(record, file name)`` of the newest run file ``*-<kind>.json`` in benchmarks/results/, written by ``benchmarks/<script>``."""
+def newest_run(kind, script, keep=None):
+    """``(record, file name)`` of the newest run file ``*-<kind>.json`` in benchmarks/results/, written by
+    ``benchmarks/<script>``, among those ``keep(record)`` accepts (all without it)."""
     paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, f"*-{kind}.json")))
-    if not paths:
-        raise FileNotFoundError(f"docs_figures: no *-{kind}.json in benchmarks/results/; run python benchmarks/{script}")
-    return _json(paths[-1]), os.path.basename(paths[-1])
+    for path in reversed(paths):
+        record = _json(path)
+        if keep is None or keep(record):
+            return record, os.path.basename(path)
+    raise FileNotFoundError(f"docs_figures: no *-{kind}.json of that kind in benchmarks/results/; run python benchmarks/{script}")
+
+
+#: The input sides of the sweep the summary table reads. A run of benchmarks/scale.py at none of them (224 px, which
+#: takes its own idle hour) is a supplement, summarised below the table with its own host.
+SWEEP_SIZES = (32, 64, 128)
+
+
+def _sizes(record):
+    return {row["size"] for row in record["rows"]}
 
 
 def scale_record():
-    """The newest run of ``benchmarks/scale.py`` (the current package's, not a ``--before`` run)."""
-    return newest_run("scale", "scale.py")
+    """The newest sweep of ``benchmarks/scale.py`` (the current package's, not a ``--before`` run nor a supplement)."""
+    return newest_run("scale", "scale.py", lambda record: bool(_sizes(record) & set(SWEEP_SIZES)))
+
+
+def supplement_record():
+    """The newest run of ``benchmarks/scale.py`` at sizes beyond the sweep's only, or ``None``."""
+    try:
+        return newest_run("scale", "scale.py", lambda record: not _sizes(record) & set(SWEEP_SIZES))
+    except FileNotFoundError:
+        return None
 
 
 def _gigabytes(megabytes):
@@ -567,8 +589,8 @@ def _scale_cell(row, cnn):
     return text
 
 
-def larger_inputs():
-    record, name = scale_record()
+def _scale_summary(record):
+    """A scale run's table (training peak and step against the CNN's, one column per size) and one finding per size."""
     rows = {(row["application"], row["size"]): row for row in record["rows"]}
     sizes = sorted({row["size"] for row in record["rows"] if row["status"] == "measured"})
     applications = list(dict.fromkeys(row["application"] for row in record["rows"]))
@@ -602,21 +624,45 @@ def larger_inputs():
             if far:
                 sentence += f"; more than 10×: {', '.join(far)}"
         findings.append(sentence + ".")
-    host = record["host"]["name"]
+    return batch, lines, findings
+
+
+def _measured_where(record, name):
     package = record.get("package", {}).get("commit", "?")[:7]
-    return "\n".join(
-        [
-            f"Measured by `benchmarks/scale.py` on {host}, {record['time_utc']} UTC, the package at `{package}`: "
-            f"the median training step\nat batch {batch}, 10 classes, random RGB images, each configuration in a fresh process; "
-            "the process's peak resident\nmemory during training (TensorFlow alone holds about 0.7 GB of it) and the step as a "
-            "multiple of the matched\n`BaselineCNN`'s at the same input. Run record: "
-            f"`benchmarks/results/{name}`; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, \"Capsules at larger inputs\".",
+    return f"{record['host']['name']}, {record['time_utc']} UTC, the package at `{package}`", f"`benchmarks/results/{name}`"
+
+
+def larger_inputs():
+    record, name = scale_record()
+    batch, lines, findings = _scale_summary(record)
+    where, link = _measured_where(record, name)
+    text = [
+        f"Measured by `benchmarks/scale.py` on {where}: the median training step\nat batch {batch}, 10 classes, random RGB "
+        "images, each configuration in a fresh process; the process's peak resident\nmemory during training (TensorFlow alone "
+        "holds about 0.7 GB of it) and the step as a multiple of the matched\n`BaselineCNN`'s at the same input. Run record: "
+        f"{link}; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, \"Capsules at larger inputs\".",
+        "",
+        *lines,
+        "",
+        *findings,
+    ]
+    supplement = supplement_record()
+    if supplement is not None:
+        extra, extra_name = supplement
+        extra_batch, extra_lines, extra_findings = _scale_summary(extra)
+        check(extra_batch == batch, "the supplement trains at the sweep's batch")
+        extra_where, extra_link = _measured_where(extra, extra_name)
+        sizes = ", ".join(f"{s}×{s}×3" for s in sorted(_sizes(extra)))
+        text += [
             "",
-            *lines,
+            f"At {sizes}, measured in a run of its own on {extra_where} (run record: {extra_link}), the same way: "
+            "each step against that run's `BaselineCNN`; the memory a step needs is the same on any machine.",
             "",
-            *findings,
+            *extra_lines,
+            "",
+            *extra_findings,
         ]
-    )
+    return "\n".join(text)
 
 
 def step_cost_record():
