@@ -18,10 +18,12 @@ Processes alternate over the configurations ``--repeats`` times; each figure is 
 configuration's processes (the matrix product's: of every process of the run). The ``BaselineCNN``
 row at the same input is the reference the report divides by.
 
-Memory guard (``--skip-over-memory GB``): a configuration whose floor estimate (16 bytes per parameter:
+Memory guard (``--skip-over-memory GB``; by default 80 % of the memory the machine has available when
+the run starts, ``0`` for none): a configuration whose floor estimate (16 bytes per parameter:
 weights, gradients and Adam's two moments) exceeds the limit is not started, and the parent polls
 each process's resident set and kills it the moment it passes the limit; both are recorded as
-``skipped`` with the reason, so no process is left to the machine's OOM killer. ``--timeout S`` stops
+``skipped`` with the reason, so no process is left to the machine's OOM killer (at 224 px several
+applications pass 16 GB at batch 16). ``--timeout S`` stops
 a process that runs longer (MatrixCapsNet's first step at 128 px traces for many minutes), likewise recorded. A constructor that
 refuses the input (a minimum size, a fixed input) is recorded as ``refused`` with its error.
 
@@ -89,6 +91,18 @@ def status_kib(field, pid="self"):
             for line in handle:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def default_memory_limit_gb(meminfo="/proc/meminfo", share=0.8):
+    """``share`` of the machine's available memory now (``MemAvailable``), GB to one decimal; ``None`` where unknown."""
+    try:
+        with open(meminfo) as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return round(share * int(line.split()[1]) * 1024 / 1e9, 1)
     except OSError:
         return None
     return None
@@ -333,7 +347,8 @@ def run_all(args):
     measured = (f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
                 f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
                 f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
-                f"float32 {args.matmul}x{args.matmul} matrix product in every process")
+                f"float32 {args.matmul}x{args.matmul} matrix product in every process"
+                + (f"; memory guard at {args.skip_over_memory:g} GB" if args.skip_over_memory else ""))
     rows = [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=matmul_median) for row in rows]
     kind = "scale-before" if args.before else "scale"
     return write_run("scale.py", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
@@ -392,7 +407,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, help=f"processes per configuration, alternating (default {DEFAULTS['repeats']})")
     parser.add_argument("--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})")
     parser.add_argument("--skip-over-memory", type=float, default=None, metavar="GB",
-                        help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped)")
+                        help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped; "
+                             "default 80 %% of the memory available when the run starts, 0 for no limit)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
@@ -411,6 +427,9 @@ def main(argv=None):
     if args.child:
         child_main(args)
         return 0
+    if args.skip_over_memory is None:
+        args.skip_over_memory = default_memory_limit_gb()
+        print(f"scale.py: memory guard at {args.skip_over_memory} GB (80 % of the memory available now; --skip-over-memory to change)")
     run_all(args)
     return 0
 

@@ -60,6 +60,16 @@ def _row(application, size, **figures):
     return {**base, **figures}
 
 
+def test_the_default_guard_is_four_fifths_of_the_available_memory(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n")
+    # 0.8 x 20,000,000 KiB x 1,024 bytes = 16.384 GB
+    assert scale.default_memory_limit_gb(str(meminfo)) == 16.4
+    meminfo.write_text("MemTotal:       24000000 kB\n")
+    assert scale.default_memory_limit_gb(str(meminfo)) is None
+    assert scale.default_memory_limit_gb(str(tmp_path / "absent")) is None
+
+
 def test_scale_verdicts_on_hand_made_rows():
     cnn = _row("BaselineCNN", 64, step_ms=200.0, train_peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0)
     slow_but_efficient = _row("A", 64, step_ms=3000.0, train_peak_mb=7900, gflop_per_image=40.0, gflops=45.0, first_step_s=12.0)
