@@ -85,8 +85,15 @@ def test_scale_verdicts_on_hand_made_rows():
     assert values == pytest.approx([900 / 8000, 7900 / 8000, 2000 / 8000]) and figure == "largest A 7,900 MB; 3 built"
     ((_, values, figure),) = report.scale_memory_items(128, 16000)(rows)  # the refused one does not build: not counted
     assert values == [float("inf")] and figure == "C resident memory passed 16 GB; 1 built"
-    ((_, values, _),) = report.scale_first_step_items(rows)
-    assert max(values) == 31.0
+    ((_, values, figure),) = report.scale_first_step_items(rows)
+    assert max(values) == 31.0 and figure == "longest B 31 s"
+    slower = _row("E", 64, step_ms=2400.0, train_peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=45.0)
+    ((_, values, figure),) = report.scale_time_items(rows + [slower])  # B at 9x meets the step target; E at 12x does not
+    assert figure.startswith("worst E: step 12.00× the CNN's") and "also missing" not in figure
+    ((_, values, figure),) = report.scale_time_items(rows + [slower, dict(slower, application="F", step_ms=2200.0)])
+    assert figure.endswith("; also missing both: F (11.00×)")
+    ((_, values, figure),) = report.scale_first_step_items(rows + [slower])
+    assert figure == "longest E 45 s; also over 30 s: B 31 s"
     entry = report.scale_by_application(rows)[1]
     assert report.scale_cell(64)(entry) == "3,000 · 7,900 (15.00× · 8.78×)" and report.scale_cell(128)(entry) == "—"
     assert report.scale_cell(128)(report.scale_by_application(rows)[3]) == "skipped: resident memory passed 16 GB"
