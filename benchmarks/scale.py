@@ -96,7 +96,11 @@ def status_kib(field, pid="self"):
     return None
 
 
-def default_memory_limit_gb(meminfo="/proc/meminfo", share=0.8):
+#: The memory guard's default: this share of the memory the machine has available when the run starts.
+DEFAULT_MEMORY_SHARE = 0.8
+
+
+def default_memory_limit_gb(meminfo="/proc/meminfo", share=DEFAULT_MEMORY_SHARE):
     """``share`` of the machine's available memory now (``MemAvailable``), GB to one decimal; ``None`` where unknown."""
     try:
         with open(meminfo) as handle:
@@ -408,7 +412,7 @@ def main(argv=None):
     parser.add_argument("--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})")
     parser.add_argument("--skip-over-memory", type=float, default=None, metavar="GB",
                         help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped; "
-                             "default 80 %% of the memory available when the run starts, 0 for no limit)")
+                             f"default {100 * DEFAULT_MEMORY_SHARE:g} %% of the memory available when the run starts, 0 for no limit)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
@@ -429,7 +433,9 @@ def main(argv=None):
         return 0
     if args.skip_over_memory is None:
         args.skip_over_memory = default_memory_limit_gb()
-        print(f"scale.py: memory guard at {args.skip_over_memory} GB (80 % of the memory available now; --skip-over-memory to change)")
+        if args.skip_over_memory is not None:
+            print(f"scale.py: memory guard at {args.skip_over_memory:g} GB ({100 * DEFAULT_MEMORY_SHARE:g} % of the memory available now; "
+                  "--skip-over-memory to change)")
     run_all(args)
     return 0
 
