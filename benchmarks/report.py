@@ -265,6 +265,16 @@ TABLES = [
          columns=[col("call"), (">bhneo FM / DR(1) / DR(3)", seed_pair("peer")), (">ours FM / DR(1) / DR(3)", seed_pair("ours")),
                   ("> ours FM_bn", lambda row: num(row.get("ours_fm_bn_ms"))),
                   ("> DR(3) / FM, bhneo", ratio_of("peer_dr3_ms", "peer_fm_ms")), ("> DR(3) / FM, ours", ratio_of("ours_dr3_ms", "ours_fm_ms"))]),
+    dict(key="peer-pairs-before-after", heading="The side-by-side configurations before and after the scaling work",
+         rows=("peer-pairs-before-after",),
+         intro="The library's side of each side-by-side configuration above, the package before issue 52's scaling work "
+               "(the run file's `before`) against the package measured beside the peers (`after`), in alternating fresh "
+               "processes of the same run (the harness's `ab_trees.sh`), medians over the rounds of each process's median "
+               "step: under 1 the ratios against the authors' code improved.",
+         columns=[col("pair"), col("configuration"), col("before_ms", "> before (ms)"), col("after_ms", "> after (ms)"),
+                  ("> after / before", ratio_of("after_ms", "before_ms")),
+                  ("each process, before · after (ms)", lambda row: " · ".join(
+                      "/".join(num(v) for v in row[f"{side}_each_ms"]) for side in ("before", "after")))]),
     dict(key="routers", heading="Routers against dynamic routing", rows=("routers",),
          intro="One capsule layer; fc: `FcCaps` 1152 × 8D → 10 × 16D at b64, conv: `ConvCaps` 6×6×32 × 8D → K3 s1 32 × 8D at b16; "
                "each router over dynamic routing of the same run, shape and iterations.",
