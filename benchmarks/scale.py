@@ -213,10 +213,11 @@ def run_or_child(args, measure_child, run_all):
     return run_all(args)
 
 
-def child_row(command):
-    """Runs ``command`` (a benchmark's child process, in this folder) to its end: the last row it printed,
-    or ``{"error": ...}`` with the last line of its standard error."""
-    done = subprocess.run(command, capture_output=True, text=True, cwd=HERE)
+def child_row(command, env=None):
+    """Runs ``command`` (a benchmark's child process, in this folder, with environment ``env``: this one's
+    when ``None``) to its end: the last row it printed, or ``{"error": ...}`` with the last line of its
+    standard error."""
+    done = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
     rows = printed_rows(done.stdout.splitlines())
     return rows[-1] if rows else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
 

@@ -163,3 +163,33 @@ def test_class_names_are_checked_against_the_classes():
     # Without a (batch, classes) output the number of classes is unknown: any names are kept.
     grid = CapsuleClassifier(inputs, keras.layers.Reshape((2, 2))(inputs), class_names=("x",), name="grid")
     assert grid.class_names == ("x",)
+
+
+def _counting_steps(model):
+    """Records each trace of the model's training and test steps (Python runs a step's body only when tracing it)."""
+    traced = []
+    train_step, test_step = model.train_step, model.test_step
+    model.train_step = lambda data: traced.append("train") or train_step(data)
+    model.test_step = lambda data: traced.append("test") or test_step(data)
+    return traced
+
+
+@pytest.mark.parametrize("entry", ["fit", "train_on_batch"])
+def test_the_first_training_step_is_traced_once(entry):
+    # Keras's TensorFlow trainer creates the optimizer's and the metrics' variables while it traces the first
+    # step unless a distribution strategy is set, and TensorFlow traces a function that creates variables twice.
+    model = EffCapsNet(reconstruction=True)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    traced = _counting_steps(model)
+    x, y = np.random.default_rng(0).uniform(size=(16, 28, 28, 1)).astype("float32"), np.arange(16) % 10
+    if entry == "fit":
+        data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+        history = model.fit(data, validation_data=data, epochs=2, verbose=0)
+        losses = history.history["loss"]
+        assert traced == ["train", "test"]
+    else:
+        losses = [model.train_on_batch(x, y)[0] for _ in range(2)]
+        assert traced == ["train"]
+    # Every trainable variable has its two Adam moments, and the two steps trained.
+    assert len(model.optimizer.variables) == 2 + 2 * len(model.trainable_variables)
+    assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
