@@ -6,7 +6,8 @@ batch ``--batch``), fresh processes alternate ``--repeats`` times between the pa
 put first on that process's ``PYTHONPATH``) and this checkout's. Each process builds and compiles the
 model as ``benchmarks/scale.py`` does (Adam, the library's loss for its scores) and measures:
 
-- the first ``train_on_batch`` (tracing included, seconds) and the one after it (the step, seconds);
+- the first ``train_on_batch`` (tracing included, seconds) and the median of the ``--steps`` after it
+  (the step, seconds);
 - how many times the training step was traced (its Python body runs only while it is traced): two
   when the optimizer's and metrics' variables are created inside the first trace, one when they exist
   before it.
@@ -19,7 +20,7 @@ machine.
 Usage::
 
     git archive COMMIT keras_capsules | tar -x -C /tmp/before
-    python benchmarks/first_step.py --before /tmp/before [--size 64] [--batch 16] [--repeats 1] [--only FMCapsNet,AgreementGLOM]
+    python benchmarks/first_step.py --before /tmp/before [--size 64] [--batch 16] [--steps 3] [--repeats 1] [--only FMCapsNet,AgreementGLOM]
 """
 
 import argparse
@@ -37,11 +38,11 @@ sys.path.insert(0, HERE)
 from scale import APPLICATIONS, CLASSES, KNOWN, child_row, run_or_child, run_parser, write_run  # noqa: E402
 
 PACKAGES = ("before", "after")
-DEFAULTS = dict(before="", only="", size=64, batch=16, repeats=1)
+DEFAULTS = dict(before="", only="", size=64, batch=16, steps=3, repeats=1)
 
 
-def measure(application, size, batch):
-    """One process's figures: parameters, training-step traces, first step (s) and the step after it (s),
+def measure(application, size, batch, steps):
+    """One process's figures: parameters, training-step traces, first step (s) and the median of ``steps`` after it (s),
     or ``{"status": "refused", "why": ...}`` when the constructor refuses the input."""
     import keras
     import numpy as np
@@ -63,17 +64,17 @@ def measure(application, size, batch):
     x = rng.uniform(size=(batch, size, size, 3)).astype("float32")
     y = rng.integers(0, CLASSES, batch)
     times = []
-    for _ in range(2):
+    for _ in range(1 + steps):
         start = time.perf_counter()
         model.train_on_batch(x, y)
         times.append(time.perf_counter() - start)
     return {"status": "measured", "parameters": model.count_params(), "traces": len(traces), "first_step_s": times[0],
-            "step_s": times[1], "package_path": os.path.dirname(os.path.dirname(keras_capsules.__file__))}
+            "step_s": statistics.median(times[1:]), "package_path": os.path.dirname(os.path.dirname(keras_capsules.__file__))}
 
 
 def run_child(application, package, args):
     command = [sys.executable, os.path.abspath(__file__), "--child", package, "--only", application,
-               "--size", str(args.size), "--batch", str(args.batch)]
+               "--size", str(args.size), "--batch", str(args.batch), "--steps", str(args.steps)]
     env = None
     if package == "before":
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(args.before), os.environ.get("PYTHONPATH")])))
@@ -116,7 +117,7 @@ def run_all(args):
                 print(f"{application} {package}: {json.dumps(found[application][package][-1])}", file=sys.stderr, flush=True)
     ended = datetime.datetime.now(datetime.timezone.utc)
     rows = [summary_row(application, args, measured) for application, measured in found.items()]
-    measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the next, and the training step's "
+    measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the median of {args.steps} after it, and the training step's "
                 f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)")
     return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=os.path.abspath(args.before))
 
@@ -124,7 +125,7 @@ def run_all(args):
 def main(argv=None):
     parser = run_parser(__doc__, DEFAULTS)
     parser.add_argument("--child", choices=PACKAGES, default=None, help=argparse.SUPPRESS)
-    return run_or_child(parser.parse_args(argv), lambda args: measure(args.only, args.size, args.batch), run_all)
+    return run_or_child(parser.parse_args(argv), lambda args: measure(args.only, args.size, args.batch, args.steps), run_all)
 
 
 if __name__ == "__main__":

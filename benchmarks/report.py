@@ -358,7 +358,7 @@ TABLES = [
          intro="`benchmarks/first_step.py`: the first `train_on_batch` (tracing included) of every application, the package "
                "before `CapsuleClassifier` created the optimizer's and metrics' variables ahead of the first step (the run "
                "file's `before`, first on `PYTHONPATH`) and this one, fresh processes alternating; how many times each traced "
-               "its training step, each process's first step, and the step after it (medians).",
+               "its training step, each process's first step, and the median step after it (the run's `measured` says of how many).",
          columns=[col("application"), col("input"), col("batch", "> batch"),
                   ("> traces, before · after", lambda row: "—" if row["status"] != "measured" else
                    f"{'/'.join(map(str, row['before_traces']))} · {'/'.join(map(str, row['after_traces']))}"),

@@ -9,13 +9,13 @@ report = load_script("benchmarks/report.py")
 
 
 def test_a_process_traces_the_training_step_once_and_times_two_steps():
-    figures = first_step.measure("BaselineCNN", 32, 2)
+    figures = first_step.measure("BaselineCNN", 32, 2, 2)
     assert figures["status"] == "measured" and figures["traces"] == 1
     assert figures["first_step_s"] > 0 and figures["step_s"] > 0 and figures["parameters"] > 0
 
 
 def test_a_constructor_that_refuses_the_input_is_recorded_as_refused():
-    figures = first_step.measure("EffConvCapsNet", 32, 2)  # EffConvCapsNet needs at least 33 px
+    figures = first_step.measure("EffConvCapsNet", 32, 2, 1)  # EffConvCapsNet needs at least 33 px
     assert figures["status"] == "refused" and "EffConvCapsNet" in figures["why"]
 
 
