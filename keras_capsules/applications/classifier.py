@@ -1,5 +1,6 @@
 """``CapsuleClassifier``: the functional model every application returns, with an optional label-masked reconstruction decoder that trains with plain ``fit``."""
 
+import contextlib
 import inspect
 import json
 import sys
@@ -225,22 +226,41 @@ class CapsuleClassifier(keras.Model):
         validation = arguments.get("validation_data")
         if isinstance(validation, (tuple, list)) and len(validation) >= 2:
             self._check_labels("fit", "validation_data", validation[1])
-        return super().fit(*args, **kwargs)
+        with self._training():
+            return super().fit(*args, **kwargs)
+
+    def train_on_batch(self, *args, **kwargs):
+        """``keras.Model.train_on_batch``, its training state created before its first trace (see :meth:`_maybe_symbolic_build`)."""
+        with self._training():
+            return super().train_on_batch(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def _training(self):
+        """Marks a ``fit`` or ``train_on_batch`` call, for :meth:`_maybe_symbolic_build`."""
+        self._in_training_call = True
+        try:
+            yield
+        finally:
+            self._in_training_call = False
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """Creates the optimizer's, the loss's and the metrics' variables before the first step is traced.
+        """Creates the optimizer's, the loss's and the metrics' variables before ``fit`` or ``train_on_batch`` traces its first step.
 
-        Keras's TensorFlow trainer does this only under a distribution strategy; otherwise they are
-        created while ``fit``, ``train_on_batch`` or ``evaluate`` traces its first step, and a
-        ``tf.function`` that creates variables is traced twice, so the first step paid for its
-        tracing twice (FMCapsNet at 64x64x3, batch 16: about 21 s, 11 s with one trace). Built from
-        the shapes of the first batch (``keras.Model._symbolic_build``, as under a strategy); the
-        strategy case, and a Keras without ``_symbolic_build``, are Keras's own; inputs with no batch
-        are left to the first step. Other backends build this way already and never call it.
+        Keras's TensorFlow trainer does this only under a distribution strategy; otherwise it creates
+        them inside the first traced step, and TensorFlow traces a ``tf.function`` that creates
+        variables twice: the first step paid for its tracing twice (FMCapsNet at 64x64x3, batch 16:
+        about 21 s, 11 s traced once). Built once, from the first batch's shapes
+        (``keras.Model._symbolic_build``, as under a strategy), while the optimizer is unbuilt (again
+        after a new ``compile``); later calls skip it, since each symbolic pass costs a traced forward
+        pass. Left to Keras: a strategy, a Keras without ``_symbolic_build``, inputs with no batch, and
+        ``evaluate`` alone (an evaluation does not allocate the optimizer's state). Other backends
+        build this way already and never call it.
         """
         build = getattr(self, "_symbolic_build", None)
-        if getattr(self, "_distribute_strategy", None) is not None or build is None:
+        if getattr(self, "_distribute_strategy", None) is not None or build is None or not getattr(self, "_in_training_call", False):
             return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        if self.optimizer is None or self.optimizer.built:
+            return None
         try:
             build(iterator=iterator, data_batch=data_batch)
         except StopIteration:

@@ -188,8 +188,22 @@ def test_the_first_training_step_is_traced_once(entry):
         losses = history.history["loss"]
         assert traced == ["train", "test"]
     else:
-        losses = [model.train_on_batch(x, y)[0] for _ in range(2)]
-        assert traced == ["train"]
+        builds = []
+        symbolic_build = model._symbolic_build
+        model._symbolic_build = lambda **kwargs: builds.append(1) or symbolic_build(**kwargs)
+        losses = [model.train_on_batch(x, y)[0] for _ in range(3)]
+        # Built before the first call only: a symbolic pass on every call would cost each step a traced forward pass.
+        assert traced == ["train"] and len(builds) == 1
     # Every trainable variable has its two Adam moments, and the two steps trained.
     assert len(model.optimizer.variables) == 2 + 2 * len(model.trainable_variables)
     assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
+
+
+def test_evaluate_alone_does_not_allocate_the_optimizers_state():
+    # Creating the training state ahead of the first trace is for fit and train_on_batch only: an evaluation of
+    # a compiled model keeps Adam's moments unallocated (Keras's own behaviour).
+    model = EffCapsNet()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x, y = np.random.default_rng(0).uniform(size=(8, 28, 28, 1)).astype("float32"), np.arange(8) % 10
+    loss, accuracy = model.evaluate(x, y, verbose=0)
+    assert not model.optimizer.built and np.isfinite(loss) and 0 <= accuracy <= 1
