@@ -19,7 +19,7 @@ machine.
 
 Usage::
 
-    git archive COMMIT keras_capsules | tar -x -C /tmp/before
+    git archive COMMIT keras_capsules | tar -x -C /tmp/before && git rev-parse COMMIT > /tmp/before/COMMIT
     python benchmarks/first_step.py --before /tmp/before [--size 64] [--batch 16] [--steps 3] [--repeats 1] [--only FMCapsNet,AgreementGLOM]
 """
 
@@ -119,7 +119,17 @@ def run_all(args):
     rows = [summary_row(application, args, measured) for application, measured in found.items()]
     measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the median of {args.steps} after it, and the training step's "
                 f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)")
-    return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=os.path.abspath(args.before))
+    return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=before_record(args.before))
+
+
+def before_record(folder):
+    """The earlier package: its folder, and its commit where a ``COMMIT`` file beside ``keras_capsules/`` names it."""
+    record = {"path": os.path.abspath(folder)}
+    marker = os.path.join(folder, "COMMIT")
+    if os.path.exists(marker):
+        with open(marker) as handle:
+            record["commit"] = handle.read().strip()
+    return record
 
 
 def main(argv=None):

@@ -33,8 +33,9 @@ def test_page_stays_short():
     # and to 420 for prediction by chunks of rows against the whole vote tensor and a first step against its backbone's,
     # and to 430 for what the slowest training steps count at 64x64x3 (arithmetic, transcendentals, bytes written),
     # and to 450 for the 224x224x3 rows of every application (a run of their own, on another host: both scale tables),
-    # and to 480 for the side-by-side pairs rerun after the scaling work and the library's side before and after it.
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 480
+    # and to 480 for the side-by-side pairs rerun after the scaling work and the library's side before and after it,
+    # and to 500 for every application's first step traced once, against the package before.
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 500
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
