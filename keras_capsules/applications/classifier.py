@@ -146,6 +146,10 @@ class CapsuleClassifier(keras.Model):
         self.pixel_reduction = pixel_reduction
         self.mask_top_k = mask_top_k
         self.class_mask = Mask(top_k=mask_top_k, name="mask")
+        # Weightless, and called only in the loss with a decoder: built now, so that Keras's check before each
+        # train_on_batch on JAX and PyTorch (and under a TensorFlow strategy) finds every layer built and skips
+        # its symbolic forward pass.
+        self.class_mask.build(None)
         self.reconstruction = ReconstructionLoss(reconstruction_weight, pixel_reduction)
         self.decoder = decoder
         self.scores_and_poses = None

@@ -194,7 +194,9 @@ def test_the_first_training_step_is_traced_once(entry):
         losses = [model.train_on_batch(x, y)[0] for _ in range(3)]
         # Built before the first call only: a symbolic pass on every call would cost each step a traced forward pass.
         assert traced == ["train"] and len(builds) == 1
-    # Every trainable variable has its two Adam moments, and the two steps trained.
+    # Every layer is built (Keras's other backends re-run a symbolic forward pass before each train_on_batch
+    # while one is not), every trainable variable has its two Adam moments, and the two steps trained.
+    assert [layer.name for layer in model._flatten_layers() if not layer.built] == []
     assert len(model.optimizer.variables) == 2 + 2 * len(model.trainable_variables)
     assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
 
