@@ -160,6 +160,16 @@ def percent(key):
 SCALE_SIZES = (32, 64, 128, 224)
 
 
+def measured_only(cell):
+    """``cell(row)`` for a measured row, a dash for one whose application refused the input."""
+    return lambda row: cell(row) if row["status"] == "measured" else "—"
+
+
+def before_after(key, show):
+    """``before_<key>`` and ``after_<key>`` of a row, each shown by ``show``: ``"before · after"``."""
+    return lambda row: f"{show(row['before_' + key])} · {show(row['after_' + key])}"
+
+
 def scale_by_application(rows):
     """benchmarks/scale.py's rows, one per (application, size) -> one per application: ``{size: row}`` under
     ``"sizes"`` and the same input's ``BaselineCNN`` row under ``"cnn"``."""
@@ -360,14 +370,11 @@ TABLES = [
                "file's `before`, first on `PYTHONPATH`) and this one, fresh processes alternating; how many times each traced "
                "its training step, each process's first step, and the median step after it (the run's `measured` says of how many).",
          columns=[col("application"), col("input"), col("batch", "> batch"),
-                  ("> traces, before · after", lambda row: "—" if row["status"] != "measured" else
-                   f"{'/'.join(map(str, row['before_traces']))} · {'/'.join(map(str, row['after_traces']))}"),
-                  ("> first step (s), before · after", lambda row: "—" if row["status"] != "measured" else
-                   f"{' / '.join(num(v) for v in row['before_first_step_s'])} · {' / '.join(num(v) for v in row['after_first_step_s'])}"),
-                  ("> after / before", lambda row: "—" if row["status"] != "measured" else
-                   r2(statistics.median(row["after_first_step_s"]) / statistics.median(row["before_first_step_s"]))),
-                  ("> step (s), before · after", lambda row: "—" if row["status"] != "measured" else
-                   f"{num(row['before_step_s'])} · {num(row['after_step_s'])}"),
+                  ("> traces, before · after", measured_only(before_after("traces", lambda v: "/".join(map(str, v))))),
+                  ("> first step (s), before · after", measured_only(before_after("first_step_s", lambda v: " / ".join(map(num, v))))),
+                  ("> after / before", measured_only(lambda row: r2(statistics.median(row["after_first_step_s"])
+                                                                    / statistics.median(row["before_first_step_s"])))),
+                  ("> step (s), before · after", measured_only(before_after("step_s", num))),
                   ("note", lambda row: row.get("why") or "")]),
     dict(key="scale-before", heading="Capsules at larger inputs, before the scaling work", rows=("scale-before",),
          transform=scale_by_application,
