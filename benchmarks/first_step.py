@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from scale import APPLICATIONS, CLASSES, KNOWN, child_row, run_or_child, run_parser, write_run  # noqa: E402
+from scale import APPLICATIONS, CLASSES, KNOWN, child_row, frozen_package_record, run_or_child, run_parser, write_run  # noqa: E402
 
 PACKAGES = ("before", "after")
 DEFAULTS = dict(before="", only="", size=64, batch=16, steps=3, repeats=1)
@@ -119,17 +119,7 @@ def run_all(args):
     rows = [summary_row(application, args, measured) for application, measured in found.items()]
     measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the median of {args.steps} after it, and the training step's "
                 f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)")
-    return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=before_record(args.before))
-
-
-def before_record(folder):
-    """The earlier package: its folder, and its commit where a ``COMMIT`` file beside ``keras_capsules/`` names it."""
-    record = {"path": os.path.abspath(folder)}
-    marker = os.path.join(folder, "COMMIT")
-    if os.path.exists(marker):
-        with open(marker) as handle:
-            record["commit"] = handle.read().strip()
-    return record
+    return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=frozen_package_record(args.before))
 
 
 def main(argv=None):

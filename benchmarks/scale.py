@@ -309,6 +309,16 @@ def host_record(name=None):
     return {"id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), "cpu": cpu, "cores": cores, "name": name}, machine_description()
 
 
+def frozen_package_record(folder):
+    """A folder holding a frozen ``keras_capsules/``: its path, and its commit where a ``COMMIT`` file beside the package names it."""
+    record = {"path": os.path.abspath(folder)}
+    marker = os.path.join(folder, "COMMIT")
+    if os.path.exists(marker):
+        with open(marker) as handle:
+            record["commit"] = handle.read().strip()
+    return record
+
+
 def package_record():
     """The keras_capsules this run measures (the one a child process imports): its folder and commit.
 
@@ -319,10 +329,9 @@ def package_record():
     import importlib.util
 
     folder = os.path.dirname(os.path.dirname(importlib.util.find_spec("keras_capsules").origin))
-    marker = os.path.join(folder, "COMMIT")
-    if os.path.exists(marker):
-        with open(marker) as handle:
-            return {"path": folder, "commit": handle.read().strip()}
+    frozen = frozen_package_record(folder)
+    if "commit" in frozen:
+        return frozen
 
     def git(*arguments):
         return subprocess.run(["git", "-C", folder, *arguments], capture_output=True, text=True).stdout.strip()
