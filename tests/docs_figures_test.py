@@ -227,6 +227,11 @@ def _cost_row(application, gflop, transcendental, written, per_byte, top=("Mul",
                 op_types=[{"op_type": top[0], "mflop_per_image": top[1]}])
 
 
+def _first_step_row(application, first_step_s, step_s):
+    return dict(target="first-step", application=application, input="64x64x3", batch=16, status="measured",
+                after_first_step_s=[first_step_s], after_step_s=step_s)
+
+
 def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeypatch):
     counts = {"rows": [
         _cost_row("BaselineCNN", 1.5, 0.0, 10.0, 35.0, ("Conv2D", 480.0)),
@@ -238,9 +243,27 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
         _scale_row("BaselineCNN", 64, step_ms=400.0, train_peak_mb=1000, gflops=60.0),
         _scale_row("MatrixCapsNet", 64, step_ms=130000.0, train_peak_mb=4000, gflops=1.5),
     ]}
+    scale["rows"].append(_scale_row("ConsensusCapsNet-dynamic", 64, step_ms=4600.0, train_peak_mb=1500, gflops=3.0))
+    first = {"host": {"name": "Other CPU"}, "rows": [
+        _first_step_row("BaselineCNN", 1.1, 0.2), _first_step_row("MatrixCapsNet", 41.0, 27.0),
+        _first_step_row("ConsensusCapsNet", 36.0, 22.0), _first_step_row("FMCapsNet", 12.0, 0.5),
+    ]}
     monkeypatch.setattr(figures, "step_cost_record", lambda: (counts, "c-step-cost.json"))
     monkeypatch.setattr(figures, "scale_record", lambda: (scale, "s-scale.json"))
+    monkeypatch.setattr(figures, "first_step_record", lambda: (first, "f-first-step.json"))
     block = figures.why_slow()
+    # 180 / 10 = 18 times the CNN's values; 4,600 / 400 ms = 11.5 times its step
+    assert ("- `ConsensusCapsNet-dynamic`: 0.9 GFLOP per image, fewer than the CNN's 1.5, but 180 M float32 values written "
+            "per image, 18× the CNN's 10.0 M (1.20 flops per byte written): its step is bound by memory traffic, not by "
+            "arithmetic; on Test CPU its step was 11.5× the CNN's.") in block
+    # over 30 s: MatrixCapsNet 41 - 27 = 14 s, ConsensusCapsNet 36 - 22 = 14 s; FMCapsNet's 12 s is within it
+    assert ("on Other CPU (`benchmarks/results/f-first-step.json`): `MatrixCapsNet` 41.0 s, of which a step takes 27.0 s "
+            "(tracing and the rest 14.0 s); `ConsensusCapsNet` 36.0 s, of which a step takes 22.0 s (tracing and the rest "
+            "14.0 s). Less its step, each is within 30 s") in block and "FMCapsNet" not in block
+    first["rows"][1].update(after_first_step_s=[65.0], after_step_s=34.0)  # 65 - 34 = 31 s besides the step: refused
+    with pytest.raises(ValueError, match="less its step"):
+        figures.why_slow()
+    first["rows"][1].update(after_first_step_s=[41.0], after_step_s=27.0)
     # 4,250 M values x 4 bytes x 16 images = 272 GB; 9,000 of 12,000 MFLOP = 75 %
     assert ("- `MatrixCapsNet`: 12 GFLOP per image, 4,250 M float32 values written per image (272 GB a step at batch 16), "
             "0.70 flops per byte written against 35.0 for the CNN's convolutions; 42.0 M transcendental evaluations "

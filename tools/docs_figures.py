@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -714,8 +715,58 @@ def why_slow():
         figures_ = ", ".join(f"`{a}` {achieved[a]['gflops']:.3g}" for a in rates)
         lines.append(f"- On {scale['host']['name']} (`benchmarks/results/{scale_name}`) their steps achieved {figures_} GFLOP/s, "
                      f"the CNN's {cnn_rate:.3g}.")
+    lines.append(_traffic_bound(TRAFFIC_BOUND, rows[TRAFFIC_BOUND], cnn, achieved, scale["host"]["name"]))
+    lines.append(_first_step_bound())
     return "\n".join([f"Counted by `benchmarks/scale_counts.py` from each training step's graph at {size}×{size}×3 (run record: "
                       f"`benchmarks/results/{counts_name}`; the counts are the same on any machine):", "", *lines])
+
+
+#: The network with less arithmetic than the CNN whose step is still several times the CNN's: "why slow" says what bounds it.
+TRAFFIC_BOUND = "ConsensusCapsNet-dynamic"
+
+
+def _traffic_bound(application, row, cnn, achieved, host_name):
+    """One sentence: ``application`` counts fewer flops than the CNN but writes many times its values (step-cost record)."""
+    check(row["gflop_per_image"] < cnn["gflop_per_image"], f"{application} counts fewer flops per image than the CNN")
+    written = row["m_written_per_image"] / cnn["m_written_per_image"]
+    check(written > 10, f"{application} writes more than 10x the CNN's values per image")
+    sentence = (f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, fewer than the CNN's {cnn['gflop_per_image']:.3g}, "
+                f"but {row['m_written_per_image']:,.0f} M float32 values written per image, {written:.0f}× the CNN's "
+                f"{cnn['m_written_per_image']:.1f} M ({row['flops_per_byte']:.2f} flops per byte written): its step is bound by "
+                "memory traffic, not by arithmetic")
+    if application in achieved and "BaselineCNN" in achieved:
+        ratio = achieved[application]["step_ms"] / achieved["BaselineCNN"]["step_ms"]
+        sentence += f"; on {host_name} its step was {ratio:.1f}× the CNN's"
+    return sentence + "."
+
+
+#: The first step's target (issue 52), seconds at 64x64x3.
+FIRST_STEP_LIMIT_S = 30
+
+
+def first_step_record():
+    """The newest run of ``benchmarks/first_step.py``."""
+    return newest_run("first-step", "first_step.py")
+
+
+def _first_step_bound():
+    """One sentence: the applications whose first step (first-step record) passes the limit, and how much of it is one step."""
+    record, name = first_step_record()
+    over = []
+    for row in record["rows"]:
+        if row["status"] != "measured":
+            continue
+        first = statistics.median(row["after_first_step_s"])
+        if first > FIRST_STEP_LIMIT_S:
+            over.append((row["application"], first, row["after_step_s"]))
+    check(bool(over), f"some first step in {name} passes {FIRST_STEP_LIMIT_S} s")
+    check(all(step > first / 2 for _, first, step in over), "each first step over the limit is mostly the step itself")
+    check(all(first - step < FIRST_STEP_LIMIT_S for _, first, step in over), f"each first step less its step is within {FIRST_STEP_LIMIT_S} s")
+    parts = "; ".join(f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s (tracing and the rest {first - step:.1f} s)"
+                      for application, first, step in over)
+    return (f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
+            f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: what passes the "
+            "limit is the step itself, bound as above.")
 
 
 #: block name -> the function writing it.
