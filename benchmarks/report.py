@@ -385,13 +385,13 @@ TABLES = [
          + [(f"> {s}×{s}×3: GFLOP/s (× CNN) · first step", scale_size_cell(
              s, lambda row: f"{row['gflops']:.3g} · {row['first_step_s']:g} s",
              lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")) for s in SCALE_SIZES[:2]]),
-    dict(key="profile-step", heading="Profile of the slowest applications at 64x64x3", rows=("profile-step",),
+    dict(key="profile-step", heading="Profile of the slowest applications", rows=("profile-step",),
          intro="`benchmarks/profile_step.py` (TensorFlow's profiler, which slows the step; op time is the host's self time "
                "of the ops it traces, the shares are what counts) and `benchmarks/training_step_cost.py` (counted GFLOP per "
                "image and flops per float32 byte written, from the traced graph) on the same package: one training step at "
-               "batch 16, RGB; the package before the chunking work, at HEAD, and with a change. Step and first step (tracing "
-               "included) from the profiling process, on a machine shared with other work: their ratios, not their values, "
-               "carry.",
+               "batch 16, RGB; the package of each row named (before the chunking work, at the HEAD of its day, with a change). Step "
+               "and first step (tracing included) from the profiling process; each run's `measured` (in \"The runs\") says "
+               "what else the machine ran: compare the rows of one run with each other, not across runs.",
          columns=[col("configuration"), col("input"), col("package"), col("step_ms", "> step (ms)"),
                   col("first_step_s", "> first step (s)"), col("gflop_per_image", "> GFLOP / image"),
                   ("> GFLOP/s", lambda row: r2(ratio(row["gflop_per_image"] and row["gflop_per_image"] * row["batch"] * 1e3, row["step_ms"]))),
