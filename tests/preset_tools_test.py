@@ -6,6 +6,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 
 from keras_capsules import applications
 from keras_capsules.testing.tiers import large
@@ -55,6 +56,17 @@ def test_train_seconds_prefers_the_runs_per_epoch_record_when_it_covers_every_ep
     assert make_preset.train_seconds(partial, str(path)) == 41.0
     path.write_text("no bars\n")
     assert make_preset.train_seconds({"epochs_completed": 2, "train_seconds": 60.0}, str(path)) == 60.0
+
+
+def test_given_train_seconds_replace_the_runs_record_whose_epochs_include_pauses(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("")
+    make_preset = tool("make_preset")
+    paused = {"epochs_completed": 2, "train_seconds": 0.0, "history": {"epoch_seconds": [5747.24, 979.32]}}  # epoch 1 held a 4,817 s pause
+    assert make_preset.recorded_train_seconds(None, paused, str(path)) == 6726.6  # the run's own record: pause included
+    assert make_preset.recorded_train_seconds(930.04 + 979.32, paused, str(path)) == 1909.4
+    with pytest.raises(SystemExit, match="--train-seconds expected a positive number"):
+        make_preset.recorded_train_seconds(0.0, paused, str(path))
 
 
 def test_a_background_runs_log_gives_its_command_and_its_one_line_epochs(tmp_path):

@@ -84,6 +84,15 @@ def train_seconds(run_metrics, log_path):
     return float(logged_train_seconds(log_path) or run_metrics["train_seconds"])
 
 
+def recorded_train_seconds(given, run_metrics, log_path):
+    """``given`` (``--train-seconds``, pauses already subtracted) when set, else :func:`train_seconds` of the run."""
+    if given is None:
+        return train_seconds(run_metrics, log_path)
+    if not given > 0:
+        raise SystemExit(f"make_preset: argument --train-seconds expected a positive number of seconds, received {given}")
+    return round(float(given), 1)
+
+
 def hardware():
     name = platform.processor() or platform.machine()
     try:
@@ -106,6 +115,9 @@ def main(argv=None):
     parser.add_argument("--subset-limit", type=int, default=1000)
     parser.add_argument("--command", help="the training command to record (default: the last one in RUN_DIR/train.log)")
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
+    parser.add_argument("--train-seconds", type=float, default=None,
+                        help="the training time to record when the run's own record counts time that was not training "
+                        "(a job stopped with SIGSTOP for benchmarks: its epochs' wall times include the pause); default: the run's record")
     parser.add_argument("--notes", default="", help="short remarks on the evaluation (the paper's figure, a target)")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
     parser.add_argument("--description", default="", help="what the model is (the card's opening)")
@@ -147,7 +159,7 @@ def main(argv=None):
         model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
         test_accuracy=0.0, test_examples=0, subset_accuracy=0.0, subset=subset, parameters=0,
         recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
-        epochs=int(run_metrics["epochs_completed"]), train_seconds=train_seconds(run_metrics, os.path.join(args.run_dir, "train.log")),
+        epochs=int(run_metrics["epochs_completed"]), train_seconds=recorded_train_seconds(args.train_seconds, run_metrics, os.path.join(args.run_dir, "train.log")),
         hardware=hardware(), library_version=keras_capsules.__version__,
         date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
         limitations=args.limitations, procedure=args.procedure, log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
