@@ -27,7 +27,7 @@ PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54}
 # Presets whose clean file has shipped, or whose run has finished (its final weights, metrics and log committed
 # beside this script): their phases are skipped, on a machine without their runs too (a rerun would read the
 # test set again).
-SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist "
+SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist capsnet-mnist "
 mkdir -p "$work"
 # Leading its session (started by setsid): the whole session's scheduler group to nice 19.
 . "$repo/tools/presets/session_priority.sh" && lower_session_priority
