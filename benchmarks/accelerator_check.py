@@ -56,7 +56,11 @@ CHECKS = ("preset", "fit", "data_parallel", "consensus_step")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 MNIST_TRAINING_IMAGES = 60_000
 #: (model, dataset, recipe variant) of the training check; the sample stands in for each recipe's data.
-FIT_RECIPES = (("EffCapsNet", "mnist_sample", "default"), ("CapsNet", "mnist_sample", "default"), ("FMCapsNet", "fashion_mnist", "light"))
+FIT_RECIPES = (
+    ("EffCapsNet", "mnist_sample", "default"),
+    ("CapsNet", "mnist_sample", "default"),
+    ("FMCapsNet", "fashion_mnist", "light"),
+)
 
 
 def device_description():
@@ -83,7 +87,10 @@ def load_test_set(dataset, data_dir):
 
 
 def count_correct(model, images, labels, batch_size=500):
-    predictions = [np.argmax(np.asarray(model.predict_on_batch(images[i : i + batch_size])), axis=-1) for i in range(0, len(images), batch_size)]
+    predictions = [
+        np.argmax(np.asarray(model.predict_on_batch(images[i : i + batch_size])), axis=-1)
+        for i in range(0, len(images), batch_size)
+    ]
     return int(np.sum(np.concatenate(predictions) == labels))
 
 
@@ -108,11 +115,18 @@ def check_presets(data_dir, report, limit=None):
                 start = time.perf_counter()
                 counts[precision] = count_correct(model, *data)
                 seconds = time.perf_counter() - start
-        report({
-            "check": "preset", "preset": key, "recorded_correct": recorded, "correct_default_precision": counts["default"],
-            "correct_highest_precision": counts["highest"], "images": len(data[1]), "seconds_highest": round(seconds, 2),
-            "ok": None if limit else abs(counts["highest"] - recorded) <= 5,
-        })
+        report(
+            {
+                "check": "preset",
+                "preset": key,
+                "recorded_correct": recorded,
+                "correct_default_precision": counts["default"],
+                "correct_highest_precision": counts["highest"],
+                "images": len(data[1]),
+                "seconds_highest": round(seconds, 2),
+                "ok": None if limit else abs(counts["highest"] - recorded) <= 5,
+            }
+        )
 
 
 class StepTimer(keras.callbacks.Callback):
@@ -150,9 +164,16 @@ def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_o
     accuracy = correct / len(held_out[1])
     later_steps = [t for epoch in timer.epochs[1:] for t in epoch] or timer.epochs[0]
     return {
-        "model": model_name, "recipe": f"{dataset}/{variant}", "policy": policy, "batch_size": recipe.batch_size, "epochs": epochs,
-        "losses": [round(v, 5) for v in losses], "held_out_accuracy": accuracy, "step_ms": round(1000 * statistics.median(later_steps), 2),
-        "first_epoch_s": round(sum(timer.epochs[0]), 1), "ok": bool(np.all(np.isfinite(losses)) and accuracy >= 0.90),
+        "model": model_name,
+        "recipe": f"{dataset}/{variant}",
+        "policy": policy,
+        "batch_size": recipe.batch_size,
+        "epochs": epochs,
+        "losses": [round(v, 5) for v in losses],
+        "held_out_accuracy": accuracy,
+        "step_ms": round(1000 * statistics.median(later_steps), 2),
+        "first_epoch_s": round(sum(timer.epochs[0]), 1),
+        "ok": bool(np.all(np.isfinite(losses)) and accuracy >= 0.90),
     }
 
 
@@ -163,19 +184,33 @@ def check_consensus_steps(report, batch_size, steps, warmup):
         keras.utils.set_random_seed(0)
         model = applications.ConsensusCapsNet(input_shape=(28, 28, 1), classes=10, router=router)
         seconds = measure_step_seconds(model, training_loss(router), batch_size, steps=steps, warmup=warmup)
-        report({
-            "check": "consensus_step", "model": "ConsensusCapsNet", "router": router, "batch_size": batch_size, "steps_timed": steps,
-            "step_s": round(seconds, 4), "hours_per_mnist_epoch": round(seconds * epoch_steps / 3600, 3),
-        })
+        report(
+            {
+                "check": "consensus_step",
+                "model": "ConsensusCapsNet",
+                "router": router,
+                "batch_size": batch_size,
+                "steps_timed": steps,
+                "step_s": round(seconds, 4),
+                "hours_per_mnist_epoch": round(seconds * epoch_steps / 3600, 3),
+            }
+        )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "accelerator_check.json"), help="JSON file for the records")
-    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/t10k-*")
+    parser.add_argument(
+        "--output",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "accelerator_check.json"),
+        help="JSON file for the records",
+    )
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/t10k-*"
+    )
     parser.add_argument("--epochs", type=int, default=3, help="training epochs per model and policy")
     parser.add_argument(
-        "--quick", action="store_true",
+        "--quick",
+        action="store_true",
         help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only; ConsensusCapsNet steps at batch 8, 2 timed",
     )
     parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated subset of {', '.join(CHECKS)}")
@@ -206,7 +241,9 @@ def main():
     if "fit" in checks:
         for model_name, dataset, variant in FIT_RECIPES:
             for policy in POLICIES[:1] if args.quick else POLICIES:
-                report({"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)})
+                report(
+                    {"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)}
+                )
     if "data_parallel" in checks:
         import jax
 
@@ -217,7 +254,9 @@ def main():
             keras.distribution.set_distribution(None)
         report({"check": "data_parallel", "replicas": len(jax.devices()), **record})
     if "consensus_step" in checks:
-        check_consensus_steps(report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3)
+        check_consensus_steps(
+            report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3
+        )
 
 
 if __name__ == "__main__":

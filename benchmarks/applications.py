@@ -23,11 +23,31 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 #: ``light_capsnet`` is seed 003's §4.1 network (ex4_1_light.py): Conv 9x9x64 ReLU -> PrimaryCaps
 #: 9x9 s2, 8 types x 8D -> 10 x 16D class capsules, on 28x28x1 (Fashion-MNIST) input.
 PAPER_CASES = {
-    "light CapsNet, dynamic x1 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 1}, 128, "inference"),
-    "light CapsNet, dynamic x3 (F-MNIST)": ("light_capsnet", {"router": "dynamic", "routing_iterations": 3}, 128, "inference"),
+    "light CapsNet, dynamic x1 (F-MNIST)": (
+        "light_capsnet",
+        {"router": "dynamic", "routing_iterations": 1},
+        128,
+        "inference",
+    ),
+    "light CapsNet, dynamic x3 (F-MNIST)": (
+        "light_capsnet",
+        {"router": "dynamic", "routing_iterations": 3},
+        128,
+        "inference",
+    ),
     "light CapsNet, fm_agreement (F-MNIST)": ("light_capsnet", {"router": "fm_agreement"}, 128, "inference"),
-    "InvertedAttentionCapsNet simple, 1 iteration": ("InvertedAttentionCapsNet", {"variant": "cifar10-simple", "routing_iterations": 1}, 32, "train"),
-    "InvertedAttentionCapsNet simple, 2 iterations": ("InvertedAttentionCapsNet", {"variant": "cifar10-simple", "routing_iterations": 2}, 32, "train"),
+    "InvertedAttentionCapsNet simple, 1 iteration": (
+        "InvertedAttentionCapsNet",
+        {"variant": "cifar10-simple", "routing_iterations": 1},
+        32,
+        "train",
+    ),
+    "InvertedAttentionCapsNet simple, 2 iterations": (
+        "InvertedAttentionCapsNet",
+        {"variant": "cifar10-simple", "routing_iterations": 2},
+        32,
+        "train",
+    ),
 }
 
 
@@ -55,15 +75,17 @@ def light_capsnet(router, routing_iterations=None):
     images = keras.Input((28, 28, 1))
     x = keras.layers.Conv2D(64, 9, activation="relu")(images)
     primary = layers.PrimaryCaps(8, 8, kernel_size=9, strides=2)(x)
-    poses, activations = layers.FcCaps(10, 16, router=router, routing_iterations=routing_iterations, name="class_caps")(primary)
+    poses, activations = layers.FcCaps(10, 16, router=router, routing_iterations=routing_iterations, name="class_caps")(
+        primary
+    )
     return keras.Model(images, layers.Length()(poses) if router == "dynamic" else activations)
 
 
 def measure(constructor, kwargs, batch, steps, what):
     import keras
     import numpy as np
-
     from common import peak_rss_mib, time_fit_step, time_inference
+
     from keras_capsules import applications
 
     model = light_capsnet(**kwargs) if constructor == "light_capsnet" else getattr(applications, constructor)(**kwargs)
@@ -96,6 +118,7 @@ def main():
         print(json.dumps(measure(constructor, kwargs, batch, args.steps, what)))
         return
     from common import machine_description, write_results
+
     from keras_capsules import applications
 
     cases = {}
@@ -111,7 +134,10 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     for name, case in cases.items():
         result = subprocess.run(
-            [sys.executable, __file__, "--child", json.dumps(case), "--steps", str(args.steps)], capture_output=True, text=True, cwd=here
+            [sys.executable, __file__, "--child", json.dumps(case), "--steps", str(args.steps)],
+            capture_output=True,
+            text=True,
+            cwd=here,
         )
         row = {"name": name}
         if result.returncode:
@@ -123,7 +149,9 @@ def main():
     payload = {"machine": machine_description(), "rows": rows}
     write_results("applications", payload)
     print(f"Machine: {payload['machine']}\n")
-    print("| configuration | parameters | input | batch | training step (ms) | inference (ms / batch) | images/s | peak RSS (MiB) |")
+    print(
+        "| configuration | parameters | input | batch | training step (ms) | inference (ms / batch) | images/s | peak RSS (MiB) |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|---:|")
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
     for r in rows:

@@ -35,9 +35,9 @@ def worker(iterations, batch, steps):
     """Median seconds of ``steps`` training steps at ``iterations``, printed as one JSON line."""
     import keras
     import numpy as np
+    from common import median_call_seconds
 
     from keras_capsules import applications
-    from common import median_call_seconds
 
     model = applications.InvertedAttentionCapsNet(variant=VARIANT, routing_iterations=iterations)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=keras.losses.SparseCategoricalCrossentropy())
@@ -54,7 +54,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per process")
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--output", default=None, help="JSON path (default benchmarks/results/concurrent_iterations.json)")
+    parser.add_argument(
+        "--output", default=None, help="JSON path (default benchmarks/results/concurrent_iterations.json)"
+    )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
@@ -65,18 +67,35 @@ def main():
     runs = {t: [] for t in args.iterations}
     for round_ in range(args.rounds):
         for t in args.iterations:
-            command = [sys.executable, __file__, "--worker", str(t), "--batch", str(args.batch), "--steps", str(args.steps)]
+            command = [
+                sys.executable,
+                __file__,
+                "--worker",
+                str(t),
+                "--batch",
+                str(args.batch),
+                "--steps",
+                str(args.steps),
+            ]
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
-                raise RuntimeError(f"concurrent_iterations: the worker for {t} iterations failed:\n{result.stderr[-2000:]}")
+                raise RuntimeError(
+                    f"concurrent_iterations: the worker for {t} iterations failed:\n{result.stderr[-2000:]}"
+                )
             runs[t].append(json.loads(result.stdout.strip().splitlines()[-1])["seconds"])
             print(f"round {round_ + 1}/{args.rounds}, {t} iterations: {runs[t][-1] * 1e3:.0f} ms", flush=True)
     medians = {t: statistics.median(times) for t, times in runs.items()}
     rows, previous = [], None
     for t in args.iterations:
         increment = None if previous is None else medians[t] - medians[previous]
-        rows.append({"iterations": t, "step_ms": medians[t] * 1e3, "increment_ms": None if increment is None else increment * 1e3,
-                     "runs_ms": [s * 1e3 for s in runs[t]]})
+        rows.append(
+            {
+                "iterations": t,
+                "step_ms": medians[t] * 1e3,
+                "increment_ms": None if increment is None else increment * 1e3,
+                "runs_ms": [s * 1e3 for s in runs[t]],
+            }
+        )
         previous = t
     payload = {
         "machine": machine_description(),

@@ -81,8 +81,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import numpy as np
-
     from common import machine_description, median_call_seconds, write_results
+
     from keras_capsules import applications
 
     model = applications.EffCapsNet()
@@ -92,8 +92,14 @@ def main(argv=None):
     for i in (1, 2, 3, 4):
         norm = model.get_layer(f"bn{i}")
         gamma, beta, mean, variance = norm.get_weights()
-        norm.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.1, beta.shape),
-                          rng.normal(0, 0.1, mean.shape), rng.uniform(0.5, 1.5, variance.shape)])
+        norm.set_weights(
+            [
+                rng.uniform(0.5, 1.5, gamma.shape),
+                rng.normal(0, 0.1, beta.shape),
+                rng.normal(0, 0.1, mean.shape),
+                rng.uniform(0.5, 1.5, variance.shape),
+            ]
+        )
     calls = variants(model)
     reference = np.asarray(model.predict_on_batch(x))
     folded = np.asarray(calls["batch norms folded"](x))
@@ -111,10 +117,19 @@ def main(argv=None):
     machine = machine_description()
     print(f"# {machine}; batch {args.batch}; folded output max |diff| {error:.2g}")
     base = statistics.median(medians["predict_on_batch"])
-    rows = [{"variant": name, "ms": 1000 * statistics.median(values), "share": statistics.median(values) / base,
-             "round_medians_ms": [1000 * value for value in values]} for name, values in medians.items()]
-    write_results("eff_capsnet_inference_floor", {"machine": machine, "batch": args.batch,
-                                                   "folded_max_abs_diff": error, "rows": rows})
+    rows = [
+        {
+            "variant": name,
+            "ms": 1000 * statistics.median(values),
+            "share": statistics.median(values) / base,
+            "round_medians_ms": [1000 * value for value in values],
+        }
+        for name, values in medians.items()
+    ]
+    write_results(
+        "eff_capsnet_inference_floor",
+        {"machine": machine, "batch": args.batch, "folded_max_abs_diff": error, "rows": rows},
+    )
     print("| variant | ms per batch | share of predict_on_batch |")
     print("|---|---:|---:|")
     for row in rows:

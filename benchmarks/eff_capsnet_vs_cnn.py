@@ -12,8 +12,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-
 from common import machine_description, time_fit_step, time_inference, write_results  # noqa: E402
+
 from keras_capsules import applications, losses  # noqa: E402
 
 
@@ -62,7 +62,9 @@ def main():
     }
     write_results("eff_capsnet_vs_cnn", payload)
     print(f"Machine: {payload['machine']}")
-    print(f"EffCapsNet with decoder: {payload['eff_capsnet_params']:,} parameters; plain CNN: {payload['cnn_params']:,}\n")
+    print(
+        f"EffCapsNet with decoder: {payload['eff_capsnet_params']:,} parameters; plain CNN: {payload['cnn_params']:,}\n"
+    )
     print("| measurement | EffCapsNet (ms) | plain CNN (ms) | ratio | reference TF Efficient-CapsNet (ms) |")
     print("|---|---:|---:|---:|---:|")
     for row in rows:

@@ -88,7 +88,17 @@ def export_all(name, folder):
 
 
 def time_runtime(runtime, path, shape, batches, repeats, warmup):
-    command = [sys.executable, "-c", CHILD, runtime, path, json.dumps(shape), json.dumps(batches), str(repeats), str(warmup)]
+    command = [
+        sys.executable,
+        "-c",
+        CHILD,
+        runtime,
+        path,
+        json.dumps(shape),
+        json.dumps(batches),
+        str(repeats),
+        str(warmup),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if not lines:
@@ -104,7 +114,11 @@ def table(payload):
         cells = []
         for runtime in RUNTIMES:
             result = row[runtime]
-            cells += [f"error: {result['error']}"] + [""] * (len(batches) - 1) if "error" in result else [f"{result[str(b)]:.2f}" for b in batches]
+            cells += (
+                [f"error: {result['error']}"] + [""] * (len(batches) - 1)
+                if "error" in result
+                else [f"{result[str(b)]:.2f}" for b in batches]
+            )
         lines.append(f"| {row['model']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -118,6 +132,7 @@ def main():
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     args = parser.parse_args()
     from common import machine_description, write_results
+
     from keras_capsules import applications
 
     names = applications.list_configurations()
@@ -132,7 +147,9 @@ def main():
             shape = export_all(name, folder)
             row = {"model": name, "input_shape": shape}
             for runtime in RUNTIMES:
-                row[runtime] = time_runtime(runtime, os.path.join(folder, FILES[runtime]), shape, batches, args.repeats, args.warmup)
+                row[runtime] = time_runtime(
+                    runtime, os.path.join(folder, FILES[runtime]), shape, batches, args.repeats, args.warmup
+                )
                 if row[runtime].pop("loaded_keras_capsules", False):
                     raise RuntimeError(f"{name}: the {runtime} timing process imported keras_capsules")
         print(json.dumps(row), flush=True)

@@ -58,7 +58,9 @@ def first_per_class(labels, per_class, classes):
     for label in range(classes):
         found = np.flatnonzero(labels == label)[:per_class]
         if len(found) < per_class:
-            raise ValueError(f"fine_tune_folder: class {label} has {len(found)} examples, fewer than --per-class {per_class}")
+            raise ValueError(
+                f"fine_tune_folder: class {label} has {len(found)} examples, fewer than --per-class {per_class}"
+            )
         chosen.append(found)
     return np.concatenate(chosen)
 
@@ -98,7 +100,9 @@ def write_folder(folder, data_dir, per_class, test_per_class):
         chosen = first_per_class(labels, count, len(names))
         write_split(os.path.join(folder, split), images[chosen], labels[chosen], names)
         words = "training" if split == "train" else "test"
-        record[split] = f"the first {count} images of each class of Fashion-MNIST's {words} split, {len(chosen)} PNG files in {split}/"
+        record[split] = (
+            f"the first {count} images of each class of Fashion-MNIST's {words} split, {len(chosen)} PNG files in {split}/"
+        )
     return record
 
 
@@ -115,7 +119,15 @@ def train_run(dataset, output, epochs, seed, weights=None, freeze=0):
     from keras_capsules import training
 
     metrics = training.train(
-        MODEL, dataset, epochs=epochs, seed=seed, output=output, weights=weights, freeze_backbone_epochs=freeze, export=False, verbose=2
+        MODEL,
+        dataset,
+        epochs=epochs,
+        seed=seed,
+        output=output,
+        weights=weights,
+        freeze_backbone_epochs=freeze,
+        export=False,
+        verbose=2,
     )
     recipe = metrics["recipe"]
     return {
@@ -131,7 +143,19 @@ def train_run(dataset, output, epochs, seed, weights=None, freeze=0):
         "training_examples": metrics["validation"]["training_examples"],
         "validation_examples": metrics["validation"]["examples"],
         "test_examples": metrics["dataset_folder"]["images"]["test"],
-        "recipe": {key: recipe[key] for key in ("optimizer", "learning_rate", "lr_decay", "lr_floor", "batch_size", "loss", "augmentation", "model_kwargs")},
+        "recipe": {
+            key: recipe[key]
+            for key in (
+                "optimizer",
+                "learning_rate",
+                "lr_decay",
+                "lr_floor",
+                "batch_size",
+                "loss",
+                "augmentation",
+                "model_kwargs",
+            )
+        },
         "adapted": (metrics["fine_tuned"] or {}).get("adapted"),
     }
 
@@ -143,21 +167,39 @@ def git(*arguments):
 def host():
     """The host as ``benchmarks/report.py`` names it (the convention of the other run files of the day)."""
     with open("/proc/cpuinfo") as handle:
-        cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine())
+        cpu = next(
+            (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine()
+        )
     today = datetime.datetime.now(datetime.timezone.utc)
-    return {"id": f"{cpu.split()[-1].lower()}-{today:%Y-%m-%d}", "cpu": cpu, "cores": os.cpu_count(), "name": f"{cpu}, {os.cpu_count()} vCPUs ({today:%Y-%m-%d})"}
+    return {
+        "id": f"{cpu.split()[-1].lower()}-{today:%Y-%m-%d}",
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "name": f"{cpu}, {os.cpu_count()} vCPUs ({today:%Y-%m-%d})",
+    }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder holding fashion-mnist/ (default: $KERAS_CAPSULES_DATA)")
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("KERAS_CAPSULES_DATA"),
+        help="folder holding fashion-mnist/ (default: $KERAS_CAPSULES_DATA)",
+    )
     parser.add_argument("--per-class", type=int, default=300, help="training images per class (default: 300)")
     parser.add_argument("--test-per-class", type=int, default=100, help="test images per class (default: 100)")
     parser.add_argument("--epochs", type=int, default=10, help="epochs of every run (default: 10)")
-    parser.add_argument("--freeze-backbone-epochs", type=int, default=2, help="frozen epochs of the frozen fine-tuning run (default: 2)")
+    parser.add_argument(
+        "--freeze-backbone-epochs", type=int, default=2, help="frozen epochs of the frozen fine-tuning run (default: 2)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of every run (default: 0)")
-    parser.add_argument("--work", help="an empty or new folder for the images and the runs (default: a temporary folder)")
-    parser.add_argument("--run-file", help="name of the run file in benchmarks/results/ (default: DATE-HHMM-<cpu>-fine-tune-folder.json)")
+    parser.add_argument(
+        "--work", help="an empty or new folder for the images and the runs (default: a temporary folder)"
+    )
+    parser.add_argument(
+        "--run-file",
+        help="name of the run file in benchmarks/results/ (default: DATE-HHMM-<cpu>-fine-tune-folder.json)",
+    )
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("--data-dir (or $KERAS_CAPSULES_DATA): the folder holding fashion-mnist/ is required")

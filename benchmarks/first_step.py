@@ -46,14 +46,16 @@ def measure(application, size, batch, steps):
     or ``{"status": "refused", "why": ...}`` when the constructor refuses the input."""
     import keras
     import numpy as np
+    from applications import _loss_for
 
     import keras_capsules
-    from applications import _loss_for
     from keras_capsules import applications
 
     name, overrides = KNOWN[application]
     try:
-        model = applications.get_configuration(name).build(**{**overrides, "input_shape": (size, size, 3), "classes": CLASSES})
+        model = applications.get_configuration(name).build(
+            **{**overrides, "input_shape": (size, size, 3), "classes": CLASSES}
+        )
     except ValueError as error:
         return {"status": "refused", "why": str(error).splitlines()[0]}
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=_loss_for(model))
@@ -68,31 +70,65 @@ def measure(application, size, batch, steps):
         start = time.perf_counter()
         model.train_on_batch(x, y)
         times.append(time.perf_counter() - start)
-    return {"status": "measured", "parameters": model.count_params(), "traces": len(traces), "first_step_s": times[0],
-            "step_s": statistics.median(times[1:]), "package_path": os.path.dirname(os.path.dirname(keras_capsules.__file__))}
+    return {
+        "status": "measured",
+        "parameters": model.count_params(),
+        "traces": len(traces),
+        "first_step_s": times[0],
+        "step_s": statistics.median(times[1:]),
+        "package_path": os.path.dirname(os.path.dirname(keras_capsules.__file__)),
+    }
 
 
 def run_child(application, package, args):
-    command = [sys.executable, os.path.abspath(__file__), "--child", package, "--only", application,
-               "--size", str(args.size), "--batch", str(args.batch), "--steps", str(args.steps)]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        package,
+        "--only",
+        application,
+        "--size",
+        str(args.size),
+        "--batch",
+        str(args.batch),
+        "--steps",
+        str(args.steps),
+    ]
     env = None
     if package == "before":
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(args.before), os.environ.get("PYTHONPATH")])))
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(filter(None, [os.path.abspath(args.before), os.environ.get("PYTHONPATH")])),
+        )
     row = child_row(command, env)
     if "error" in row:
         raise SystemExit(f"first_step: the {package} process of {application} failed: {row['error']}")
     if package == "before" and row["status"] == "measured" and not os.path.samefile(row["package_path"], args.before):
-        raise SystemExit(f"first_step: the before process imported keras_capsules from {row['package_path']}, not from {args.before}")
+        raise SystemExit(
+            f"first_step: the before process imported keras_capsules from {row['package_path']}, not from {args.before}"
+        )
     return row
 
 
 def summary_row(application, args, measured):
     """The run file's row of one application from its processes' figures by package."""
     name, overrides = KNOWN[application]
-    row = {"target": "first-step", "application": application, "configuration": name, "overrides": overrides,
-           "size": args.size, "input": f"{args.size}x{args.size}x3", "batch": args.batch}
+    row = {
+        "target": "first-step",
+        "application": application,
+        "configuration": name,
+        "overrides": overrides,
+        "size": args.size,
+        "input": f"{args.size}x{args.size}x3",
+        "batch": args.batch,
+    }
     if any(r["status"] == "refused" for found in measured.values() for r in found):
-        return dict(row, status="refused", why=next(r["why"] for found in measured.values() for r in found if r["status"] == "refused"))
+        return dict(
+            row,
+            status="refused",
+            why=next(r["why"] for found in measured.values() for r in found if r["status"] == "refused"),
+        )
     row.update(status="measured", parameters=measured["after"][0]["parameters"])
     for package, found in measured.items():
         row[f"{package}_traces"] = [r["traces"] for r in found]
@@ -103,7 +139,9 @@ def summary_row(application, args, measured):
 
 def run_all(args):
     if not args.before or not os.path.isdir(os.path.join(args.before, "keras_capsules")):
-        raise SystemExit(f"first_step: argument --before: expected a folder holding an earlier keras_capsules/, received {args.before!r}")
+        raise SystemExit(
+            f"first_step: argument --before: expected a folder holding an earlier keras_capsules/, received {args.before!r}"
+        )
     chosen = args.only.split(",") if args.only else list(APPLICATIONS)
     unknown = [a for a in chosen if a not in KNOWN]
     if unknown:
@@ -114,18 +152,28 @@ def run_all(args):
         for application in chosen:
             for package in PACKAGES:
                 found[application][package].append(run_child(application, package, args))
-                print(f"{application} {package}: {json.dumps(found[application][package][-1])}", file=sys.stderr, flush=True)
+                print(
+                    f"{application} {package}: {json.dumps(found[application][package][-1])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     ended = datetime.datetime.now(datetime.timezone.utc)
     rows = [summary_row(application, args, measured) for application, measured in found.items()]
-    measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the median of {args.steps} after it, and the training step's "
-                f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)")
-    return write_run("first_step.py", args, (started, ended), measured, rows, "first-step", before=frozen_package_record(args.before))
+    measured = (
+        f"train_on_batch at batch {args.batch}: the first step (tracing included) and the median of {args.steps} after it, and the training step's "
+        f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)"
+    )
+    return write_run(
+        "first_step.py", args, (started, ended), measured, rows, "first-step", before=frozen_package_record(args.before)
+    )
 
 
 def main(argv=None):
     parser = run_parser(__doc__, DEFAULTS)
     parser.add_argument("--child", choices=PACKAGES, default=None, help=argparse.SUPPRESS)
-    return run_or_child(parser.parse_args(argv), lambda args: measure(args.only, args.size, args.batch, args.steps), run_all)
+    return run_or_child(
+        parser.parse_args(argv), lambda args: measure(args.only, args.size, args.batch, args.steps), run_all
+    )
 
 
 if __name__ == "__main__":

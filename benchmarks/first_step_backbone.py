@@ -41,12 +41,14 @@ DEFAULTS = dict(application="FMCapsNet", cut="final_relu", size=64, batch=16, re
 def build(application, cut, size, which):
     """``(model, loss)``: the application, or its layers up to ``cut`` with a pooled dense head."""
     import keras
-
     from applications import _loss_for
+
     from keras_capsules import applications
 
     name, overrides = KNOWN[application]
-    model = applications.get_configuration(name).build(**{**overrides, "input_shape": (size, size, 3), "classes": CLASSES})
+    model = applications.get_configuration(name).build(
+        **{**overrides, "input_shape": (size, size, 3), "classes": CLASSES}
+    )
     if which == "whole":
         return model, _loss_for(model)
     features = keras.layers.GlobalAveragePooling2D()(model.get_layer(cut).output)
@@ -73,8 +75,20 @@ def measure(application, cut, size, batch, which):
 
 
 def run_child(which, args):
-    command = [sys.executable, os.path.abspath(__file__), "--child", which, "--application", args.application, "--cut", args.cut,
-               "--size", str(args.size), "--batch", str(args.batch)]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        which,
+        "--application",
+        args.application,
+        "--cut",
+        args.cut,
+        "--size",
+        str(args.size),
+        "--batch",
+        str(args.batch),
+    ]
     row = child_row(command)
     if "error" in row:
         raise SystemExit(f"first_step_backbone: the {which} process failed: {row['error']}")
@@ -83,7 +97,9 @@ def run_child(which, args):
 
 def run_all(args):
     if args.application not in KNOWN:
-        raise SystemExit(f"first_step_backbone: argument --application: expected one of {list(KNOWN)}, received {args.application!r}")
+        raise SystemExit(
+            f"first_step_backbone: argument --application: expected one of {list(KNOWN)}, received {args.application!r}"
+        )
     started = datetime.datetime.now(datetime.timezone.utc)
     found = {which: [] for which in MODELS}
     for _ in range(args.repeats):
@@ -94,13 +110,26 @@ def run_all(args):
     name, overrides = KNOWN[args.application]
     rows = []
     for which, measured in found.items():
-        rows.append({"target": "first-step-backbone", "application": args.application, "configuration": name, "overrides": overrides,
-                     "model": which, "cut": args.cut, "input": f"{args.size}x{args.size}x3", "batch": args.batch,
-                     "layers": measured[0]["layers"], "processes": len(measured),
-                     "first_step_s": [round(r["first_step_s"], 1) for r in measured],
-                     "step_s": round(statistics.median(r["step_s"] for r in measured), 2)})
-    measured = (f"train_on_batch at batch {args.batch}: the first step (tracing included) and the next, the application against "
-                f"its layers up to {args.cut!r} with a pooled dense head, fresh processes alternating over {args.repeats} repeat(s)")
+        rows.append(
+            {
+                "target": "first-step-backbone",
+                "application": args.application,
+                "configuration": name,
+                "overrides": overrides,
+                "model": which,
+                "cut": args.cut,
+                "input": f"{args.size}x{args.size}x3",
+                "batch": args.batch,
+                "layers": measured[0]["layers"],
+                "processes": len(measured),
+                "first_step_s": [round(r["first_step_s"], 1) for r in measured],
+                "step_s": round(statistics.median(r["step_s"] for r in measured), 2),
+            }
+        )
+    measured = (
+        f"train_on_batch at batch {args.batch}: the first step (tracing included) and the next, the application against "
+        f"its layers up to {args.cut!r} with a pooled dense head, fresh processes alternating over {args.repeats} repeat(s)"
+    )
     return write_run("first_step_backbone.py", args, (started, ended), measured, rows, "first-step-backbone")
 
 

@@ -37,7 +37,9 @@ def tv_per_level(model, images, glom_levels, metrics, keras):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the Fashion-MNIST IDX files")
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the Fashion-MNIST IDX files"
+    )
     parser.add_argument("--train-images", type=int, default=2000)
     parser.add_argument("--test-images", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -71,16 +73,36 @@ def main():
     pretrain, classifier = recipes.get("AgreementGLOM", "fashion_mnist").stages
     run_dir = os.path.join(args.output, "glom_fashion_mnist_run")
     result = train(
-        "AgreementGLOM", "fashion_mnist", batch_size=args.batch_size, learning_rate=args.learning_rate, output=run_dir,
-        data_dir=args.data_dir, limit=args.train_images, eval_limit=args.test_images, seed=args.seed, verbose=2, export=False,
-        resume=False, model_kwargs={"embedding_dim": args.embedding_dim},
-        stages=(dataclasses.replace(pretrain, epochs=args.pretrain_epochs), dataclasses.replace(classifier, epochs=args.classifier_epochs)),
+        "AgreementGLOM",
+        "fashion_mnist",
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        output=run_dir,
+        data_dir=args.data_dir,
+        limit=args.train_images,
+        eval_limit=args.test_images,
+        seed=args.seed,
+        verbose=2,
+        export=False,
+        resume=False,
+        model_kwargs={"embedding_dim": args.embedding_dim},
+        stages=(
+            dataclasses.replace(pretrain, epochs=args.pretrain_epochs),
+            dataclasses.replace(classifier, epochs=args.classifier_epochs),
+        ),
     )
     model = load_model(os.path.join(run_dir, "model.keras"), compile=False)
     tv_after, tv_code_after, levels = tv_per_level(model, test_x, glom_levels, metrics, keras)
 
-    plot_islands(levels[0], os.path.join(args.output, "glom_fashion_mnist_islands.png"), image=test_x[0], titles=["bottom", "top"])
-    plot_arrows(levels[0], os.path.join(args.output, "glom_fashion_mnist_arrows.png"), image=test_x[0], titles=["bottom", "top"])
+    plot_islands(
+        levels[0],
+        os.path.join(args.output, "glom_fashion_mnist_islands.png"),
+        image=test_x[0],
+        titles=["bottom", "top"],
+    )
+    plot_arrows(
+        levels[0], os.path.join(args.output, "glom_fashion_mnist_arrows.png"), image=test_x[0], titles=["bottom", "top"]
+    )
     history = result["history"]
     summary = {
         "dataset": "fashion_mnist (real IDX files)",

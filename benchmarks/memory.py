@@ -67,8 +67,8 @@ def measure_app(name, batch, iterations, phase):
     import keras
     import numpy as np
     import tensorflow as tf
-
     from common import live_peak_mib, peak_rss_mib, reset_live_peak
+
     from keras_capsules import applications
 
     entry = applications.get_configuration(name)
@@ -100,8 +100,8 @@ def measure_app(name, batch, iterations, phase):
 def measure_router(router, iterations, phase):
     import numpy as np
     import tensorflow as tf
-
     from common import live_peak_mib, peak_rss_mib, reset_live_peak
+
     from keras_capsules import layers
 
     batch, (in_caps, in_dim), (out_caps, out_dim) = 64, (1152, 8), (10, 16)
@@ -140,9 +140,13 @@ def main():
     parser.add_argument("kind", choices=("app", "router"))
     parser.add_argument("name", help="application configuration or router name")
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--iterations", default="", help="comma-separated routing iterations (app: default of the configuration)")
+    parser.add_argument(
+        "--iterations", default="", help="comma-separated routing iterations (app: default of the configuration)"
+    )
     parser.add_argument("--phase", choices=("train", "forward"), default="train")
-    parser.add_argument("--no-remat", action="store_true", help="keras.remat as the identity (memory without rematerialisation)")
+    parser.add_argument(
+        "--no-remat", action="store_true", help="keras.remat as the identity (memory without rematerialisation)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     counts = [int(i) for i in args.iterations.split(",") if i] or [None]
@@ -162,15 +166,31 @@ def main():
     rows = []
     here = os.path.dirname(os.path.abspath(__file__))
     for count in counts:
-        command = [sys.executable, os.path.abspath(__file__), args.kind, args.name, "--child", "--batch", str(args.batch), "--phase", args.phase]
+        command = [
+            sys.executable,
+            os.path.abspath(__file__),
+            args.kind,
+            args.name,
+            "--child",
+            "--batch",
+            str(args.batch),
+            "--phase",
+            args.phase,
+        ]
         command += ["--iterations", str(count)] if count is not None else []
         command += ["--no-remat"] if args.no_remat else []
         done = subprocess.run(command, capture_output=True, text=True, cwd=here)
         lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
-        row = json.loads(lines[-1][4:]) if lines else {"name": args.name, "iterations": count, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+        row = (
+            json.loads(lines[-1][4:])
+            if lines
+            else {"name": args.name, "iterations": count, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+        )
         print(json.dumps(row), flush=True)
         rows.append(row)
-    print("\n| configuration | phase | iterations | remat | built (MiB) | peak RSS (MiB) | live tensors, peak (MiB) | vote tensors (MiB) |")
+    print(
+        "\n| configuration | phase | iterations | remat | built (MiB) | peak RSS (MiB) | live tensors, peak (MiB) | vote tensors (MiB) |"
+    )
     print("|---|---|---:|---|---:|---:|---:|---|")
     for row in rows:
         if "error" in row:

@@ -129,8 +129,18 @@ def child_estimate(configuration, input_shape, batch):
     start = time.perf_counter()
     plan = memory_plan.estimate(model, batch)
     seconds = time.perf_counter() - start
-    fields = ("parameters", "weights_bytes", "optimizer_bytes", "graph_bytes", "activation_bytes", "votes_bytes", "baseline_bytes",
-              "step_live_bytes", "step_ops", "optimizer")
+    fields = (
+        "parameters",
+        "weights_bytes",
+        "optimizer_bytes",
+        "graph_bytes",
+        "activation_bytes",
+        "votes_bytes",
+        "baseline_bytes",
+        "step_live_bytes",
+        "step_ops",
+        "optimizer",
+    )
     row = {name: getattr(plan, name) for name in fields}
     return dict(row, estimate_bytes=plan.peak_bytes, estimate_s=round(seconds, 1))
 
@@ -163,10 +173,12 @@ def child_baseline():
 
 def run_child(*arguments):
     """Runs this script as a child with ``arguments``; its JSON result, or ``{"error": last stderr line}``."""
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *arguments], capture_output=True, text=True, cwd=HERE)
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", *arguments], capture_output=True, text=True, cwd=HERE
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if lines:
-        return json.loads(lines[-1][len("RESULT "):])
+        return json.loads(lines[-1][len("RESULT ") :])
     return {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]}
 
 
@@ -178,7 +190,9 @@ def measure_row(configuration, shape, batch):
     row.update(run_child("estimate", configuration, shape_text(shape), str(batch)))
     limit = min(SKIP_ABOVE, free_memory() - MARGIN)
     if "error" not in row and row["estimate_bytes"] > limit:
-        row["skipped"] = f"estimate {memory_plan.format_size(row['estimate_bytes'])} above {memory_plan.format_size(limit)}"
+        row["skipped"] = (
+            f"estimate {memory_plan.format_size(row['estimate_bytes'])} above {memory_plan.format_size(limit)}"
+        )
     elif "error" not in row:
         row.update(run_child("measure", configuration, shape_text(shape), str(batch)))
     if "measured_bytes" in row:
@@ -198,7 +212,9 @@ def shape_text(shape):
 
 def host():
     with open("/proc/cpuinfo") as handle:
-        cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine())
+        cpu = next(
+            (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine()
+        )
     with open("/proc/meminfo") as handle:
         total = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemTotal"))
     return {"cpu": cpu, "cores": os.cpu_count(), "ram_bytes": total}
@@ -221,7 +237,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", choices=("check", "calibrate"), default="check")
     parser.add_argument("--only", default="", help="comma-separated configurations (default: all of the phase's set)")
-    parser.add_argument("--run-file", help="also write this run file for benchmarks/report.py (a name under benchmarks/results/)")
+    parser.add_argument(
+        "--run-file", help="also write this run file for benchmarks/report.py (a name under benchmarks/results/)"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -240,8 +258,11 @@ def main():
     chosen = [name for name in args.only.split(",") if name]
     plan = [c for c in (CALIBRATION if args.phase == "calibrate" else CHECK) if not chosen or c[0] in chosen]
     baseline = run_child("baseline")
-    print(f"baseline: {memory_plan.format_size(baseline['measured_bytes'])} measured, "
-          f"{memory_plan.format_size(memory_plan.PROCESS_BASELINE_BYTES)} in the library", flush=True)
+    print(
+        f"baseline: {memory_plan.format_size(baseline['measured_bytes'])} measured, "
+        f"{memory_plan.format_size(memory_plan.PROCESS_BASELINE_BYTES)} in the library",
+        flush=True,
+    )
     rows = [measure_row(configuration, shape, batch) for configuration, shape, batches in plan for batch in batches]
     ended = datetime.datetime.now(datetime.timezone.utc)
     result = {"phase": args.phase, "baseline": baseline, "host": host(), "rows": rows}
@@ -250,8 +271,13 @@ def main():
         result["fit"] = {"LIVE_FACTOR": round(factor, 3), "BYTES_PER_OP": round(per_op)}
         for row in rows:
             if "measured_bytes" in row:
-                row["fitted_bytes"] = round(row["baseline_bytes"] + row["weights_bytes"] + row["optimizer_bytes"]
-                                            + factor * row["step_live_bytes"] + per_op * row["step_ops"])
+                row["fitted_bytes"] = round(
+                    row["baseline_bytes"]
+                    + row["weights_bytes"]
+                    + row["optimizer_bytes"]
+                    + factor * row["step_live_bytes"]
+                    + per_op * row["step_ops"]
+                )
         print(f"fit: LIVE_FACTOR = {factor:.3f}, BYTES_PER_OP = {per_op:,.0f}")
     from common import write_results
 
@@ -265,20 +291,27 @@ def write_run_file(args, result, started, ended):
     import keras
     import tensorflow as tf
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
+    ).stdout.strip()
     info = result["host"]
     target = "memory-plan-calibration" if args.phase == "calibrate" else "memory-plan"
     rows = [{"target": target, **{k: v for k, v in row.items() if k != "ratio"}} for row in result["rows"]]
     run = {
-        "host": {"id": f"{info['cpu'].split()[-1].lower()}-{started:%Y-%m-%d}", "cpu": info["cpu"], "cores": info["cores"],
-                 "name": f"{info['cpu']}, {info['cores']} vCPUs ({started:%Y-%m-%d})", "ram_bytes": info["ram_bytes"]},
+        "host": {
+            "id": f"{info['cpu'].split()[-1].lower()}-{started:%Y-%m-%d}",
+            "cpu": info["cpu"],
+            "cores": info["cores"],
+            "name": f"{info['cpu']}, {info['cores']} vCPUs ({started:%Y-%m-%d})",
+            "ram_bytes": info["ram_bytes"],
+        },
         "date": f"{started:%Y-%m-%d}",
         "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
         "software": f"Python {platform.python_version()}, TensorFlow {tf.__version__} (CPU), Keras {keras.__version__}; the library at commit {commit}",
         "command": "python benchmarks/memory_plan.py" + (" --phase calibrate" if args.phase == "calibrate" else ""),
         "measured": "peak resident memory (VmHWM) of a fresh process that builds and compiles the model as `train` does and runs "
-                    f"{STEPS} train_on_batch steps on random data, against memory_plan.estimate's peak from another fresh process; "
-                    "one process at a time, beside other work (memory, not time)",
+        f"{STEPS} train_on_batch steps on random data, against memory_plan.estimate's peak from another fresh process; "
+        "one process at a time, beside other work (memory, not time)",
         "source": "benchmarks/memory_plan.py",
         "baseline_bytes": result["baseline"].get("measured_bytes"),
         **({"fit": result["fit"]} if "fit" in result else {}),

@@ -42,7 +42,9 @@ print("RESULT", json.dumps({"median_step_seconds": statistics.median(timer.times
 def run_once(onednn, steps, folder):
     """The median step seconds of one fresh process with oneDNN on or off."""
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if onednn else "0", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(steps), folder], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(steps), folder], env=env, capture_output=True, text=True, check=True
+    )
     line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])["median_step_seconds"]
 
@@ -60,15 +62,23 @@ def main(argv=None):
     medians = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as work:
         for round_index in range(args.rounds):
-            for setting in (("on", "off") if round_index % 2 == 0 else ("off", "on")):
+            for setting in ("on", "off") if round_index % 2 == 0 else ("off", "on"):
                 folder = os.path.join(work, f"{setting}-{round_index}")
                 medians[setting].append(run_once(setting == "on", args.steps, folder))
-                print(f"round {round_index + 1}, oneDNN {setting}: {1000 * medians[setting][-1]:.1f} ms per step", flush=True)
+                print(
+                    f"round {round_index + 1}, oneDNN {setting}: {1000 * medians[setting][-1]:.1f} ms per step",
+                    flush=True,
+                )
     on, off = statistics.median(medians["on"]), statistics.median(medians["off"])
     now = datetime.datetime.now(datetime.timezone.utc)
     cpu = machine_description().split(",")[0]
     record = {
-        "host": {"id": f"{cpu.split()[-1].lower()}-{now:%Y-%m-%d}", "cpu": cpu, "cores": os.cpu_count(), "name": f"{cpu}, {os.cpu_count()} vCPUs ({now:%Y-%m-%d})"},
+        "host": {
+            "id": f"{cpu.split()[-1].lower()}-{now:%Y-%m-%d}",
+            "cpu": cpu,
+            "cores": os.cpu_count(),
+            "name": f"{cpu}, {os.cpu_count()} vCPUs ({now:%Y-%m-%d})",
+        },
         "date": f"{now:%Y-%m-%d}",
         "time_utc": f"{now:%H:%M}",
         "command": "python benchmarks/onednn_main_job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -76,9 +86,19 @@ def main(argv=None):
         "source": "benchmarks/onednn_main_job.py",
         "software": machine_description(),
         "rows": [
-            {"target": "onednn-main-job", "setting": "oneDNN on (TF_ENABLE_ONEDNN_OPTS=1)", "median_ms": round(1000 * on, 1), "process_ms": [round(1000 * v, 1) for v in medians["on"]]},
-            {"target": "onednn-main-job", "setting": "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, what the CLI sets on TF 2.21)", "median_ms": round(1000 * off, 1),
-             "process_ms": [round(1000 * v, 1) for v in medians["off"]], "off_over_on": round(off / on, 2)},
+            {
+                "target": "onednn-main-job",
+                "setting": "oneDNN on (TF_ENABLE_ONEDNN_OPTS=1)",
+                "median_ms": round(1000 * on, 1),
+                "process_ms": [round(1000 * v, 1) for v in medians["on"]],
+            },
+            {
+                "target": "onednn-main-job",
+                "setting": "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, what the CLI sets on TF 2.21)",
+                "median_ms": round(1000 * off, 1),
+                "process_ms": [round(1000 * v, 1) for v in medians["off"]],
+                "off_over_on": round(off / on, 2),
+            },
         ],
     }
     output = args.output or os.path.join(os.path.dirname(__file__), "results", f"{now:%Y-%m-%d}-onednn-main-job.json")

@@ -50,12 +50,17 @@ def measure(label, size, batch, steps, mode):
     from keras_capsules.layers import ConvCaps
 
     name, overrides = KNOWN[label]
-    model = applications.get_configuration(name).build(**{**overrides, "input_shape": (size, size, 3), "classes": CLASSES})
+    model = applications.get_configuration(name).build(
+        **{**overrides, "input_shape": (size, size, 3), "classes": CLASSES}
+    )
     layers = [layer for layer in model._flatten_layers(include_self=False) if isinstance(layer, ConvCaps)]
     if mode == "whole":
         for layer in layers:
             layer.remat = False
-    row = {"chunks": [len(layer.row_chunks(False)) for layer in layers], "build_peak_mb": status_kib("VmHWM") * 1024 / 1e6}
+    row = {
+        "chunks": [len(layer.row_chunks(False)) for layer in layers],
+        "build_peak_mb": status_kib("VmHWM") * 1024 / 1e6,
+    }
     x = np.random.default_rng(0).uniform(size=(batch, size, size, 3)).astype("float32")
     row["first_s"], row["infer_ms_per_image"], row["peak_mb"] = inference_figures(model, x, steps)
     return row
@@ -63,16 +68,34 @@ def measure(label, size, batch, steps, mode):
 
 def run_child(label, size, mode, args):
     """One configuration and mode in a fresh process; its row, or ``{"error": ...}``."""
-    command = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", str(size), "--mode", mode,
-               "--batch", str(args.batch), "--steps", str(args.steps)]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        label,
+        "--size",
+        str(size),
+        "--mode",
+        mode,
+        "--batch",
+        str(args.batch),
+        "--steps",
+        str(args.steps),
+    ]
     return child_row(command)
 
 
 def merge(label, size, batch, found):
     """Both modes' processes -> one run-file row: per mode, the medians of the measured figures."""
     name, overrides = KNOWN[label]
-    row = {"target": "predict-chunks", "application": label, "configuration": name, "overrides": overrides,
-           "input": f"{size}x{size}x3", "batch": batch}
+    row = {
+        "target": "predict-chunks",
+        "application": label,
+        "configuration": name,
+        "overrides": overrides,
+        "input": f"{size}x{size}x3",
+        "batch": batch,
+    }
     for mode in MODES:
         measured = [r for r in found[mode] if "error" not in r]
         if not measured:
@@ -89,7 +112,9 @@ def run_all(args):
     labels = args.only.split(",")
     unknown = [label for label in labels if label not in KNOWN]
     if unknown:
-        raise SystemExit(f"predict_chunks: argument --only: unknown application(s) {unknown}; expected some of {list(KNOWN)}")
+        raise SystemExit(
+            f"predict_chunks: argument --only: unknown application(s) {unknown}; expected some of {list(KNOWN)}"
+        )
     sizes = [int(s) for s in args.sizes.split(",")]
     started = datetime.datetime.now(datetime.timezone.utc)
     found = {(label, size): {mode: [] for mode in MODES} for size in sizes for label in labels}
@@ -99,9 +124,11 @@ def run_all(args):
                 by_mode[mode].append(run_child(label, size, mode, args))
                 print(f"{label} {size}px {mode}: {json.dumps(by_mode[mode][-1])}", file=sys.stderr, flush=True)
     ended = datetime.datetime.now(datetime.timezone.utc)
-    measured = (f"predict_on_batch at batch {args.batch}: the first call (tracing included) and the median of {args.steps} "
-                f"more, peak RSS (VmHWM) after building and after predicting; ConvCaps by chunks of rows (remat=True) "
-                f"and whole (remat=False), one process per mode alternating over {args.repeats} repeat(s), medians")
+    measured = (
+        f"predict_on_batch at batch {args.batch}: the first call (tracing included) and the median of {args.steps} "
+        f"more, peak RSS (VmHWM) after building and after predicting; ConvCaps by chunks of rows (remat=True) "
+        f"and whole (remat=False), one process per mode alternating over {args.repeats} repeat(s), medians"
+    )
     rows = [merge(label, size, args.batch, by_mode) for (label, size), by_mode in found.items()]
     return write_run("predict_chunks.py", args, (started, ended), measured, rows, "predict-chunks")
 

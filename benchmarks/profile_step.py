@@ -99,26 +99,47 @@ def main():
     parser.add_argument("--top", type=int, default=15, help="rows per table")
     parser.add_argument("--ops", type=int, default=0, help="also list the N most expensive single ops by name")
     parser.add_argument("--op-type", default=None, help="list only single ops of this type (e.g. _MklTranspose)")
-    parser.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument (repeatable)")
-    parser.add_argument("--input-shape", type=input_shape_arg, default=None, metavar="H,W,C", help="images of this shape (default: the configuration's)")
+    parser.add_argument(
+        "--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument (repeatable)"
+    )
+    parser.add_argument(
+        "--input-shape",
+        type=input_shape_arg,
+        default=None,
+        metavar="H,W,C",
+        help="images of this shape (default: the configuration's)",
+    )
     parser.add_argument("--classes", type=int, default=None, help="classes (default: the configuration's)")
-    parser.add_argument("--timed", type=int, default=3, help="steps timed without the profiler (median), after the warm-up; 0: none")
+    parser.add_argument(
+        "--timed", type=int, default=3, help="steps timed without the profiler (median), after the warm-up; 0: none"
+    )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures and tables as JSON")
-    parser.add_argument("--run-file", action="store_true",
-                        help="also write a run file of benchmarks/report.py (a row of target profile-step, with the step's counted figures)")
-    parser.add_argument("--results", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"), help="folder of the run file")
-    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    parser.add_argument(
+        "--run-file",
+        action="store_true",
+        help="also write a run file of benchmarks/report.py (a row of target profile-step, with the step's counted figures)",
+    )
+    parser.add_argument(
+        "--results",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
+        help="folder of the run file",
+    )
+    parser.add_argument(
+        "--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)"
+    )
     args = parser.parse_args()
     started = datetime.datetime.now(datetime.timezone.utc)
 
     import keras
     import numpy as np
     import tensorflow as tf
-
     from applications import _loss_for
     from common import machine_description, time_fit_step
+
     from keras_capsules import applications
-    from keras_capsules.cli.options import key_values  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
+    from keras_capsules.cli.options import (
+        key_values,  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
+    )
 
     entry = applications.get_configuration(args.configuration)
     overrides = key_values(args.model_arg, "--model-arg")
@@ -148,30 +169,47 @@ def main():
 
     executions = sum(row[3] for row in rows if row[0] != "Dataset") / args.steps
     record = {
-        "configuration": args.configuration, "kwargs": {k: repr(v) for k, v in kwargs.items()}, "batch": args.batch,
-        "input_shape": list(shape), "profiled_steps": args.steps, "machine": machine_description(),
+        "configuration": args.configuration,
+        "kwargs": {k: repr(v) for k, v in kwargs.items()},
+        "batch": args.batch,
+        "input_shape": list(shape),
+        "profiled_steps": args.steps,
+        "machine": machine_description(),
         "package": os.path.dirname(applications.__file__.rsplit(os.sep, 1)[0]),
-        "first_step_s": round(first_step_s, 2), "step_s": None if step_s is None else round(step_s, 3),
-        "op_executions_per_step": round(executions), "op_names": len({row[1] for row in rows if row[0] != "Dataset"}),
+        "first_step_s": round(first_step_s, 2),
+        "step_s": None if step_s is None else round(step_s, 3),
+        "op_executions_per_step": round(executions),
+        "op_names": len({row[1] for row in rows if row[0] != "Dataset"}),
     }
-    print(f"{args.configuration} {kwargs if overrides else ''} batch {args.batch}, {args.steps} profiled steps; {machine_description()}")
-    print(f"first step (tracing included) {first_step_s:.1f} s; step without the profiler {'—' if step_s is None else f'{step_s * 1e3:.0f} ms'} "
-          f"(median of {args.timed}); {executions:,.0f} traced op executions per step ({record['op_names']:,} distinct ops)")
-    for title, key in (("op type", lambda op_type, name: op_type), ("layer", lambda op_type, name: "(input pipeline)" if op_type == "Dataset" else layer_of(name, model.name))):
+    print(
+        f"{args.configuration} {kwargs if overrides else ''} batch {args.batch}, {args.steps} profiled steps; {machine_description()}"
+    )
+    print(
+        f"first step (tracing included) {first_step_s:.1f} s; step without the profiler {'—' if step_s is None else f'{step_s * 1e3:.0f} ms'} "
+        f"(median of {args.timed}); {executions:,.0f} traced op executions per step ({record['op_names']:,} distinct ops)"
+    )
+    for title, key in (
+        ("op type", lambda op_type, name: op_type),
+        ("layer", lambda op_type, name: "(input pipeline)" if op_type == "Dataset" else layer_of(name, model.name)),
+    ):
         table, total = grouped(rows, key, args.steps)
-        record[title.replace(" ", "_") + "s"] = [{"name": name, "ms": round(ms, 2), "share": round(share, 4)} for name, ms, share in table]
+        record[title.replace(" ", "_") + "s"] = [
+            {"name": name, "ms": round(ms, 2), "share": round(share, 4)} for name, ms, share in table
+        ]
         record["profiled_ms_per_step"] = round(total, 1)
         print(f"\n| {title} | self time per step (ms) | share |\n|---|---:|---:|")
         for name, ms, share in table[: args.top]:
             print(f"| {name} | {ms:.1f} | {100 * share:.1f} % |")
         print(f"| total ({len(table)} {title}s) | {total:.1f} | 100 % |")
     if args.ops:
-        print(f"\n| op | type | self time per step (ms) |\n|---|---|---:|")
+        print("\n| op | type | self time per step (ms) |\n|---|---|---:|")
         chosen = [row for row in rows if args.op_type in (None, row[0])]
         for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]:
             print(f"| `{name}` | {op_type} | {self_us / 1e3 / args.steps:.1f} |")
-        record["ops"] = [{"name": name, "type": op_type, "ms": round(self_us / 1e3 / args.steps, 2)}
-                         for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]]
+        record["ops"] = [
+            {"name": name, "type": op_type, "ms": round(self_us / 1e3 / args.steps, 2)}
+            for op_type, name, self_us, _ in sorted(chosen, key=lambda row: -row[2])[: args.ops]
+        ]
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(record, handle, indent=1)
@@ -185,11 +223,19 @@ def report_row(record, counted, package):
     ops, flops, _, copied, written = counted
     batch = record["batch"]
     return {
-        "target": "profile-step", "configuration": record["configuration"], "input": "x".join(str(v) for v in record["input_shape"]),
-        "batch": batch, "package": package, "step_ms": None if record["step_s"] is None else round(1e3 * record["step_s"]),
-        "first_step_s": round(record["first_step_s"]), "gflop_per_image": round(flops / batch / 1e9, 3), "graph_ops": ops,
-        "flops_per_byte": round(flops / (4 * written), 2), "m_copied_per_image": round(copied / batch / 1e6, 2),
-        "traced_ops_per_step": record["op_executions_per_step"], "profiled_ms_per_step": record["profiled_ms_per_step"],
+        "target": "profile-step",
+        "configuration": record["configuration"],
+        "input": "x".join(str(v) for v in record["input_shape"]),
+        "batch": batch,
+        "package": package,
+        "step_ms": None if record["step_s"] is None else round(1e3 * record["step_s"]),
+        "first_step_s": round(record["first_step_s"]),
+        "gflop_per_image": round(flops / batch / 1e9, 3),
+        "graph_ops": ops,
+        "flops_per_byte": round(flops / (4 * written), 2),
+        "m_copied_per_image": round(copied / batch / 1e6, 2),
+        "traced_ops_per_step": record["op_executions_per_step"],
+        "profiled_ms_per_step": record["profiled_ms_per_step"],
         "profiled_steps": record["profiled_steps"],
         "op_types": [[row["name"], row["share"]] for row in record["op_types"][:12]],
         "layers": [[row["name"], row["share"]] for row in record["layers"][:12]],
@@ -204,12 +250,21 @@ def write_profile_run(args, started, model, loss_fn, record):
     graph, _ = train_step_graph(model, loss_fn, args.batch)
     counted = summarize(op_costs(graph), lambda row: "all")["all"]
     row = report_row(record, counted, scale.package_record()["commit"][:7])
-    measured = (f"one training step (fit, batch {args.batch}, random data): TensorFlow's profiler's host self time per op type and "
-                f"layer over {args.steps} profiled step(s) (the ops it traces: the expensive ones), the first fit step (tracing "
-                f"included) and the median of {args.timed} step(s) without the profiler, from the profiling process; counted GFLOP "
-                f"per image, ops in the step's graph and flops per float32 byte written from training_step_cost.py's count of the "
-                f"traced graph")
-    scale.write_run("profile_step.py", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, [row], "profile-step")
+    measured = (
+        f"one training step (fit, batch {args.batch}, random data): TensorFlow's profiler's host self time per op type and "
+        f"layer over {args.steps} profiled step(s) (the ops it traces: the expensive ones), the first fit step (tracing "
+        f"included) and the median of {args.timed} step(s) without the profiler, from the profiling process; counted GFLOP "
+        f"per image, ops in the step's graph and flops per float32 byte written from training_step_cost.py's count of the "
+        f"traced graph"
+    )
+    scale.write_run(
+        "profile_step.py",
+        args,
+        (started, datetime.datetime.now(datetime.timezone.utc)),
+        measured,
+        [row],
+        "profile-step",
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from common import machine_description, write_results  # noqa: E402
+
 from keras_capsules import applications, datasets, layers, losses  # noqa: E402
 from keras_capsules.interpret import parse_tree_report  # noqa: E402
 from keras_capsules.training import pruning  # noqa: E402
@@ -48,7 +48,9 @@ def dr_capsnet(args):
         return applications.CapsNet(router=ROUTER, name="dr_capsnet")
     inputs = keras.Input((28, 28, 1))
     x = keras.layers.Conv2D(args.conv_filters, 9, activation="relu", name="conv1")(inputs)
-    primary = layers.PrimaryCaps(args.primary_types, 8, kernel_size=9, strides=2, activation="squash", name="primary_caps")(x)
+    primary = layers.PrimaryCaps(
+        args.primary_types, 8, kernel_size=9, strides=2, activation="squash", name="primary_caps"
+    )(x)
     poses, _ = layers.FcCaps(10, 16, router=ROUTER, routing_iterations=3, name="class_caps")(primary)
     return keras.Model(inputs, layers.Length(name="length")(poses), name="dr_capsnet_small")
 
@@ -105,7 +107,9 @@ def run(name, args, initial_weights, splits, use_rem):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="mnist", choices=["mnist", "fashion_mnist"])
-    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the dataset's IDX files")
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the dataset's IDX files"
+    )
     parser.add_argument("--train-size", type=int, default=5000)
     parser.add_argument("--val-size", type=int, default=1000, help="held out from the training split, as REM")
     parser.add_argument("--test-size", type=int, default=10000)
@@ -135,7 +139,10 @@ def main(argv=None):
     keras.utils.set_random_seed(args.seed)
     initial = dr_capsnet(args).get_weights()
     start = time.time()
-    results = [run("DR-CapsNet", args, initial, splits, use_rem=False), run("DR-CapsNet + REM", args, initial, splits, use_rem=True)]
+    results = [
+        run("DR-CapsNet", args, initial, splits, use_rem=False),
+        run("DR-CapsNet + REM", args, initial, splits, use_rem=True),
+    ]
     payload = {
         "machine": machine_description(),
         "config": vars(args),
@@ -144,13 +151,17 @@ def main(argv=None):
         "runs": results,
     }
     path = write_results(f"rem_dr_capsnet_{args.dataset}_{args.epochs}ep", payload)
-    print(f"\n{args.dataset}, {args.train_size} train / {args.val_size} val / {args.test_size} test images, {args.epochs} epochs, "
-          f"{payload['parameters']:,} parameters, K = {args.levels}; {payload['wall_seconds']:.0f} s. Results: {path}\n")
+    print(
+        f"\n{args.dataset}, {args.train_size} train / {args.val_size} val / {args.test_size} test images, {args.epochs} epochs, "
+        f"{payload['parameters']:,} parameters, K = {args.levels}; {payload['wall_seconds']:.0f} s. Results: {path}\n"
+    )
     print("| model | test acc. | acc. +Q | entropy H (bits, mean +- std over classes) | parse trees | sparsity |")
     print("|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['name']} | {r['test_accuracy']:.2%} | {r['test_accuracy_q']:.2%} | {r['entropy_mean']:.2f} +- {r['entropy_std']:.2f} | "
-              f"{r['num_trees_total']} | {r['sparsity']:.2%} |")
+        print(
+            f"| {r['name']} | {r['test_accuracy']:.2%} | {r['test_accuracy_q']:.2%} | {r['entropy_mean']:.2f} +- {r['entropy_std']:.2f} | "
+            f"{r['num_trees_total']} | {r['sparsity']:.2%} |"
+        )
     print("\nper class (entropy / trees / predicted samples):")
     for r in results:
         cells = ", ".join(f"{c}: {v['entropy']:.2f}/{v['num_trees']}/{v['samples']}" for c, v in r["classes"].items())

@@ -28,6 +28,7 @@ HISTORY = "9551769"  # the last commit whose BENCHMARKS.md held every run as rec
 
 # --- loading ----------------------------------------------------------------------------------------
 
+
 def validate_run(run, name):
     """Raises ``ValueError`` naming the file and the field when a run file lacks what the page needs."""
     for field in REQUIRED:
@@ -39,14 +40,20 @@ def validate_run(run, name):
     if not isinstance(run["host"], dict) or any(not run["host"].get(f) for f in HOST_REQUIRED):
         raise ValueError(f"report: run file {name}: 'host' must give {', '.join(HOST_REQUIRED)}, got {run['host']!r}")
     if not isinstance(run["host"]["cores"], int) or run["host"]["cores"] < 1:
-        raise ValueError(f"report: run file {name}: host 'cores' must be a positive integer, got {run['host']['cores']!r}")
+        raise ValueError(
+            f"report: run file {name}: host 'cores' must be a positive integer, got {run['host']['cores']!r}"
+        )
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(run["date"])) or not name.startswith(run["date"]):
-        raise ValueError(f"report: run file {name}: 'date' must be YYYY-MM-DD and start the file name, got {run['date']!r}")
+        raise ValueError(
+            f"report: run file {name}: 'date' must be YYYY-MM-DD and start the file name, got {run['date']!r}"
+        )
     if not isinstance(run["rows"], list) or not run["rows"]:
         raise ValueError(f"report: run file {name}: 'rows' must be a non-empty list")
     for row in run["rows"]:
         if row.get("target") not in TABLE_KEYS:
-            raise ValueError(f"report: run file {name}: row target {row.get('target')!r} is none of {sorted(TABLE_KEYS)}")
+            raise ValueError(
+                f"report: run file {name}: row target {row.get('target')!r} is none of {sorted(TABLE_KEYS)}"
+            )
 
 
 def load_runs(folder=RESULTS):
@@ -59,7 +66,9 @@ def load_runs(folder=RESULTS):
         validate_run(run, path.name)
         host = run["host"]
         if hosts.setdefault(host["id"], host["name"]) != host["name"]:
-            raise ValueError(f"report: run file {path.name}: host id {host['id']!r} is named {hosts[host['id']]!r} elsewhere")
+            raise ValueError(
+                f"report: run file {path.name}: host id {host['id']!r} is named {hosts[host['id']]!r} elsewhere"
+            )
         runs.append(dict(run, file=path.name))
     names = list(hosts.values())
     if len(set(names)) != len(names):
@@ -68,6 +77,7 @@ def load_runs(folder=RESULTS):
 
 
 # --- formatting -------------------------------------------------------------------------------------
+
 
 def num(value):
     """A figure as recorded: thousands separated, ``—`` where there is none."""
@@ -93,14 +103,17 @@ def run_label(run):
 
 def table(headers, lines):
     """A Markdown table; a header starting with ">" is right-aligned."""
-    out = ["| " + " | ".join(h.lstrip("> ") for h in headers) + " |",
-           "|" + "|".join("---:" if h.startswith(">") else "---" for h in headers) + "|"]
+    out = [
+        "| " + " | ".join(h.lstrip("> ") for h in headers) + " |",
+        "|" + "|".join("---:" if h.startswith(">") else "---" for h in headers) + "|",
+    ]
     out += ["| " + " | ".join(cells) + " |" for cells in lines]
     return out
 
 
 # --- the tables -------------------------------------------------------------------------------------
 # Each: key, heading, intro, the row keys it shows, and its columns ("> " right-aligns): (header, f(row)).
+
 
 def col(key, header=None):
     return (header or key, lambda row: num(row.get(key)))
@@ -136,6 +149,7 @@ def policy_step(policy):
             return "—"
         step = row[policy]["step_ms"]
         return num(step) + ("" if policy == "float32" else f" ({r2(step / row['float32']['step_ms'])}×)")
+
     return cell
 
 
@@ -148,11 +162,13 @@ POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 def percent(key):
     """A fraction in ``row[key]`` as a percentage, one decimal; a list of them joined by commas."""
+
     def cell(row):
         value = row.get(key)
         if value is None:
             return "—"
         return ", ".join(f"{100 * v:.1f}" for v in value) if isinstance(value, list) else f"{100 * value:.1f}"
+
     return cell
 
 
@@ -184,6 +200,7 @@ def scale_by_application(rows):
 def scale_size_cell(size, figures, against_cnn):
     """An application's cell at input ``size``: ``figures(row)``, then ``(against_cnn(row, cnn_row))`` where the
     CNN was measured at that input; why not, for a configuration not measured (refused, skipped)."""
+
     def cell(entry):
         row, cnn = entry["sizes"].get(size), entry["cnn"].get(size)
         if row is None:
@@ -194,222 +211,554 @@ def scale_size_cell(size, figures, against_cnn):
         if cnn is not None and cnn["status"] == "measured" and entry["application"] != "BaselineCNN":
             text += f" ({against_cnn(row, cnn)})"
         return text
+
     return cell
 
 
 def scale_cell(size):
     """``step ms · training peak MB (× the CNN's step · × its memory)`` at ``size``."""
-    return scale_size_cell(size, lambda row: f"{num(round(row['step_ms']))} · {num(row['train_peak_mb'])}",
-                           lambda row, cnn: f"{r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['train_peak_mb'] / cnn['train_peak_mb'])}×")
+    return scale_size_cell(
+        size,
+        lambda row: f"{num(round(row['step_ms']))} · {num(row['train_peak_mb'])}",
+        lambda row, cnn: f"{r2(row['step_ms'] / cnn['step_ms'])}× · {r2(row['train_peak_mb'] / cnn['train_peak_mb'])}×",
+    )
 
 
 def scale_arithmetic_cell(size):
     """``GFLOP per image · first step s · inference ms per image · achieved GFLOP/s (× the CNN's)`` at ``size``."""
     return scale_size_cell(
-        size, lambda row: f"{row['gflop_per_image']:.3g} · {row['first_step_s']:g} s · {row['infer_ms_per_image']:g} · {row['gflops']:.3g}",
-        lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")
+        size,
+        lambda row: (
+            f"{row['gflop_per_image']:.3g} · {row['first_step_s']:g} s · {row['infer_ms_per_image']:g} · {row['gflops']:.3g}"
+        ),
+        lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×",
+    )
 
 
 def scale_matmul(entry):
     rates = {row.get("matmul_gflops") for row in entry["sizes"].values()} - {None}
-    return f"{entry['application']} (host matrix product {', '.join(f'{r:g}' for r in sorted(rates))} GFLOP/s)" \
-        if entry["application"] == "BaselineCNN" and rates else entry["application"]
+    return (
+        f"{entry['application']} (host matrix product {', '.join(f'{r:g}' for r in sorted(rates))} GFLOP/s)"
+        if entry["application"] == "BaselineCNN" and rates
+        else entry["application"]
+    )
 
 
 TABLES = [
-    dict(key="idpa", heading="InvertedAttentionCapsNet against apple's PyTorch code", rows=("idpa-train",),
-         intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
-         columns=[col("configuration", "backbone"), col("iterations", "> iterations"), col("peer_ms", "> apple's (ms)"),
-                  col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
-    dict(key="idpa-iterations", heading=None, rows=("idpa-iterations",),
-         intro="Ours alone at 1–5 iterations in one run (`benchmarks/concurrent_iterations.py`, processes alternating): "
-               "the increments should be equal from 4 iterations on, where each iteration adds one sweep of all three "
-               "capsule layers; below that the second and first ConvCaps layers start forming their votes "
-               "(at 3 and 4 iterations).",
-         columns=[col("iterations", "> iterations"), col("ours_ms", "> ours (ms)"), col("increment_ms", "> increment (ms)")]),
-    dict(key="idpa-b128", heading=None, rows=("idpa-b128",), intro="Training step at b128 with 3 iterations:",
-         columns=[col("configuration"), col("peer", "apple's"), col("ours_ms", "> ours, step (ms)"), col("ours_rss_gb", "> ours, peak RSS (GB)")]),
-    dict(key="conv-live", heading=None, rows=("conv-live",),
-         intro="Its convolutional capsule layers' memory in one training step: live tensors (the most TensorFlow's "
-               "tensors held at once) against the model's largest vote tensor.",
-         columns=[col("configuration"), col("batch", "> batch"), col("iterations", "> iterations"), col("rss_mib", "> peak RSS (MiB)"),
-                  col("live_mib", "> live tensors (MiB)"), col("votes_mib", "> largest vote tensor (MiB)"),
-                  ("> live / votes", ratio_of("live_mib", "votes_mib"))]),
-    dict(key="applications", heading=None, rows=("applications",), filter=lambda r: "cifar100" in r["configuration"],
-         intro="The CIFAR-100 configurations at b32 (the run file has all 26 applications):",
-         columns=[col("configuration"), col("parameters", "> parameters"), col("train_ms", "> training step (ms)"),
-                  col("infer_ms", "> inference (ms / batch of 64)"), col("rss_mib", "> peak RSS (MiB)")]),
-    dict(key="dr-rem", heading="DR-CapsNet against EIDOSLAB/REM's PyTorch code", rows=("dr-rem",), intro="Training step, b128.",
-         columns=[col("configuration"), col("peer_ms", "> REM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
-    dict(key="dr-rem-floor", heading=None, rows=("dr-rem-floor",),
-         intro="The kernel floor: the network's two convolutions alone (9×9 1→256 ReLU, 9×9 256→256 stride 2, a mean "
-               "and a mean-square loss, Adam), in each framework's own kernels, same loop as above; their share of each "
-               "side's full step of the same run.",
-         columns=[col("configuration"), col("peer_ms", "> torch (ms)"), col("ours_ms", "> TensorFlow (ms)"), PEER_RATIO,
-                  ("> share of REM's step", ratio_of("peer_ms", "peer_step_ms")),
-                  ("> share of our step", ratio_of("ours_ms", "ours_step_ms"))]),
-    dict(key="dr-rem-profile", heading=None, rows=("dr-rem-profile",),
-         intro="Where our step goes (`benchmarks/profile_step.py CapsNet/mnist-official-bias --batch 128`, TensorFlow's "
-               "profiler, which slows the step; the shares are what counts): the convolution that makes the primary "
-               "capsules sets the floor, its input gradient the largest kernel.",
-         columns=[col("part"), col("ms", "> ms per profiled step"), ("> share", lambda row: f"{100 * row['share']:.1f} %")]),
-    dict(key="effcaps", heading="Efficient-CapsNet against EscVM's code", rows=("effcaps-train", "effcaps-infer"),
-         intro="With its reconstruction decoder; `fit` steps and inference.",
-         columns=[col("configuration"), col("peer_ms", "> EscVM (ms)"), col("ours_ms", "> ours (ms)"), PEER_RATIO, RSS_PAIR]),
-    dict(key="effcaps-floor", heading=None, rows=("effcaps-floor",),
-         intro="What its inference has left to gain (b64, shares of our own `predict_on_batch` in one process): EscVM's "
-               "network makes the same four convolutions, so their time bounds any float32 implementation of it.",
-         columns=[col("variant"), col("ms", "> ms"), ("> share", lambda row, rows: r2(row["ms"] / rows[0]["ms"]))],
-         prose=lambda cells: f"{cells[0]} {cells[1]} ms ({cells[2]})"),
-    dict(key="export", heading=None, rows=("export",), filter=lambda r: r["configuration"].startswith("EffCapsNet"),
-         intro="Exported, then run without keras_capsules, ms (the run file has all 11 exported models):",
-         columns=[col("configuration")] + [col(f"{fmt}_b{b}", f"> {label} b{b}") for fmt, label in
-                                           (("savedmodel", "SavedModel"), ("onnx", "ONNX Runtime"), ("litert", "LiteRT")) for b in (1, 64)]),
-    dict(key="effcaps-vs-cnn", heading=None, rows=("effcaps-vs-cnn",),
-         intro="Against a plain CNN with the same parameter count (1,573,744 against 1,573,955, 28×28×1):",
-         columns=[col("configuration"), col("effcaps_ms", "> EffCapsNet (ms)"), col("cnn_ms", "> CNN (ms)"),
-                  ("> ratio", ratio_of("effcaps_ms", "cnn_ms"))]),
-    dict(key="seed003", heading="Seed 003's network against bhneo/FMRouting's code", rows=("seed003",),
-         intro="Inference at b128, FM / DR(1) / DR(3) in ms; FM without the vote batch norm, as the authors' network "
-               "(FM_bn: keras-capsules' default FM router).",
-         columns=[col("call"), (">bhneo FM / DR(1) / DR(3)", seed_pair("peer")), (">ours FM / DR(1) / DR(3)", seed_pair("ours")),
-                  ("> ours FM_bn", lambda row: num(row.get("ours_fm_bn_ms"))),
-                  ("> DR(3) / FM, bhneo", ratio_of("peer_dr3_ms", "peer_fm_ms")), ("> DR(3) / FM, ours", ratio_of("ours_dr3_ms", "ours_fm_ms"))]),
-    dict(key="peer-pairs-before-after", heading="The side-by-side configurations before and after the scaling work",
-         rows=("peer-pairs-before-after",),
-         intro="The library's side of each side-by-side configuration above, the package before issue 52's scaling work "
-               "(the run file's `before`) against the package measured beside the peers (`after`), in alternating fresh "
-               "processes of the same run (the harness's `ab_trees.sh`), medians over the rounds of each process's median "
-               "step: under 1 the ratios against the authors' code improved.",
-         columns=[col("pair"), col("configuration"), col("before_ms", "> before (ms)"), col("after_ms", "> after (ms)"),
-                  ("> after / before", ratio_of("after_ms", "before_ms")),
-                  ("each process, before · after (ms)", lambda row: " · ".join(
-                      "/".join(num(v) for v in row[f"{side}_each_ms"]) for side in ("before", "after")))]),
-    dict(key="routers", heading="Routers against dynamic routing", rows=("routers",),
-         intro="One capsule layer; fc: `FcCaps` 1152 × 8D → 10 × 16D at b64, conv: `ConvCaps` 6×6×32 × 8D → K3 s1 32 × 8D at b16; "
-               "each router over dynamic routing of the same run, shape and iterations.",
-         columns=[col("shape"), col("router"), col("iterations", "> iterations"), col("forward_ms", "> forward (ms)"),
-                  ("> forward / dynamic", ratio_of("forward_ms", "dynamic_forward_ms")), col("train_ms", "> training step (ms)"),
-                  ("> training / dynamic", ratio_of("train_ms", "dynamic_train_ms"))]),
-    dict(key="router-memory", heading=None, rows=("router-memory",),
-         intro="Forward memory by iterations: live tensors' peak, fc shape.",
-         columns=[col("router"), col("live_1_mib", "> 1 iteration (MiB)"), col("live_3_mib", "> 3 (MiB)"), col("live_5_mib", "> 5 (MiB)")]),
-    dict(key="memory-plan", heading="Memory plan: estimate against measured peak", rows=("memory-plan",),
-         intro="`keras_capsules.training.memory_plan.estimate` (one traced step, no step run; process baseline included) against "
-               "the peak resident memory of a fresh process that builds and compiles the model as `train` does and runs three "
-               "`train_on_batch` steps; one process per row, each alone. A row whose estimate exceeds 16 GB is not run "
-               "(what `memory_plan.check` refuses).",
-         columns=[col("configuration"), col("input"), col("batch", "> batch"), ("> estimate (MB)", megabytes("estimate_bytes")),
-                  ("> of which activations / votes (MB)", lambda row: f"{megabytes('activation_bytes')(row)} / {megabytes('votes_bytes')(row)}"),
-                  ("> measured peak (MB)", megabytes("measured_bytes")), ("> estimate / measured", ratio_of("estimate_bytes", "measured_bytes")),
-                  ("note", lambda row: row.get("skipped") or row.get("error") or "")]),
-    dict(key="memory-plan-calibration", heading=None, rows=("memory-plan-calibration",),
-         intro="The calibration run the two constants `LIVE_FACTOR` and `BYTES_PER_OP` were fitted on (its file's `fit`; least "
-               "squares on the relative error), at other batches than the table above; live tensors: the simulated step's peak.",
-         columns=[col("configuration"), col("input"), col("batch", "> batch"), ("> live tensors (MB)", megabytes("step_live_bytes")),
-                  col("step_ops", "> ops"), ("> measured peak (MB)", megabytes("measured_bytes")),
-                  ("> fitted estimate / measured", ratio_of("fitted_bytes", "measured_bytes"))]),
-    dict(key="gpu-presets", heading="GPU checks (JAX backend)", rows=("gpu-presets",),
-         intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
-         columns=[col("preset"), col("registry", "> registry (CPU)"), col("tf32", "> JAX default (TF32)"),
-                  col("highest", '> `"highest"` precision'), col("seconds", "> seconds, compilation included")]),
-    dict(key="gpu-mixed-precision", heading=None, rows=("gpu-mixed-precision",), transform=by_policy,
-         intro="Mixed precision: two epochs from scratch on the embedded 8,000-image sample; step: median after the "
-               "first epoch (in brackets: its share of float32's); accuracy on the other 2,000 images.",
-         columns=[col("model")] + [(f"> {p} step (ms)", policy_step(p)) for p in POLICIES]
-         + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)]),
-    dict(key="gpu-checks", heading=None, rows=("gpu-checks",), intro="Correctness:", prose=lambda cells: ": ".join(cells),
-         columns=[col("check"), col("result")]),
-    dict(key="onednn-main-job", heading="The main job with TensorFlow's oneDNN kernels on and off", rows=("onednn-main-job",),
-         intro="`benchmarks/onednn_main_job.py`: the command line turns oneDNN off on TensorFlow 2.21, whose oneDNN kernels "
-               "corrupt the heap now and then (`tools/soak/README.md`); this is what that costs the README's main job per step.",
-         columns=[col("setting"), col("median_ms", "> median step (ms)"), col("process_ms", "per process (ms)"), col("off_over_on", "> off / on")]),
-    dict(key="fine-tune-folder", heading="Fine-tuning against training from scratch on a folder of images", rows=("fine-tune-folder",),
-         intro="`benchmarks/fine_tune_folder.py`: EffCapsNet on one folder of Fashion-MNIST PNG files it writes (the run file's "
-               "`folder`), each run one `training.train` call with the generic recipe, the same epochs, seed and stratified "
-               "validation hold-out; the test split (`test/`) evaluated once, at the end of each run. It measures accuracy: the "
-               "seconds are those of a machine shared with other work.",
-         columns=[col("run"), col("weights"), col("freeze_backbone_epochs", "> frozen epochs"), col("epochs", "> epochs"),
-                  ("> training / held-out images", lambda row: f"{num(row.get('training_examples'))} / {num(row.get('validation_examples'))}"),
-                  ("validation accuracy after each epoch (%)", percent("validation_accuracy")),
-                  ("> test accuracy (%)", percent("test_accuracy")), col("train_seconds", "> training (s)")]),
-    dict(key="scale", heading="Capsules at larger inputs", rows=("scale",), transform=scale_by_application,
-         intro="`benchmarks/scale.py`: every application at RGB inputs, batch 16, 10 classes: the median `train_on_batch` "
-               "step after warm-up (ms) and the process's peak RSS after the training steps (MB), in brackets as multiples of the matched "
-               "`BaselineCNN`'s at the same input; one process per configuration, alternating, medians. A constructor that "
-               "refuses the input, and a configuration the memory guard stopped, say so.",
-         columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES]),
-    dict(key="scale-arithmetic", heading=None, rows=("scale",), transform=scale_by_application,
-         intro="From the run of each row above: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
-               "first step, tracing included (s), `predict_on_batch` per image (ms) and the GFLOP/s the step achieves (in "
-               "brackets: as a multiple of the CNN's).",
-         columns=[("application", lambda entry: entry["application"])]
-         + [(f"> {s}×{s}×3: GFLOP · first step · inference ms · GFLOP/s (× CNN)", scale_arithmetic_cell(s)) for s in SCALE_SIZES]),
-    dict(key="predict-chunks", heading="Prediction by chunks of rows", rows=("predict-chunks",),
-         intro="`benchmarks/predict_chunks.py`: `predict_on_batch` of the convolutional capsule networks with `ConvCaps` routing "
-               "chunks of output rows within its vote budget (`remat=True`, the default) against the whole vote tensor at once "
-               "(`remat=False`), same model and weights, one fresh process per mode: the process's peak RSS after predicting (MB), "
-               "the median call per image (ms) and the first call, tracing included (s); the chunks each `ConvCaps` layer routes.",
-         columns=[col("application"), col("input"), col("batch", "> batch"),
-                  ("> chunks per layer", lambda row: " · ".join(str(c) for c in row.get("chunks_chunks", [])) or "—"),
-                  ("> peak MB: whole · chunks", lambda row: f"{num(row.get('whole_peak_mb'))} · {num(row.get('chunks_peak_mb'))}"),
-                  ("> chunks / whole", ratio_of("chunks_peak_mb", "whole_peak_mb")),
-                  ("> ms per image: whole · chunks", lambda row: f"{num(row.get('whole_infer_ms_per_image'))} · {num(row.get('chunks_infer_ms_per_image'))}"),
-                  ("> first call s: whole · chunks", lambda row: f"{num(row.get('whole_first_s'))} · {num(row.get('chunks_first_s'))}"),
-                  ("note", lambda row: " · ".join(f"{mode}: {row[f'{mode}_error']}" for mode in ("whole", "chunks") if row.get(f"{mode}_error")))]),
-    dict(key="first-step-backbone", heading="First step: the application against its backbone alone", rows=("first-step-backbone",),
-         intro="`benchmarks/first_step_backbone.py`: the first `train_on_batch` (tracing included) of the application and of its "
-               "layers up to its backbone's last layer with a pooled dense head (the same convolutions without the capsules), "
-               "fresh processes alternating; each process's first step, in the order run, and the median of the next step.",
-         columns=[col("application"), col("model"), col("cut", "backbone up to"), col("input"), col("batch", "> batch"),
-                  col("layers", "> layers"), ("> first step (s), each process", lambda row: " · ".join(num(v) for v in row["first_step_s"])),
-                  col("step_s", "> step (s)")]),
-    dict(key="first-step", heading="First step: traced once", rows=("first-step",),
-         intro="`benchmarks/first_step.py`: the first `train_on_batch` (tracing included) of every application, the package "
-               "before `CapsuleClassifier` created the optimizer's and metrics' variables ahead of the first step (the run "
-               "file's `before`, first on `PYTHONPATH`) and this one, fresh processes alternating; how many times each traced "
-               "its training step, each process's first step, and the median step after it (the run's `measured` says of how many).",
-         columns=[col("application"), col("input"), col("batch", "> batch"),
-                  ("> traces, before · after", measured_only(before_after("traces", lambda v: "/".join(map(str, v))))),
-                  ("> first step (s), before · after", measured_only(before_after("first_step_s", lambda v: " / ".join(map(num, v))))),
-                  ("> after / before", measured_only(lambda row: r2(statistics.median(row["after_first_step_s"])
-                                                                    / statistics.median(row["before_first_step_s"])))),
-                  ("> step (s), before · after", measured_only(before_after("step_s", num))),
-                  ("note", lambda row: row.get("why") or "")]),
-    dict(key="scale-before", heading="Capsules at larger inputs, before the scaling work", rows=("scale-before",),
-         transform=scale_by_application,
-         intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "
-               "layers were made to scale (the run file's `package`: issue 52's starting point, the FLOP counter already "
-               "fixed), on the host and in the session of the run above; no verdict reads them.",
-         columns=[("application", scale_matmul)] + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES[:2]]
-         + [(f"> {s}×{s}×3: GFLOP/s (× CNN) · first step", scale_size_cell(
-             s, lambda row: f"{row['gflops']:.3g} · {row['first_step_s']:g} s",
-             lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×")) for s in SCALE_SIZES[:2]]),
-    dict(key="profile-step", heading="Profile of the slowest applications", rows=("profile-step",),
-         intro="`benchmarks/profile_step.py` (TensorFlow's profiler, which slows the step; op time is the host's self time "
-               "of the ops it traces, the shares are what counts) and `benchmarks/training_step_cost.py` (counted GFLOP per "
-               "image and flops per float32 byte written, from the traced graph) on the same package: one training step at "
-               "batch 16, RGB; the package of each row named (before the chunking work, at the HEAD of its day, with a change). Step "
-               "and first step (tracing included) from the profiling process; each run's `measured` (in \"The runs\") says "
-               "what else the machine ran: compare the rows of one run with each other, not across runs.",
-         columns=[col("configuration"), col("input"), col("package"), col("step_ms", "> step (ms)"),
-                  col("first_step_s", "> first step (s)"), col("gflop_per_image", "> GFLOP / image"),
-                  ("> GFLOP/s", lambda row: r2(ratio(row["gflop_per_image"] and row["gflop_per_image"] * row["batch"] * 1e3, row["step_ms"]))),
-                  col("graph_ops", "> ops in the step's graph"), col("flops_per_byte", "> flops / byte written"),
-                  ("largest op types (share of the profiled op time)", lambda row: " · ".join(
-                      f"{name} {100 * share:.0f} %" for name, share in row["op_types"][:8]))]),
-    dict(key="step-cost", heading="What a training step counts at larger inputs", rows=("step-cost",),
-         intro="`benchmarks/scale_counts.py`: one training step of each application (the configuration of the scale runs, 10 "
-               "classes, RGB), traced and counted from its graph by `benchmarks/training_step_cost.py`'s counter: arithmetic, "
-               "transcendental elements (`exp`, `cos`, ...: one flop each in the GFLOP, many multiply-adds each in time), "
-               "float32 elements written, and flops per byte written (the lower, the more the step is bound by memory "
-               "traffic); counts of the graph, the same on any machine.",
-         columns=[col("application"), col("input"), col("batch", "> batch"), col("gflop_per_image", "> GFLOP / image"),
-                  col("m_transcendental_per_image", "> M transcendental / image"), col("m_written_per_image", "> M written / image"),
-                  ("> GB written per step", lambda row: f"{4 * row['m_written_per_image'] * row['batch'] / 1e3:,.1f}"),
-                  col("flops_per_byte", "> flops / byte written"), col("graph_ops", "> ops in the graph"),
-                  ("largest op types (MFLOP / image)", lambda row: " · ".join(
-                      f"{t['op_type']} {t['mflop_per_image']:,.0f}" for t in row["op_types"][:6]))]),
+    dict(
+        key="idpa",
+        heading="InvertedAttentionCapsNet against apple's PyTorch code",
+        rows=("idpa-train",),
+        intro="Training step, CIFAR-10, b32, by routing iterations ('ours alone': the library side rerun alone).",
+        columns=[
+            col("configuration", "backbone"),
+            col("iterations", "> iterations"),
+            col("peer_ms", "> apple's (ms)"),
+            col("ours_ms", "> ours (ms)"),
+            PEER_RATIO,
+            RSS_PAIR,
+        ],
+    ),
+    dict(
+        key="idpa-iterations",
+        heading=None,
+        rows=("idpa-iterations",),
+        intro="Ours alone at 1–5 iterations in one run (`benchmarks/concurrent_iterations.py`, processes alternating): "
+        "the increments should be equal from 4 iterations on, where each iteration adds one sweep of all three "
+        "capsule layers; below that the second and first ConvCaps layers start forming their votes "
+        "(at 3 and 4 iterations).",
+        columns=[
+            col("iterations", "> iterations"),
+            col("ours_ms", "> ours (ms)"),
+            col("increment_ms", "> increment (ms)"),
+        ],
+    ),
+    dict(
+        key="idpa-b128",
+        heading=None,
+        rows=("idpa-b128",),
+        intro="Training step at b128 with 3 iterations:",
+        columns=[
+            col("configuration"),
+            col("peer", "apple's"),
+            col("ours_ms", "> ours, step (ms)"),
+            col("ours_rss_gb", "> ours, peak RSS (GB)"),
+        ],
+    ),
+    dict(
+        key="conv-live",
+        heading=None,
+        rows=("conv-live",),
+        intro="Its convolutional capsule layers' memory in one training step: live tensors (the most TensorFlow's "
+        "tensors held at once) against the model's largest vote tensor.",
+        columns=[
+            col("configuration"),
+            col("batch", "> batch"),
+            col("iterations", "> iterations"),
+            col("rss_mib", "> peak RSS (MiB)"),
+            col("live_mib", "> live tensors (MiB)"),
+            col("votes_mib", "> largest vote tensor (MiB)"),
+            ("> live / votes", ratio_of("live_mib", "votes_mib")),
+        ],
+    ),
+    dict(
+        key="applications",
+        heading=None,
+        rows=("applications",),
+        filter=lambda r: "cifar100" in r["configuration"],
+        intro="The CIFAR-100 configurations at b32 (the run file has all 26 applications):",
+        columns=[
+            col("configuration"),
+            col("parameters", "> parameters"),
+            col("train_ms", "> training step (ms)"),
+            col("infer_ms", "> inference (ms / batch of 64)"),
+            col("rss_mib", "> peak RSS (MiB)"),
+        ],
+    ),
+    dict(
+        key="dr-rem",
+        heading="DR-CapsNet against EIDOSLAB/REM's PyTorch code",
+        rows=("dr-rem",),
+        intro="Training step, b128.",
+        columns=[
+            col("configuration"),
+            col("peer_ms", "> REM (ms)"),
+            col("ours_ms", "> ours (ms)"),
+            PEER_RATIO,
+            RSS_PAIR,
+        ],
+    ),
+    dict(
+        key="dr-rem-floor",
+        heading=None,
+        rows=("dr-rem-floor",),
+        intro="The kernel floor: the network's two convolutions alone (9×9 1→256 ReLU, 9×9 256→256 stride 2, a mean "
+        "and a mean-square loss, Adam), in each framework's own kernels, same loop as above; their share of each "
+        "side's full step of the same run.",
+        columns=[
+            col("configuration"),
+            col("peer_ms", "> torch (ms)"),
+            col("ours_ms", "> TensorFlow (ms)"),
+            PEER_RATIO,
+            ("> share of REM's step", ratio_of("peer_ms", "peer_step_ms")),
+            ("> share of our step", ratio_of("ours_ms", "ours_step_ms")),
+        ],
+    ),
+    dict(
+        key="dr-rem-profile",
+        heading=None,
+        rows=("dr-rem-profile",),
+        intro="Where our step goes (`benchmarks/profile_step.py CapsNet/mnist-official-bias --batch 128`, TensorFlow's "
+        "profiler, which slows the step; the shares are what counts): the convolution that makes the primary "
+        "capsules sets the floor, its input gradient the largest kernel.",
+        columns=[
+            col("part"),
+            col("ms", "> ms per profiled step"),
+            ("> share", lambda row: f"{100 * row['share']:.1f} %"),
+        ],
+    ),
+    dict(
+        key="effcaps",
+        heading="Efficient-CapsNet against EscVM's code",
+        rows=("effcaps-train", "effcaps-infer"),
+        intro="With its reconstruction decoder; `fit` steps and inference.",
+        columns=[
+            col("configuration"),
+            col("peer_ms", "> EscVM (ms)"),
+            col("ours_ms", "> ours (ms)"),
+            PEER_RATIO,
+            RSS_PAIR,
+        ],
+    ),
+    dict(
+        key="effcaps-floor",
+        heading=None,
+        rows=("effcaps-floor",),
+        intro="What its inference has left to gain (b64, shares of our own `predict_on_batch` in one process): EscVM's "
+        "network makes the same four convolutions, so their time bounds any float32 implementation of it.",
+        columns=[col("variant"), col("ms", "> ms"), ("> share", lambda row, rows: r2(row["ms"] / rows[0]["ms"]))],
+        prose=lambda cells: f"{cells[0]} {cells[1]} ms ({cells[2]})",
+    ),
+    dict(
+        key="export",
+        heading=None,
+        rows=("export",),
+        filter=lambda r: r["configuration"].startswith("EffCapsNet"),
+        intro="Exported, then run without keras_capsules, ms (the run file has all 11 exported models):",
+        columns=[col("configuration")]
+        + [
+            col(f"{fmt}_b{b}", f"> {label} b{b}")
+            for fmt, label in (("savedmodel", "SavedModel"), ("onnx", "ONNX Runtime"), ("litert", "LiteRT"))
+            for b in (1, 64)
+        ],
+    ),
+    dict(
+        key="effcaps-vs-cnn",
+        heading=None,
+        rows=("effcaps-vs-cnn",),
+        intro="Against a plain CNN with the same parameter count (1,573,744 against 1,573,955, 28×28×1):",
+        columns=[
+            col("configuration"),
+            col("effcaps_ms", "> EffCapsNet (ms)"),
+            col("cnn_ms", "> CNN (ms)"),
+            ("> ratio", ratio_of("effcaps_ms", "cnn_ms")),
+        ],
+    ),
+    dict(
+        key="seed003",
+        heading="Seed 003's network against bhneo/FMRouting's code",
+        rows=("seed003",),
+        intro="Inference at b128, FM / DR(1) / DR(3) in ms; FM without the vote batch norm, as the authors' network "
+        "(FM_bn: keras-capsules' default FM router).",
+        columns=[
+            col("call"),
+            (">bhneo FM / DR(1) / DR(3)", seed_pair("peer")),
+            (">ours FM / DR(1) / DR(3)", seed_pair("ours")),
+            ("> ours FM_bn", lambda row: num(row.get("ours_fm_bn_ms"))),
+            ("> DR(3) / FM, bhneo", ratio_of("peer_dr3_ms", "peer_fm_ms")),
+            ("> DR(3) / FM, ours", ratio_of("ours_dr3_ms", "ours_fm_ms")),
+        ],
+    ),
+    dict(
+        key="peer-pairs-before-after",
+        heading="The side-by-side configurations before and after the scaling work",
+        rows=("peer-pairs-before-after",),
+        intro="The library's side of each side-by-side configuration above, the package before issue 52's scaling work "
+        "(the run file's `before`) against the package measured beside the peers (`after`), in alternating fresh "
+        "processes of the same run (the harness's `ab_trees.sh`), medians over the rounds of each process's median "
+        "step: under 1 the ratios against the authors' code improved.",
+        columns=[
+            col("pair"),
+            col("configuration"),
+            col("before_ms", "> before (ms)"),
+            col("after_ms", "> after (ms)"),
+            ("> after / before", ratio_of("after_ms", "before_ms")),
+            (
+                "each process, before · after (ms)",
+                lambda row: " · ".join(
+                    "/".join(num(v) for v in row[f"{side}_each_ms"]) for side in ("before", "after")
+                ),
+            ),
+        ],
+    ),
+    dict(
+        key="routers",
+        heading="Routers against dynamic routing",
+        rows=("routers",),
+        intro="One capsule layer; fc: `FcCaps` 1152 × 8D → 10 × 16D at b64, conv: `ConvCaps` 6×6×32 × 8D → K3 s1 32 × 8D at b16; "
+        "each router over dynamic routing of the same run, shape and iterations.",
+        columns=[
+            col("shape"),
+            col("router"),
+            col("iterations", "> iterations"),
+            col("forward_ms", "> forward (ms)"),
+            ("> forward / dynamic", ratio_of("forward_ms", "dynamic_forward_ms")),
+            col("train_ms", "> training step (ms)"),
+            ("> training / dynamic", ratio_of("train_ms", "dynamic_train_ms")),
+        ],
+    ),
+    dict(
+        key="router-memory",
+        heading=None,
+        rows=("router-memory",),
+        intro="Forward memory by iterations: live tensors' peak, fc shape.",
+        columns=[
+            col("router"),
+            col("live_1_mib", "> 1 iteration (MiB)"),
+            col("live_3_mib", "> 3 (MiB)"),
+            col("live_5_mib", "> 5 (MiB)"),
+        ],
+    ),
+    dict(
+        key="memory-plan",
+        heading="Memory plan: estimate against measured peak",
+        rows=("memory-plan",),
+        intro="`keras_capsules.training.memory_plan.estimate` (one traced step, no step run; process baseline included) against "
+        "the peak resident memory of a fresh process that builds and compiles the model as `train` does and runs three "
+        "`train_on_batch` steps; one process per row, each alone. A row whose estimate exceeds 16 GB is not run "
+        "(what `memory_plan.check` refuses).",
+        columns=[
+            col("configuration"),
+            col("input"),
+            col("batch", "> batch"),
+            ("> estimate (MB)", megabytes("estimate_bytes")),
+            (
+                "> of which activations / votes (MB)",
+                lambda row: f"{megabytes('activation_bytes')(row)} / {megabytes('votes_bytes')(row)}",
+            ),
+            ("> measured peak (MB)", megabytes("measured_bytes")),
+            ("> estimate / measured", ratio_of("estimate_bytes", "measured_bytes")),
+            ("note", lambda row: row.get("skipped") or row.get("error") or ""),
+        ],
+    ),
+    dict(
+        key="memory-plan-calibration",
+        heading=None,
+        rows=("memory-plan-calibration",),
+        intro="The calibration run the two constants `LIVE_FACTOR` and `BYTES_PER_OP` were fitted on (its file's `fit`; least "
+        "squares on the relative error), at other batches than the table above; live tensors: the simulated step's peak.",
+        columns=[
+            col("configuration"),
+            col("input"),
+            col("batch", "> batch"),
+            ("> live tensors (MB)", megabytes("step_live_bytes")),
+            col("step_ops", "> ops"),
+            ("> measured peak (MB)", megabytes("measured_bytes")),
+            ("> fitted estimate / measured", ratio_of("fitted_bytes", "measured_bytes")),
+        ],
+    ),
+    dict(
+        key="gpu-presets",
+        heading="GPU checks (JAX backend)",
+        rows=("gpu-presets",),
+        intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
+        columns=[
+            col("preset"),
+            col("registry", "> registry (CPU)"),
+            col("tf32", "> JAX default (TF32)"),
+            col("highest", '> `"highest"` precision'),
+            col("seconds", "> seconds, compilation included"),
+        ],
+    ),
+    dict(
+        key="gpu-mixed-precision",
+        heading=None,
+        rows=("gpu-mixed-precision",),
+        transform=by_policy,
+        intro="Mixed precision: two epochs from scratch on the embedded 8,000-image sample; step: median after the "
+        "first epoch (in brackets: its share of float32's); accuracy on the other 2,000 images.",
+        columns=[col("model")]
+        + [(f"> {p} step (ms)", policy_step(p)) for p in POLICIES]
+        + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)],
+    ),
+    dict(
+        key="gpu-checks",
+        heading=None,
+        rows=("gpu-checks",),
+        intro="Correctness:",
+        prose=lambda cells: ": ".join(cells),
+        columns=[col("check"), col("result")],
+    ),
+    dict(
+        key="onednn-main-job",
+        heading="The main job with TensorFlow's oneDNN kernels on and off",
+        rows=("onednn-main-job",),
+        intro="`benchmarks/onednn_main_job.py`: the command line turns oneDNN off on TensorFlow 2.21, whose oneDNN kernels "
+        "corrupt the heap now and then (`tools/soak/README.md`); this is what that costs the README's main job per step.",
+        columns=[
+            col("setting"),
+            col("median_ms", "> median step (ms)"),
+            col("process_ms", "per process (ms)"),
+            col("off_over_on", "> off / on"),
+        ],
+    ),
+    dict(
+        key="fine-tune-folder",
+        heading="Fine-tuning against training from scratch on a folder of images",
+        rows=("fine-tune-folder",),
+        intro="`benchmarks/fine_tune_folder.py`: EffCapsNet on one folder of Fashion-MNIST PNG files it writes (the run file's "
+        "`folder`), each run one `training.train` call with the generic recipe, the same epochs, seed and stratified "
+        "validation hold-out; the test split (`test/`) evaluated once, at the end of each run. It measures accuracy: the "
+        "seconds are those of a machine shared with other work.",
+        columns=[
+            col("run"),
+            col("weights"),
+            col("freeze_backbone_epochs", "> frozen epochs"),
+            col("epochs", "> epochs"),
+            (
+                "> training / held-out images",
+                lambda row: f"{num(row.get('training_examples'))} / {num(row.get('validation_examples'))}",
+            ),
+            ("validation accuracy after each epoch (%)", percent("validation_accuracy")),
+            ("> test accuracy (%)", percent("test_accuracy")),
+            col("train_seconds", "> training (s)"),
+        ],
+    ),
+    dict(
+        key="scale",
+        heading="Capsules at larger inputs",
+        rows=("scale",),
+        transform=scale_by_application,
+        intro="`benchmarks/scale.py`: every application at RGB inputs, batch 16, 10 classes: the median `train_on_batch` "
+        "step after warm-up (ms) and the process's peak RSS after the training steps (MB), in brackets as multiples of the matched "
+        "`BaselineCNN`'s at the same input; one process per configuration, alternating, medians. A constructor that "
+        "refuses the input, and a configuration the memory guard stopped, say so.",
+        columns=[("application", scale_matmul)]
+        + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES],
+    ),
+    dict(
+        key="scale-arithmetic",
+        heading=None,
+        rows=("scale",),
+        transform=scale_by_application,
+        intro="From the run of each row above: counted GFLOP per image of a training step (`benchmarks/training_step_cost.py`'s counter), the "
+        "first step, tracing included (s), `predict_on_batch` per image (ms) and the GFLOP/s the step achieves (in "
+        "brackets: as a multiple of the CNN's).",
+        columns=[("application", lambda entry: entry["application"])]
+        + [
+            (f"> {s}×{s}×3: GFLOP · first step · inference ms · GFLOP/s (× CNN)", scale_arithmetic_cell(s))
+            for s in SCALE_SIZES
+        ],
+    ),
+    dict(
+        key="predict-chunks",
+        heading="Prediction by chunks of rows",
+        rows=("predict-chunks",),
+        intro="`benchmarks/predict_chunks.py`: `predict_on_batch` of the convolutional capsule networks with `ConvCaps` routing "
+        "chunks of output rows within its vote budget (`remat=True`, the default) against the whole vote tensor at once "
+        "(`remat=False`), same model and weights, one fresh process per mode: the process's peak RSS after predicting (MB), "
+        "the median call per image (ms) and the first call, tracing included (s); the chunks each `ConvCaps` layer routes.",
+        columns=[
+            col("application"),
+            col("input"),
+            col("batch", "> batch"),
+            ("> chunks per layer", lambda row: " · ".join(str(c) for c in row.get("chunks_chunks", [])) or "—"),
+            (
+                "> peak MB: whole · chunks",
+                lambda row: f"{num(row.get('whole_peak_mb'))} · {num(row.get('chunks_peak_mb'))}",
+            ),
+            ("> chunks / whole", ratio_of("chunks_peak_mb", "whole_peak_mb")),
+            (
+                "> ms per image: whole · chunks",
+                lambda row: f"{num(row.get('whole_infer_ms_per_image'))} · {num(row.get('chunks_infer_ms_per_image'))}",
+            ),
+            (
+                "> first call s: whole · chunks",
+                lambda row: f"{num(row.get('whole_first_s'))} · {num(row.get('chunks_first_s'))}",
+            ),
+            (
+                "note",
+                lambda row: " · ".join(
+                    f"{mode}: {row[f'{mode}_error']}" for mode in ("whole", "chunks") if row.get(f"{mode}_error")
+                ),
+            ),
+        ],
+    ),
+    dict(
+        key="first-step-backbone",
+        heading="First step: the application against its backbone alone",
+        rows=("first-step-backbone",),
+        intro="`benchmarks/first_step_backbone.py`: the first `train_on_batch` (tracing included) of the application and of its "
+        "layers up to its backbone's last layer with a pooled dense head (the same convolutions without the capsules), "
+        "fresh processes alternating; each process's first step, in the order run, and the median of the next step.",
+        columns=[
+            col("application"),
+            col("model"),
+            col("cut", "backbone up to"),
+            col("input"),
+            col("batch", "> batch"),
+            col("layers", "> layers"),
+            ("> first step (s), each process", lambda row: " · ".join(num(v) for v in row["first_step_s"])),
+            col("step_s", "> step (s)"),
+        ],
+    ),
+    dict(
+        key="first-step",
+        heading="First step: traced once",
+        rows=("first-step",),
+        intro="`benchmarks/first_step.py`: the first `train_on_batch` (tracing included) of every application, the package "
+        "before `CapsuleClassifier` created the optimizer's and metrics' variables ahead of the first step (the run "
+        "file's `before`, first on `PYTHONPATH`) and this one, fresh processes alternating; how many times each traced "
+        "its training step, each process's first step, and the median step after it (the run's `measured` says of how many).",
+        columns=[
+            col("application"),
+            col("input"),
+            col("batch", "> batch"),
+            ("> traces, before · after", measured_only(before_after("traces", lambda v: "/".join(map(str, v))))),
+            (
+                "> first step (s), before · after",
+                measured_only(before_after("first_step_s", lambda v: " / ".join(map(num, v)))),
+            ),
+            (
+                "> after / before",
+                measured_only(
+                    lambda row: r2(
+                        statistics.median(row["after_first_step_s"]) / statistics.median(row["before_first_step_s"])
+                    )
+                ),
+            ),
+            ("> step (s), before · after", measured_only(before_after("step_s", num))),
+            ("note", lambda row: row.get("why") or ""),
+        ],
+    ),
+    dict(
+        key="scale-before",
+        heading="Capsules at larger inputs, before the scaling work",
+        rows=("scale-before",),
+        transform=scale_by_application,
+        intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "
+        "layers were made to scale (the run file's `package`: issue 52's starting point, the FLOP counter already "
+        "fixed), on the host and in the session of the run above; no verdict reads them.",
+        columns=[("application", scale_matmul)]
+        + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES[:2]]
+        + [
+            (
+                f"> {s}×{s}×3: GFLOP/s (× CNN) · first step",
+                scale_size_cell(
+                    s,
+                    lambda row: f"{row['gflops']:.3g} · {row['first_step_s']:g} s",
+                    lambda row, cnn: f"{r2(row['gflops'] / cnn['gflops'])}×",
+                ),
+            )
+            for s in SCALE_SIZES[:2]
+        ],
+    ),
+    dict(
+        key="profile-step",
+        heading="Profile of the slowest applications",
+        rows=("profile-step",),
+        intro="`benchmarks/profile_step.py` (TensorFlow's profiler, which slows the step; op time is the host's self time "
+        "of the ops it traces, the shares are what counts) and `benchmarks/training_step_cost.py` (counted GFLOP per "
+        "image and flops per float32 byte written, from the traced graph) on the same package: one training step at "
+        "batch 16, RGB; the package of each row named (before the chunking work, at the HEAD of its day, with a change). Step "
+        'and first step (tracing included) from the profiling process; each run\'s `measured` (in "The runs") says '
+        "what else the machine ran: compare the rows of one run with each other, not across runs.",
+        columns=[
+            col("configuration"),
+            col("input"),
+            col("package"),
+            col("step_ms", "> step (ms)"),
+            col("first_step_s", "> first step (s)"),
+            col("gflop_per_image", "> GFLOP / image"),
+            (
+                "> GFLOP/s",
+                lambda row: r2(
+                    ratio(row["gflop_per_image"] and row["gflop_per_image"] * row["batch"] * 1e3, row["step_ms"])
+                ),
+            ),
+            col("graph_ops", "> ops in the step's graph"),
+            col("flops_per_byte", "> flops / byte written"),
+            (
+                "largest op types (share of the profiled op time)",
+                lambda row: " · ".join(f"{name} {100 * share:.0f} %" for name, share in row["op_types"][:8]),
+            ),
+        ],
+    ),
+    dict(
+        key="step-cost",
+        heading="What a training step counts at larger inputs",
+        rows=("step-cost",),
+        intro="`benchmarks/scale_counts.py`: one training step of each application (the configuration of the scale runs, 10 "
+        "classes, RGB), traced and counted from its graph by `benchmarks/training_step_cost.py`'s counter: arithmetic, "
+        "transcendental elements (`exp`, `cos`, ...: one flop each in the GFLOP, many multiply-adds each in time), "
+        "float32 elements written, and flops per byte written (the lower, the more the step is bound by memory "
+        "traffic); counts of the graph, the same on any machine.",
+        columns=[
+            col("application"),
+            col("input"),
+            col("batch", "> batch"),
+            col("gflop_per_image", "> GFLOP / image"),
+            col("m_transcendental_per_image", "> M transcendental / image"),
+            col("m_written_per_image", "> M written / image"),
+            ("> GB written per step", lambda row: f"{4 * row['m_written_per_image'] * row['batch'] / 1e3:,.1f}"),
+            col("flops_per_byte", "> flops / byte written"),
+            col("graph_ops", "> ops in the graph"),
+            (
+                "largest op types (MFLOP / image)",
+                lambda row: " · ".join(f"{t['op_type']} {t['mflop_per_image']:,.0f}" for t in row["op_types"][:6]),
+            ),
+        ],
+    ),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 
@@ -418,6 +767,7 @@ TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 # Each: the target, its rows (a target name, or a tuple of them), how one run's rows give (scope, values, figure) items, and the bound.
 # A target is met on a host when every value is within the bound; with aggregate="median" the host's
 # value is the median of its runs' values (a rule fixed before the third of those runs).
+
 
 def peer_ratios(rows):
     return [(row, ratio(row["ours_ms"], row["peer_ms"])) for row in rows if row.get("peer_ms") is not None]
@@ -431,22 +781,35 @@ def by_ratio(label):
     def items(rows):
         pairs = peer_ratios(rows)
         return [("", [v for _, v in pairs], joined(pairs, label).strip())]
+
     return items
 
 
 def idpa_items(rows):
     pairs = peer_ratios(rows)
-    figure = "; ".join(f"{c} " + " / ".join(r2(v) for r, v in pairs if r["configuration"] == c)
-                       for c in dict.fromkeys(r["configuration"] for r, _ in pairs))
+    figure = "; ".join(
+        f"{c} " + " / ".join(r2(v) for r, v in pairs if r["configuration"] == c)
+        for c in dict.fromkeys(r["configuration"] for r, _ in pairs)
+    )
     return [("", [v for _, v in pairs], figure + " at 1 / 2 / 3 iterations")]
 
 
 def idpa_memory_items(rows):
     pairs = [(row, ratio(row["ours_rss_mb"], row["peer_rss_mb"])) for row in rows if row.get("peer_rss_mb")]
     worst = max(pairs, key=lambda p: p[1])[0] if pairs else None
-    return [("", [v for _, v in pairs], f"at most {r2(max(v for _, v in pairs))} of apple's "
-             f"({num(worst['ours_rss_mb'])} against {num(worst['peer_rss_mb'])} MB, {worst['configuration']}, "
-             f"{worst['iterations']} iteration{'s' * (worst['iterations'] != 1)})")] if pairs else []
+    return (
+        [
+            (
+                "",
+                [v for _, v in pairs],
+                f"at most {r2(max(v for _, v in pairs))} of apple's "
+                f"({num(worst['ours_rss_mb'])} against {num(worst['peer_rss_mb'])} MB, {worst['configuration']}, "
+                f"{worst['iterations']} iteration{'s' * (worst['iterations'] != 1)})",
+            )
+        ]
+        if pairs
+        else []
+    )
 
 
 def per_iterations(router_prefix):
@@ -455,41 +818,64 @@ def per_iterations(router_prefix):
         for it in sorted({r["iterations"] for r in rows if r["router"].startswith(router_prefix)}):
             sel = [r for r in rows if r["router"].startswith(router_prefix) and r["iterations"] == it]
             values = [ratio(r["forward_ms"], r["dynamic_forward_ms"]) for r in sel]
-            out.append((f"{it} iteration{'s' * (it != 1)}", values,
-                        " / ".join(f"{r2(v)}× {r['shape']}" for r, v in zip(sel, values))))
+            out.append(
+                (
+                    f"{it} iteration{'s' * (it != 1)}",
+                    values,
+                    " / ".join(f"{r2(v)}× {r['shape']}" for r, v in zip(sel, values)),
+                )
+            )
         return out
+
     return items
 
 
 def scale_memory_items(size, limit_mb):
     """Every application that builds at ``size``: its training peak RSS as a share of ``limit_mb`` (a skipped one: over it)."""
+
     def items(rows):
         sel = [r for r in rows if r["size"] == size and r["status"] in ("measured", "skipped")]
         values = [r["train_peak_mb"] / limit_mb if r["status"] == "measured" else float("inf") for r in sel]
         if not sel:
             return []
         worst = max(zip(values, sel), key=lambda pair: pair[0])[1]
-        figure = (f"largest {worst['application']} {num(worst['train_peak_mb'])} MB" if worst["status"] == "measured"
-                  else f"{worst['application']} {worst['why']}")
+        figure = (
+            f"largest {worst['application']} {num(worst['train_peak_mb'])} MB"
+            if worst["status"] == "measured"
+            else f"{worst['application']} {worst['why']}"
+        )
         return [("", values, f"{figure}; {len(sel)} built")]
+
     return items
 
 
 def scale_time_items(rows):
     """At 64 px, per application: ``min(step / (10 x the CNN's), the CNN's GFLOP/s / (2 x its own) where its
     arithmetic is over 10x the CNN's)``: at most 1 when one of the two targets is met."""
-    cnn = next((r for r in rows if r["application"] == "BaselineCNN" and r["size"] == 64 and r["status"] == "measured"), None)
+    cnn = next(
+        (r for r in rows if r["application"] == "BaselineCNN" and r["size"] == 64 and r["status"] == "measured"), None
+    )
     sel = [r for r in rows if r["size"] == 64 and r["status"] == "measured" and r["application"] != "BaselineCNN"]
     if cnn is None or not sel:
         return []
     values = []
     for row in sel:
-        rate = cnn["gflops"] / (2 * row["gflops"]) if row["gflop_per_image"] > 10 * cnn["gflop_per_image"] else float("inf")
+        rate = (
+            cnn["gflops"] / (2 * row["gflops"])
+            if row["gflop_per_image"] > 10 * cnn["gflop_per_image"]
+            else float("inf")
+        )
         values.append(min(row["step_ms"] / (10 * cnn["step_ms"]), rate))
     worst = sel[values.index(max(values))]
-    figure = (f"worst {worst['application']}: step {r2(worst['step_ms'] / cnn['step_ms'])}× the CNN's, "
-              f"{worst['gflops']:.3g} GFLOP/s against its {cnn['gflops']:.3g}")
-    others = [f"{row['application']} ({r2(row['step_ms'] / cnn['step_ms'])}×)" for row, value in zip(sel, values) if value > 1 and row is not worst]
+    figure = (
+        f"worst {worst['application']}: step {r2(worst['step_ms'] / cnn['step_ms'])}× the CNN's, "
+        f"{worst['gflops']:.3g} GFLOP/s against its {cnn['gflops']:.3g}"
+    )
+    others = [
+        f"{row['application']} ({r2(row['step_ms'] / cnn['step_ms'])}×)"
+        for row, value in zip(sel, values)
+        if value > 1 and row is not worst
+    ]
     return [("", values, figure + (f"; also missing both: {', '.join(others)}" if others else ""))]
 
 
@@ -500,20 +886,29 @@ def first_steps(row):
 
 def scale_first_step_items(rows, limit_s=30.0):
     """At 64 px, every application's first step (s); the figure names the longest and every other over ``limit_s``."""
-    sel = sorted(({**r, "first_step_s": first_steps(r)} for r in rows if r["size"] == 64 and r["status"] == "measured"),
-                 key=lambda r: -r["first_step_s"])
+    sel = sorted(
+        ({**r, "first_step_s": first_steps(r)} for r in rows if r["size"] == 64 and r["status"] == "measured"),
+        key=lambda r: -r["first_step_s"],
+    )
     if not sel:
         return []
     others = [f"{r['application']} {r['first_step_s']:g} s" for r in sel[1:] if r["first_step_s"] > limit_s]
-    figure = f"longest {sel[0]['application']} {sel[0]['first_step_s']:g} s" + (f"; also over {limit_s:g} s: {', '.join(others)}" if others else "")
+    figure = f"longest {sel[0]['application']} {sel[0]['first_step_s']:g} s" + (
+        f"; also over {limit_s:g} s: {', '.join(others)}" if others else ""
+    )
     return [("", [r["first_step_s"] for r in sel], figure)]
 
 
 def memory_items(rows):
     sel = [r for r in rows if r["router"] in ("kernel", "lstm")]
-    return [(f"from {a} to {b} iterations", [r[f"live_{b}_mib"] / r[f"live_{a}_mib"] for r in sel],
-             ", ".join(f"{r['router']} {num(r[f'live_{a}_mib'])} → {num(r[f'live_{b}_mib'])} MiB" for r in sel))
-            for a, b in ((1, 3), (3, 5))]
+    return [
+        (
+            f"from {a} to {b} iterations",
+            [r[f"live_{b}_mib"] / r[f"live_{a}_mib"] for r in sel],
+            ", ".join(f"{r['router']} {num(r[f'live_{a}_mib'])} → {num(r[f'live_{b}_mib'])} MiB" for r in sel),
+        )
+        for a, b in ((1, 3), (3, 5))
+    ]
 
 
 def memory_plan_items(rows):
@@ -523,8 +918,14 @@ def memory_plan_items(rows):
     low, high = min(pairs, key=lambda p: p[1]), max(pairs, key=lambda p: p[1])
     skipped = sum(1 for row in rows if row.get("skipped"))
     label = lambda p: f"{r2(p[1])} ({p[0]['configuration']} {p[0]['input']} b{p[0]['batch']})"  # noqa: E731
-    return [("", [abs(v - 1) for _, v in pairs], f"estimate / measured from {label(low)} to {label(high)} over {len(pairs)} "
-             f"measured configurations" + (f"; {skipped} refused by the estimate, not run" if skipped else ""))]
+    return [
+        (
+            "",
+            [abs(v - 1) for _, v in pairs],
+            f"estimate / measured from {label(low)} to {label(high)} over {len(pairs)} "
+            f"measured configurations" + (f"; {skipped} refused by the estimate, not run" if skipped else ""),
+        )
+    ]
 
 
 def seed_items(rows):
@@ -536,12 +937,18 @@ def max_item(key, select, unit):
     def items(rows):
         sel = [r for r in rows if select(r)]
         return [("", [r[key] for r in sel], ", ".join(f"{r['configuration']} {num(r[key])} {unit}" for r in sel))]
+
     return items
 
 
 def effcaps_b1(rows):
     row = next(r for r in rows if r["configuration"] == "EffCapsNet/mnist")
-    best = min(("ONNX Runtime", row["onnx_b1"]), ("LiteRT", row["litert_b1"]), ("SavedModel", row["savedmodel_b1"]), key=lambda p: p[1])
+    best = min(
+        ("ONNX Runtime", row["onnx_b1"]),
+        ("LiteRT", row["litert_b1"]),
+        ("SavedModel", row["savedmodel_b1"]),
+        key=lambda p: p[1],
+    )
     return [("", [best[1]], f"{num(best[1])} ms ({best[0]}); SavedModel {num(row['savedmodel_b1'])} ms")]
 
 
@@ -552,46 +959,149 @@ def cnn_items(rows):
 
 
 VERDICTS = [
-    dict(target="InvertedAttentionCapsNet training step ≤ 0.5× apple's, b32, 1 / 2 / 3 iterations", rows="idpa-train",
-         items=idpa_items, bound=("<=", 0.5), table="idpa"),
-    dict(target="its peak memory ≤ apple's", rows="idpa-train", items=idpa_memory_items, bound=("<=", 1.0), table="idpa"),
-    dict(target="3 iterations at b128 under 8 GB", rows="idpa-b128",
-         items=max_item("ours_rss_gb", lambda r: True, "GB"), bound=("<", 8.0), table="idpa-b128"),
-    dict(target="CIFAR-100 configurations under 8 GB at b32", rows="applications",
-         items=max_item("rss_mib", lambda r: "cifar100" in r["configuration"], "MiB"), bound=("<", 8192), table="applications"),
-    dict(target="convolutional capsule layers: live tensors within 2× one vote tensor", rows="conv-live",
-         items=lambda rows: [("", [r["live_mib"] / r["votes_mib"] for r in rows],
-                              f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×")], bound=("<=", 2.0), table="conv-live"),
-    dict(target="every application trains at 64×64×3, batch 16, within 8 GB", rows="scale",
-         items=scale_memory_items(64, 8000), bound=("<=", 1.0), table="scale"),
-    dict(target="… and at 128×128×3 within 16 GB where it builds", rows="scale",
-         items=scale_memory_items(128, 16000), bound=("<=", 1.0), table="scale"),
-    dict(target="64×64×3 step within 10× the CNN's, or half its GFLOP/s where the arithmetic is over 10× the CNN's", rows="scale",
-         items=scale_time_items, bound=("<=", 1.0), table="scale"),
-    dict(target="first step (tracing included) within 30 s at 64×64×3", rows=("scale", "first-step"),
-         items=scale_first_step_items, bound=("<=", 30.0), table="scale-arithmetic"),
-    dict(target="DR-CapsNet training step ≤ 0.5× REM's, b128", rows="dr-rem",
-         items=by_ratio(lambda r: "REM's router" if "REM's router" in r["configuration"] else ""), bound=("<=", 0.5), table="dr-rem"),
-    dict(target="Efficient-CapsNet training ≤ 0.5× EscVM's", rows="effcaps-train",
-         items=by_ratio(lambda r: r["configuration"].split()[-1]), bound=("<=", 0.5), table="effcaps"),
-    dict(target="Efficient-CapsNet inference b64 ≤ 0.6× EscVM's", rows="effcaps-infer",
-         items=by_ratio(lambda r: f"`{r['configuration'].split(', ')[1]}`"), bound=("<=", 0.6), table="effcaps"),
-    dict(target="Efficient-CapsNet batch-1 latency under 2 ms, fastest format", rows="export",
-         items=effcaps_b1, bound=("<", 2.0), table="export"),
-    dict(target="Efficient-CapsNet training step ≤ 2.5× a plain CNN's", rows="effcaps-vs-cnn",
-         items=cnn_items, bound=("<=", 2.5), table="effcaps-vs-cnn"),
-    dict(target="seed 003 network: DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)", rows="seed003",
-         items=seed_items, bound=(">=", 1.26), aggregate="median", table="seed003"),
-    dict(target="FM forward no slower than one dynamic-routing iteration", rows="routers",
-         items=per_iterations("fm_agreement"), bound=("<=", 1.0), table="routers"),
-    dict(target="LSTM router forward ≤ 4× dynamic routing", rows="routers",
-         items=per_iterations("lstm"), bound=("<=", 4.0), table="routers"),
-    dict(target="kernel router forward ≤ 4× dynamic routing", rows="routers",
-         items=per_iterations("kernel"), bound=("<=", 4.0), table="routers"),
-    dict(target="kernel and LSTM forward memory not growing with the iterations", rows="router-memory",
-         items=memory_items, bound=("<=", 1.0), table="router-memory"),
-    dict(target="memory plan: estimate within ±30 % of the measured peak, every application", rows="memory-plan",
-         items=memory_plan_items, bound=("<=", 0.30), table="memory-plan"),
+    dict(
+        target="InvertedAttentionCapsNet training step ≤ 0.5× apple's, b32, 1 / 2 / 3 iterations",
+        rows="idpa-train",
+        items=idpa_items,
+        bound=("<=", 0.5),
+        table="idpa",
+    ),
+    dict(
+        target="its peak memory ≤ apple's", rows="idpa-train", items=idpa_memory_items, bound=("<=", 1.0), table="idpa"
+    ),
+    dict(
+        target="3 iterations at b128 under 8 GB",
+        rows="idpa-b128",
+        items=max_item("ours_rss_gb", lambda r: True, "GB"),
+        bound=("<", 8.0),
+        table="idpa-b128",
+    ),
+    dict(
+        target="CIFAR-100 configurations under 8 GB at b32",
+        rows="applications",
+        items=max_item("rss_mib", lambda r: "cifar100" in r["configuration"], "MiB"),
+        bound=("<", 8192),
+        table="applications",
+    ),
+    dict(
+        target="convolutional capsule layers: live tensors within 2× one vote tensor",
+        rows="conv-live",
+        items=lambda rows: [
+            (
+                "",
+                [r["live_mib"] / r["votes_mib"] for r in rows],
+                f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×",
+            )
+        ],
+        bound=("<=", 2.0),
+        table="conv-live",
+    ),
+    dict(
+        target="every application trains at 64×64×3, batch 16, within 8 GB",
+        rows="scale",
+        items=scale_memory_items(64, 8000),
+        bound=("<=", 1.0),
+        table="scale",
+    ),
+    dict(
+        target="… and at 128×128×3 within 16 GB where it builds",
+        rows="scale",
+        items=scale_memory_items(128, 16000),
+        bound=("<=", 1.0),
+        table="scale",
+    ),
+    dict(
+        target="64×64×3 step within 10× the CNN's, or half its GFLOP/s where the arithmetic is over 10× the CNN's",
+        rows="scale",
+        items=scale_time_items,
+        bound=("<=", 1.0),
+        table="scale",
+    ),
+    dict(
+        target="first step (tracing included) within 30 s at 64×64×3",
+        rows=("scale", "first-step"),
+        items=scale_first_step_items,
+        bound=("<=", 30.0),
+        table="scale-arithmetic",
+    ),
+    dict(
+        target="DR-CapsNet training step ≤ 0.5× REM's, b128",
+        rows="dr-rem",
+        items=by_ratio(lambda r: "REM's router" if "REM's router" in r["configuration"] else ""),
+        bound=("<=", 0.5),
+        table="dr-rem",
+    ),
+    dict(
+        target="Efficient-CapsNet training ≤ 0.5× EscVM's",
+        rows="effcaps-train",
+        items=by_ratio(lambda r: r["configuration"].split()[-1]),
+        bound=("<=", 0.5),
+        table="effcaps",
+    ),
+    dict(
+        target="Efficient-CapsNet inference b64 ≤ 0.6× EscVM's",
+        rows="effcaps-infer",
+        items=by_ratio(lambda r: f"`{r['configuration'].split(', ')[1]}`"),
+        bound=("<=", 0.6),
+        table="effcaps",
+    ),
+    dict(
+        target="Efficient-CapsNet batch-1 latency under 2 ms, fastest format",
+        rows="export",
+        items=effcaps_b1,
+        bound=("<", 2.0),
+        table="export",
+    ),
+    dict(
+        target="Efficient-CapsNet training step ≤ 2.5× a plain CNN's",
+        rows="effcaps-vs-cnn",
+        items=cnn_items,
+        bound=("<=", 2.5),
+        table="effcaps-vs-cnn",
+    ),
+    dict(
+        target="seed 003 network: DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)",
+        rows="seed003",
+        items=seed_items,
+        bound=(">=", 1.26),
+        aggregate="median",
+        table="seed003",
+    ),
+    dict(
+        target="FM forward no slower than one dynamic-routing iteration",
+        rows="routers",
+        items=per_iterations("fm_agreement"),
+        bound=("<=", 1.0),
+        table="routers",
+    ),
+    dict(
+        target="LSTM router forward ≤ 4× dynamic routing",
+        rows="routers",
+        items=per_iterations("lstm"),
+        bound=("<=", 4.0),
+        table="routers",
+    ),
+    dict(
+        target="kernel router forward ≤ 4× dynamic routing",
+        rows="routers",
+        items=per_iterations("kernel"),
+        bound=("<=", 4.0),
+        table="routers",
+    ),
+    dict(
+        target="kernel and LSTM forward memory not growing with the iterations",
+        rows="router-memory",
+        items=memory_items,
+        bound=("<=", 1.0),
+        table="router-memory",
+    ),
+    dict(
+        target="memory plan: estimate within ±30 % of the measured peak, every application",
+        rows="memory-plan",
+        items=memory_plan_items,
+        bound=("<=", 0.30),
+        table="memory-plan",
+    ),
 ]
 
 
@@ -606,7 +1116,7 @@ def verdict_rows(spec, runs):
     for run in runs:
         targets = spec["rows"] if isinstance(spec["rows"], tuple) else (spec["rows"],)
         rows = [r for r in run["rows"] if r["target"] in targets]
-        for scope, values, figure in (spec["items"](rows) if rows else []):
+        for scope, values, figure in spec["items"](rows) if rows else []:
             if values:
                 per_host.setdefault(run["host"]["id"], {}).setdefault(scope, []).append((run, values, figure))
     out = []
@@ -617,13 +1127,18 @@ def verdict_rows(spec, runs):
             if spec.get("aggregate") == "median":
                 each = [values[0] for _, values, _ in found]
                 value = statistics.median(each)
-                figure = (f"median of {len(each)} runs {r2(value)} ({', '.join(r2(v) for v in each)} in the order run)"
-                          if len(each) > 1 else r2(value))
+                figure = (
+                    f"median of {len(each)} runs {r2(value)} ({', '.join(r2(v) for v in each)} in the order run)"
+                    if len(each) > 1
+                    else r2(value)
+                )
                 results.append((scope, figure, within(value, spec["bound"])))
                 continue
             if len(found) > 1:
-                raise ValueError(f"report: {spec['target']!r} has {len(found)} runs on host {found[0][0]['host']['name']!r}; "
-                                 "move the superseded one out of benchmarks/results/")
+                raise ValueError(
+                    f"report: {spec['target']!r} has {len(found)} runs on host {found[0][0]['host']['name']!r}; "
+                    "move the superseded one out of benchmarks/results/"
+                )
             _, values, figure = found[0]
             results.append((scope, figure, all(within(v, spec["bound"]) for v in values)))
         out.append((used[0]["host"]["name"], results, used))
@@ -672,14 +1187,21 @@ def render(runs):
     for spec in TABLES:
         current = anchor(spec["heading"]) if spec["heading"] else current
         anchors[spec["key"]] = current
-    lines += ["", "## Where the targets stand", "",
-              "Met: every value of that host's run within the bound. Each target links to its table.", ""]
+    lines += [
+        "",
+        "## Where the targets stand",
+        "",
+        "Met: every value of that host's run within the bound. Each target links to its table.",
+        "",
+    ]
     cells = []
     for spec in VERDICTS:
         per_host = []
         for host, results, used in verdict_rows(spec, runs):
-            found = "; ".join((f"{scope}: " if scope else "") + f"{text} — " + ("met" if met else "**missed**")
-                              for scope, text, met in results)
+            found = "; ".join(
+                (f"{scope}: " if scope else "") + f"{text} — " + ("met" if met else "**missed**")
+                for scope, text, met in results
+            )
             links = ", ".join(f"[{run_stamp(r)}](benchmarks/results/{r['file']})" for r in used)
             per_host.append(f"{host}: {found} ({links})")
         if not per_host:
@@ -705,15 +1227,19 @@ def render(runs):
         for run in sources:
             rows = [r for r in run["rows"] if r["target"] in spec["rows"]]
             rows = spec.get("transform", lambda rs: rs)([r for r in rows if spec.get("filter", bool)(r)])
-            body += [([run_label(run)] if many else []) + [call(f, row, rows) for _, f in spec["columns"]] for row in rows]
+            body += [
+                ([run_label(run)] if many else []) + [call(f, row, rows) for _, f in spec["columns"]] for row in rows
+            ]
         lines += table((["host"] if many else []) + [h for h, _ in spec["columns"]], body)
     lines += ["", "## The runs", ""]
     noted = set()
     for run in runs:
         note = f" ({run['host']['note']})" if run["host"].get("note") and run["host"]["id"] not in noted else ""
         noted.add(run["host"]["id"])
-        lines.append(f"- [{run_stamp(run)}](benchmarks/results/{run['file']}), {run['host']['name']}{note}: "
-                     f"`{run['command']}`: {run['measured']}.")
+        lines.append(
+            f"- [{run_stamp(run)}](benchmarks/results/{run['file']}), {run['host']['name']}{note}: "
+            f"`{run['command']}`: {run['measured']}."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -729,7 +1255,11 @@ def anchor(heading):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if BENCHMARKS.md differs from the run files' page (default: rewrite it)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if BENCHMARKS.md differs from the run files' page (default: rewrite it)",
+    )
     args = parser.parse_args(argv)
     page = render(load_runs())
     if args.check:

@@ -19,11 +19,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-
 from common import machine_description, write_results  # noqa: E402
+
 from keras_capsules import layers, routing  # noqa: E402
 from keras_capsules.applications.inverted_attention_capsnet import CapsuleLogits  # noqa: E402
 from keras_capsules.datasets import load_arrays  # noqa: E402
+
 
 def small_network(router):
     iterative = routing.get(router).iterative
@@ -31,7 +32,9 @@ def small_network(router):
     x = keras.layers.Conv2D(64, 5, activation="relu")(images)
     x = keras.layers.Conv2D(64, 3, strides=2, activation="relu")(x)
     primary = layers.PrimaryCaps(16, 16, kernel_size=3, strides=2, activation="squash")(x)
-    poses, _ = layers.FcCaps(10, 16, router=router, routing_iterations=3 if iterative else None, name="class_caps")(primary)
+    poses, _ = layers.FcCaps(10, 16, router=router, routing_iterations=3 if iterative else None, name="class_caps")(
+        primary
+    )
     return keras.Model(images, CapsuleLogits(name="logits")(poses), name=f"small_{router}")
 
 
@@ -39,7 +42,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--routers", default=None)
-    parser.add_argument("--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the Fashion-MNIST IDX files")
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("KERAS_CAPSULES_DATA"), help="folder with the Fashion-MNIST IDX files"
+    )
     args = parser.parse_args()
     if not args.data_dir:
         parser.error("give --data-dir or set KERAS_CAPSULES_DATA to the folder with the Fashion-MNIST files")
@@ -52,18 +57,33 @@ def main():
     for router in args.routers.split(",") if args.routers else routing.available():
         keras.utils.set_random_seed(0)
         model = small_network(router)
-        model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-3), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
         start = time.time()
         history = model.fit(x, y, batch_size=64, epochs=1, verbose=0)
         seconds = time.time() - start
         accuracy = float(np.mean(np.argmax(model.predict(xt, batch_size=250, verbose=0), -1) == yt))
-        rows.append({"router": router, "steps": args.steps, "test_accuracy": accuracy, "final_loss": history.history["loss"][-1], "train_seconds": seconds, "params": model.count_params()})
+        rows.append(
+            {
+                "router": router,
+                "steps": args.steps,
+                "test_accuracy": accuracy,
+                "final_loss": history.history["loss"][-1],
+                "train_seconds": seconds,
+                "params": model.count_params(),
+            }
+        )
         print(rows[-1], flush=True)
     payload = {"machine": machine_description(), "rows": rows}
     write_results("router_fashion_mnist", payload)
-    print("\n| router | parameters | steps | test accuracy (2,000 images) | training time (s) |\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| router | parameters | steps | test accuracy (2,000 images) | training time (s) |\n|---|---:|---:|---:|---:|"
+    )
     for r in rows:
-        print(f"| {r['router']} | {r['params']:,} | {r['steps']} | {r['test_accuracy']:.4f} | {r['train_seconds']:.0f} |")
+        print(
+            f"| {r['router']} | {r['params']:,} | {r['steps']} | {r['test_accuracy']:.4f} | {r['train_seconds']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

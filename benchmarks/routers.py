@@ -25,8 +25,12 @@ SHAPES = {
     "conv": {"batch": 16, "input": (6, 6, 32, 8), "layer": "ConvCaps", "out": (32, 8)},
 }
 SWEEPS = {
-    "in_caps": {f"fc_in{n}": {"batch": 64, "input": (n, 8), "layer": "FcCaps", "out": (10, 16)} for n in (144, 576, 1152, 2304)},
-    "out_caps": {f"fc_out{n}": {"batch": 64, "input": (1152, 8), "layer": "FcCaps", "out": (n, 16)} for n in (5, 10, 20, 40)},
+    "in_caps": {
+        f"fc_in{n}": {"batch": 64, "input": (n, 8), "layer": "FcCaps", "out": (10, 16)} for n in (144, 576, 1152, 2304)
+    },
+    "out_caps": {
+        f"fc_out{n}": {"batch": 64, "input": (1152, 8), "layer": "FcCaps", "out": (n, 16)} for n in (5, 10, 20, 40)
+    },
 }
 for _sweep in SWEEPS.values():
     SHAPES.update(_sweep)
@@ -40,8 +44,8 @@ def measure(router, shape_name, iterations, repeats):
     import keras
     import numpy as np
     import tensorflow as tf
-
     from common import peak_rss_mib
+
     from keras_capsules import layers, routing
 
     shape = SHAPES[shape_name]
@@ -97,7 +101,9 @@ def main():
     parser.add_argument("--shapes", default="fc,conv")
     parser.add_argument("--iterations", default="1,2,3,4,5")
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--sweep", choices=sorted(SWEEPS), default=None, help="scaling curve instead of the fixed shapes")
+    parser.add_argument(
+        "--sweep", choices=sorted(SWEEPS), default=None, help="scaling curve instead of the fixed shapes"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     iterations = [int(i) for i in args.iterations.split(",")]
@@ -106,6 +112,7 @@ def main():
         print(json.dumps(measure(router, shape, iterations, args.repeats)))
         return
     from common import machine_description, write_results
+
     from keras_capsules import routing
 
     routers = args.routers.split(",") if args.routers else routing.available()
@@ -114,8 +121,19 @@ def main():
     rows = []
     for shape in shapes:
         for router in routers:
-            child = [sys.executable, __file__, "--child", f"{router}:{shape}", "--iterations", iterations_arg, "--repeats", str(args.repeats)]
-            result = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+            child = [
+                sys.executable,
+                __file__,
+                "--child",
+                f"{router}:{shape}",
+                "--iterations",
+                iterations_arg,
+                "--repeats",
+                str(args.repeats),
+            ]
+            result = subprocess.run(
+                child, capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__))
+            )
             if result.returncode != 0:
                 rows.append({"router": router, "shape": shape, "error": result.stderr.strip().splitlines()[-1]})
                 continue

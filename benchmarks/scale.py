@@ -84,6 +84,7 @@ KNOWN = {**APPLICATIONS, **QUICK_APPLICATIONS}
 
 # --- one configuration, in its own process ------------------------------------------------------
 
+
 def status_kib(field, pid="self"):
     """``field`` (``VmHWM``, ``VmRSS``) of ``/proc/<pid>/status`` in KiB; ``None`` once the process is gone."""
     try:
@@ -116,7 +117,6 @@ def matmul_gflops(side, repeats=5):
     """The host's float32 matrix-product throughput: ``2 side^3`` flops per ``side x side`` product, GFLOP/s (median)."""
     import numpy as np
     import tensorflow as tf
-
     from common import median_call_seconds
 
     rng = np.random.default_rng(0)
@@ -152,8 +152,8 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     """One configuration's figures (see the module docstring), or ``{"status": "refused"|"skipped", "why": ...}``."""
     import keras
     import numpy as np
-
     from applications import _loss_for
+
     from keras_capsules import applications
 
     row = {"matmul_gflops": matmul_gflops(matmul_side)}
@@ -167,7 +167,11 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     row["parameters"] = model.count_params()
     floor = 16 * row["parameters"]
     if limit_bytes and floor > limit_bytes:
-        return dict(row, status="skipped", why=f"estimated at least {floor / 1e6:,.0f} MB (16 bytes per parameter), over {limit_bytes / 1e9:g} GB")
+        return dict(
+            row,
+            status="skipped",
+            why=f"estimated at least {floor / 1e6:,.0f} MB (16 bytes per parameter), over {limit_bytes / 1e9:g} GB",
+        )
     loss_fn = _loss_for(model)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss_fn)
     rng = np.random.default_rng(0)
@@ -219,7 +223,11 @@ def child_row(command, env=None):
     standard error."""
     done = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
     rows = printed_rows(done.stdout.splitlines())
-    return rows[-1] if rows else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
+    return (
+        rows[-1]
+        if rows
+        else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
+    )
 
 
 def child_main(args):
@@ -232,10 +240,25 @@ def child_main(args):
 
 # --- the run: processes alternating, guarded -----------------------------------------------------
 
+
 def run_child(label, size, args, poll_s=0.1):
     """Runs one configuration in a fresh process under the memory guard; its row (``status`` always set)."""
-    command = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", str(size), "--batch", str(args.batch),
-               "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", str(args.matmul)]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        label,
+        "--size",
+        str(size),
+        "--batch",
+        str(args.batch),
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--matmul",
+        str(args.matmul),
+    ]
     if args.skip_over_memory:
         command += ["--skip-over-memory", str(args.skip_over_memory)]
     limit_kib = args.skip_over_memory * 1e9 / 1024 if args.skip_over_memory else None
@@ -259,7 +282,10 @@ def run_child(label, size, args, poll_s=0.1):
     phases = [line[6:] for line in lines if line.startswith("PHASE ")]
     rows = printed_rows(lines)
     if killed:
-        return {"status": "skipped", "why": f"{killed} during the {phases[-1] if phases else 'start'}; stopped by the guard"}
+        return {
+            "status": "skipped",
+            "why": f"{killed} during the {phases[-1] if phases else 'start'}; stopped by the guard",
+        }
     if not rows:
         return {"status": "error", "why": (errors or [f"exit status {child.returncode}"])[-1][:300]}
     return rows[-1]
@@ -268,15 +294,28 @@ def run_child(label, size, args, poll_s=0.1):
 def merge(label, size, batch, rows):
     """One configuration's processes -> one run-file row: medians of the measured figures."""
     name, overrides = KNOWN[label]
-    row = {"target": "scale", "application": label, "configuration": name, "overrides": overrides, "size": size,
-           "input": f"{size}x{size}x3", "batch": batch}
+    row = {
+        "target": "scale",
+        "application": label,
+        "configuration": name,
+        "overrides": overrides,
+        "size": size,
+        "input": f"{size}x{size}x3",
+        "batch": batch,
+    }
     measured = [r for r in rows if r["status"] == "measured"]
     if not measured:
         first = rows[0]
         return dict(row, status=first["status"], why=first.get("why"), parameters=first.get("parameters"))
     row.update(status="measured", processes=len(measured), parameters=measured[0]["parameters"])
-    for key, digits in (("step_ms", 1), ("first_step_s", 1), ("infer_ms_per_image", 3), ("train_peak_mb", 0), ("peak_mb", 0),
-                        ("gflop_per_image", 4)):
+    for key, digits in (
+        ("step_ms", 1),
+        ("first_step_s", 1),
+        ("infer_ms_per_image", 3),
+        ("train_peak_mb", 0),
+        ("peak_mb", 0),
+        ("gflop_per_image", 4),
+    ):
         value = statistics.median(r[key] for r in measured)
         row[key] = round(value, digits) if digits else round(value)
     row["gflops"] = round(row["gflop_per_image"] * batch / (row["step_ms"] / 1e3), 2)
@@ -306,7 +345,12 @@ def host_record(name=None):
         pass
     cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()
     name = name or f"{cpu}, {cores} vCPUs ({today})"
-    return {"id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), "cpu": cpu, "cores": cores, "name": name}, machine_description()
+    return {
+        "id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
+        "cpu": cpu,
+        "cores": cores,
+        "name": name,
+    }, machine_description()
 
 
 def frozen_package_record(folder):
@@ -344,7 +388,9 @@ def run_all(args):
     labels = args.only.split(",") if args.only else list(APPLICATIONS)
     unknown = [label for label in labels if label not in KNOWN]
     if unknown:
-        raise SystemExit(f"scale: argument --only: unknown application(s) {unknown}; expected some of {list(APPLICATIONS)}")
+        raise SystemExit(
+            f"scale: argument --only: unknown application(s) {unknown}; expected some of {list(APPLICATIONS)}"
+        )
     sizes = [int(s) for s in args.sizes.split(",")]
     started = datetime.datetime.now(datetime.timezone.utc)
     results = {(label, size): [] for size in sizes for label in labels}
@@ -353,16 +399,22 @@ def run_all(args):
             if repeat and rows[0]["status"] != "measured":
                 continue  # refused or skipped: the same again
             rows.append(run_child(label, size, args))
-            print(f"{label} {size}px (process {repeat + 1}/{args.repeats}): {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+            print(
+                f"{label} {size}px (process {repeat + 1}/{args.repeats}): {json.dumps(rows[-1])}",
+                file=sys.stderr,
+                flush=True,
+            )
     ended = datetime.datetime.now(datetime.timezone.utc)
     matmul = [r["matmul_gflops"] for rows in results.values() for r in rows if "matmul_gflops" in r]
     rows = [merge(label, size, args.batch, found) for (label, size), found in results.items()]
     matmul_median = round(statistics.median(matmul), 1) if matmul else None
-    measured = (f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
-                f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
-                f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
-                f"float32 {args.matmul}x{args.matmul} matrix product in every process"
-                + (f"; memory guard at {args.skip_over_memory:g} GB" if args.skip_over_memory else ""))
+    measured = (
+        f"train_on_batch at batch {args.batch} (first step with tracing; median of {args.steps} after {args.warmup} "
+        f"warm-up), predict_on_batch per image, peak RSS (VmHWM) and the counted GFLOP per image of a training "
+        f"step, one process per configuration alternating over {args.repeats} repeat(s), medians; the host's "
+        f"float32 {args.matmul}x{args.matmul} matrix product in every process"
+        + (f"; memory guard at {args.skip_over_memory:g} GB" if args.skip_over_memory else "")
+    )
     rows = [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=matmul_median) for row in rows]
     kind = "scale-before" if args.before else "scale"
     return write_run("scale.py", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
@@ -375,7 +427,9 @@ def run_parser(doc, defaults):
     for key, value in defaults.items():
         parser.add_argument(f"--{key}", type=type(value), default=value, help=f"default {value}")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
-    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
+    parser.add_argument(
+        "--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)"
+    )
     return parser
 
 
@@ -416,22 +470,50 @@ def main(argv=None):
     parser.add_argument("--sizes", help=f"comma-separated input sides (RGB; default {DEFAULTS['sizes']})")
     parser.add_argument("--batch", type=int, help=f"default {DEFAULTS['batch']}")
     parser.add_argument("--only", help=f"comma-separated applications (default: all of {list(APPLICATIONS)})")
-    parser.add_argument("--steps", type=int, help=f"timed training steps and inference batches per process (default {DEFAULTS['steps']})")
-    parser.add_argument("--warmup", type=int, help=f"untimed training steps after the first (default {DEFAULTS['warmup']})")
-    parser.add_argument("--repeats", type=int, help=f"processes per configuration, alternating (default {DEFAULTS['repeats']})")
-    parser.add_argument("--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})")
-    parser.add_argument("--skip-over-memory", type=float, default=None, metavar="GB",
-                        help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped; "
-                             f"default {100 * DEFAULT_MEMORY_SHARE:g} %% of the memory available when the run starts, 0 for no limit)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
-                        help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"timed training steps and inference batches per process (default {DEFAULTS['steps']})",
+    )
+    parser.add_argument(
+        "--warmup", type=int, help=f"untimed training steps after the first (default {DEFAULTS['warmup']})"
+    )
+    parser.add_argument(
+        "--repeats", type=int, help=f"processes per configuration, alternating (default {DEFAULTS['repeats']})"
+    )
+    parser.add_argument(
+        "--matmul", type=int, help=f"side of the reference float32 matrix product (default {DEFAULTS['matmul']})"
+    )
+    parser.add_argument(
+        "--skip-over-memory",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="skip a configuration whose estimate or resident memory passes GB (recorded as skipped; "
+        f"default {100 * DEFAULT_MEMORY_SHARE:g} %% of the memory available when the run starts, 0 for no limit)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop a process that runs longer than S seconds (recorded as skipped, with the phase it was in)",
+    )
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
-    parser.add_argument("--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)")
-    parser.add_argument("--before", action="store_true",
-                        help="the run measures an earlier package put first on PYTHONPATH, for a before/after comparison: its "
-                             "rows are recorded as 'scale-before' (a table of their own, read by no verdict), its file *-scale-before.json")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny settings where not given: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
+    parser.add_argument(
+        "--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)"
+    )
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="the run measures an earlier package put first on PYTHONPATH, for a before/after comparison: its "
+        "rows are recorded as 'scale-before' (a table of their own, read by no verdict), its file *-scale-before.json",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny settings where not given: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -444,8 +526,10 @@ def main(argv=None):
     if args.skip_over_memory is None:
         args.skip_over_memory = default_memory_limit_gb()
         if args.skip_over_memory is not None:
-            print(f"scale.py: memory guard at {args.skip_over_memory:g} GB ({100 * DEFAULT_MEMORY_SHARE:g} % of the memory available now; "
-                  "--skip-over-memory to change)")
+            print(
+                f"scale.py: memory guard at {args.skip_over_memory:g} GB ({100 * DEFAULT_MEMORY_SHARE:g} % of the memory available now; "
+                "--skip-over-memory to change)"
+            )
     run_all(args)
     return 0
 

@@ -38,7 +38,9 @@ def count_row(label, size, batch, top):
     from keras_capsules import applications
 
     name, overrides = scale.KNOWN[label]
-    model = applications.get_configuration(name).build(**{**overrides, "input_shape": (size, size, 3), "classes": scale.CLASSES})
+    model = applications.get_configuration(name).build(
+        **{**overrides, "input_shape": (size, size, 3), "classes": scale.CLASSES}
+    )
     graph, _ = train_step_graph(model, _loss_for(model), batch)
     rows = op_costs(graph)
     ops, flops, transcendental, copied, written = summarize(rows, lambda row: "all")["all"]
@@ -48,12 +50,27 @@ def count_row(label, size, batch, top):
         return round(value / batch / 1e6, 2)
 
     return {
-        "target": "step-cost", "application": label, "configuration": name, "input": f"{size}x{size}x3", "batch": batch,
-        "parameters": model.count_params(), "graph_ops": ops, "gflop_per_image": round(flops / batch / 1e9, 4),
-        "m_transcendental_per_image": per_image(transcendental), "m_copied_per_image": per_image(copied),
-        "m_written_per_image": per_image(written), "flops_per_byte": round(flops / (4 * written), 3),
-        "op_types": [{"op_type": op_type, "mflop_per_image": per_image(totals[1]), "m_transcendental_per_image": per_image(totals[2]),
-                      "m_written_per_image": per_image(totals[4])} for op_type, totals in by_type[:top]],
+        "target": "step-cost",
+        "application": label,
+        "configuration": name,
+        "input": f"{size}x{size}x3",
+        "batch": batch,
+        "parameters": model.count_params(),
+        "graph_ops": ops,
+        "gflop_per_image": round(flops / batch / 1e9, 4),
+        "m_transcendental_per_image": per_image(transcendental),
+        "m_copied_per_image": per_image(copied),
+        "m_written_per_image": per_image(written),
+        "flops_per_byte": round(flops / (4 * written), 3),
+        "op_types": [
+            {
+                "op_type": op_type,
+                "mflop_per_image": per_image(totals[1]),
+                "m_transcendental_per_image": per_image(totals[2]),
+                "m_written_per_image": per_image(totals[4]),
+            }
+            for op_type, totals in by_type[:top]
+        ],
     }
 
 
@@ -62,14 +79,20 @@ def main(argv=None):
     labels = args.only.split(",")
     unknown = [label for label in labels if label not in scale.KNOWN]
     if unknown:
-        raise SystemExit(f"scale_counts: argument --only: unknown application(s) {unknown}; expected some of {list(scale.KNOWN)}")
+        raise SystemExit(
+            f"scale_counts: argument --only: unknown application(s) {unknown}; expected some of {list(scale.KNOWN)}"
+        )
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = [count_row(label, int(size), args.batch, args.top) for size in args.sizes.split(",") for label in labels]
-    measured = (f"one training step of each application (its paper configuration, 10 classes, RGB, batch {args.batch}; the "
-                f"library's loss for its scores, as scale.py), traced and counted from its graph by training_step_cost.py's "
-                f"counter (a loop's body once per iteration): GFLOP, transcendental, written and copied elements per image, "
-                f"flops per float32 byte written, ops in the graph; counts, not times: the machine's load does not change them")
-    return scale.write_run("scale_counts.py", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, rows, "step-cost")
+    measured = (
+        f"one training step of each application (its paper configuration, 10 classes, RGB, batch {args.batch}; the "
+        f"library's loss for its scores, as scale.py), traced and counted from its graph by training_step_cost.py's "
+        f"counter (a loop's body once per iteration): GFLOP, transcendental, written and copied elements per image, "
+        f"flops per float32 byte written, ops in the graph; counts, not times: the machine's load does not change them"
+    )
+    return scale.write_run(
+        "scale_counts.py", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, rows, "step-cost"
+    )
 
 
 if __name__ == "__main__":

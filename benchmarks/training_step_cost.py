@@ -51,19 +51,86 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 ROUTERS = ("dynamic", "em", "kernel", "lstm")
 #: Transcendental op types: counted as output elements.
-TRANSCENDENTAL = frozenset({"Exp", "Expm1", "Log", "Log1p", "Tanh", "Sigmoid", "Softplus", "Sqrt", "Rsqrt", "Pow", "Erf", "Lgamma", "Digamma", "Sin", "Cos"})
+TRANSCENDENTAL = frozenset(
+    {
+        "Exp",
+        "Expm1",
+        "Log",
+        "Log1p",
+        "Tanh",
+        "Sigmoid",
+        "Softplus",
+        "Sqrt",
+        "Rsqrt",
+        "Pow",
+        "Erf",
+        "Lgamma",
+        "Digamma",
+        "Sin",
+        "Cos",
+    }
+)
 #: Element-wise float op types without registered flops: one flop per output element.
 ELEMENTWISE = TRANSCENDENTAL | frozenset(
-    {"Relu", "ReluGrad", "TanhGrad", "SigmoidGrad", "SqrtGrad", "Abs", "Sign", "DivNoNan", "Xdivy", "Xlogy", "Selu", "Elu", "EluGrad", "Softsign", "LeakyRelu", "LeakyReluGrad"}
+    {
+        "Relu",
+        "ReluGrad",
+        "TanhGrad",
+        "SigmoidGrad",
+        "SqrtGrad",
+        "Abs",
+        "Sign",
+        "DivNoNan",
+        "Xdivy",
+        "Xlogy",
+        "Selu",
+        "Elu",
+        "EluGrad",
+        "Softsign",
+        "LeakyRelu",
+        "LeakyReluGrad",
+    }
 )
 #: Reductions without registered flops: one per input element.
 REDUCTIONS = frozenset({"Max", "Min", "Prod", "UnsortedSegmentSum"})
 #: Op types that only copy data: counted as elements written (memory traffic, no flops).
-COPIES = frozenset({"Transpose", "Tile", "GatherV2", "ConcatV2", "Slice", "StridedSlice", "StridedSliceGrad", "BroadcastTo", "Fill", "Pad", "ZerosLike", "OnesLike", "SelectV2"})
+COPIES = frozenset(
+    {
+        "Transpose",
+        "Tile",
+        "GatherV2",
+        "ConcatV2",
+        "Slice",
+        "StridedSlice",
+        "StridedSliceGrad",
+        "BroadcastTo",
+        "Fill",
+        "Pad",
+        "ZerosLike",
+        "OnesLike",
+        "SelectV2",
+    }
+)
 #: Batched matrix products: counted by :func:`batch_matmul_flops`, not by TensorFlow's statistic (wrong for ``adj_x``).
 BATCH_MATMULS = frozenset({"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
 #: Op types that do no work when run (no flops, no copy).
-FREE = frozenset({"Const", "Placeholder", "NoOp", "Identity", "IdentityN", "ReadVariableOp", "AssignVariableOp", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Shape", "ShapeN"})
+FREE = frozenset(
+    {
+        "Const",
+        "Placeholder",
+        "NoOp",
+        "Identity",
+        "IdentityN",
+        "ReadVariableOp",
+        "AssignVariableOp",
+        "Reshape",
+        "Squeeze",
+        "ExpandDims",
+        "StopGradient",
+        "Shape",
+        "ShapeN",
+    }
+)
 
 
 def einsum_flops(equation, shapes):
@@ -77,7 +144,9 @@ def einsum_flops(equation, shapes):
     inputs, _, output = equation.replace(" ", "").partition("->")
     terms = inputs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"einsum_flops: argument `shapes` expected {len(terms)} shapes for {equation!r}, received {len(shapes)}.")
+        raise ValueError(
+            f"einsum_flops: argument `shapes` expected {len(terms)} shapes for {equation!r}, received {len(shapes)}."
+        )
     sizes = {}
     for term, shape in zip(terms, shapes):
         letters = list(term.replace("...", ""))
@@ -102,7 +171,9 @@ def _elements(shape):
 
 def _fixed(op, shape):
     if not shape.is_fully_defined():
-        raise ValueError(f"training_step_cost: op {op.name} ({op.type}) has shape {shape}, expected a fixed one to count its flops.")
+        raise ValueError(
+            f"training_step_cost: op {op.name} ({op.type}) has shape {shape}, expected a fixed one to count its flops."
+        )
     return tuple(shape)
 
 
@@ -147,10 +218,16 @@ def op_costs(graph):
         if op.type in LOOPS:
             body, iterations = loop_body(op)
             for row in op_costs(body):
-                rows.append(row._replace(
-                    name=f"{op.name}/{row.name}", flops=iterations * row.flops, transcendental=iterations * row.transcendental,
-                    copied=iterations * row.copied, written=iterations * row.written, statistic=None,
-                ))
+                rows.append(
+                    row._replace(
+                        name=f"{op.name}/{row.name}",
+                        flops=iterations * row.flops,
+                        transcendental=iterations * row.transcendental,
+                        copied=iterations * row.copied,
+                        written=iterations * row.written,
+                        statistic=None,
+                    )
+                )
             continue
         out = op.outputs[0].shape if op.outputs else None
         statistic = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value
@@ -167,8 +244,18 @@ def op_costs(graph):
         transcendental = _elements(out) if op.type in TRANSCENDENTAL else 0
         written = _elements(out) if out is not None else 0
         if op.type not in FREE:
-            rows.append(OpCost(op.type, op.name, int(flops or 0), transcendental, written if op.type in COPIES else 0, written, registered,
-                               statistic))
+            rows.append(
+                OpCost(
+                    op.type,
+                    op.name,
+                    int(flops or 0),
+                    transcendental,
+                    written if op.type in COPIES else 0,
+                    written,
+                    registered,
+                    statistic,
+                )
+            )
     return rows
 
 
@@ -225,12 +312,16 @@ def train_step_graph(model, loss_fn, batch):
         for cls in type(obj).__mro__:
             if cls is keras.layers.Layer:
                 break
-            names.update(name for name, attr in vars(cls).items() if inspect.isfunction(attr) and not name.startswith("__"))
+            names.update(
+                name for name, attr in vars(cls).items() if inspect.isfunction(attr) and not name.startswith("__")
+            )
         return sorted(names)
 
     variables, owners = model.trainable_variables, {}
     tagged = [(layer, layer.name) for layer in model.layers]
-    tagged += [(layer.router, f"{layer.name} router") for layer in model.layers if getattr(layer, "router", None) is not None]
+    tagged += [
+        (layer.router, f"{layer.name} router") for layer in model.layers if getattr(layer, "router", None) is not None
+    ]
     tagged = [(obj, method, label) for obj, label in tagged for method in methods(obj)]
 
     def tag(obj, method, label):
@@ -294,7 +385,6 @@ def measure_step_seconds(model, loss_fn, batch, steps=10, warmup=3):
     """Median ``fit`` step in seconds (Adam) on random data: valid only on an otherwise idle machine."""
     import keras
     import numpy as np
-
     from common import time_fit_step
 
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss_fn)
@@ -317,8 +407,10 @@ def summarize(rows, key):
 def _table(title, totals, batch, top):
     ranked = sorted(totals.items(), key=lambda item: -item[1][1])
     grand = sum(t[1] for t in totals.values()) or 1
-    lines = [f"\n| {title} | ops | MFLOP per image | share | M transcendental per image | M copied per image | M written per image |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"\n| {title} | ops | MFLOP per image | share | M transcendental per image | M copied per image | M written per image |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     rest = ranked[top:]
     shown = ranked[:top] + ([(f"({len(rest)} more)", [sum(t[i] for _, t in rest) for i in range(5)])] if rest else [])
     for name, (ops, flops, trans, copied, written) in shown:
@@ -338,9 +430,21 @@ def _key_value(pair):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="ConsensusCapsNet", help="application constructor (default: ConsensusCapsNet)")
-    parser.add_argument("--routers", default=",".join(ROUTERS), help="comma-separated router names, or none for a model without one (default: ConsensusCapsNet's paper routers)")
-    parser.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="constructor argument, repeatable; a router here wins over --routers")
+    parser.add_argument(
+        "--model", default="ConsensusCapsNet", help="application constructor (default: ConsensusCapsNet)"
+    )
+    parser.add_argument(
+        "--routers",
+        default=",".join(ROUTERS),
+        help="comma-separated router names, or none for a model without one (default: ConsensusCapsNet's paper routers)",
+    )
+    parser.add_argument(
+        "--model-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="constructor argument, repeatable; a router here wins over --routers",
+    )
     parser.add_argument("--input-shape", default="28,28,1", help="H,W,C (default: MNIST)")
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--batch", type=int, default=64)
@@ -355,7 +459,9 @@ def main():
 
     model_args = dict(_key_value(pair) for pair in args.model_arg)
     constructor = getattr(applications, args.model)
-    print(f"{args.model}(input_shape={input_shape}, classes={args.classes}, {model_args}), one training step at batch {args.batch}; {machine_description()}")
+    print(
+        f"{args.model}(input_shape={input_shape}, classes={args.classes}, {model_args}), one training step at batch {args.batch}; {machine_description()}"
+    )
     summary = []
     for router in args.routers.split(","):
         routed = {} if router == "none" else {"router": router}
@@ -367,27 +473,42 @@ def main():
         registered = sum(row.flops for row in rows if row.registered)
         statistics, profiled = sum(row.statistic or 0 for row in rows), profiler_flops(graph)
         if profiled != statistics:
-            raise RuntimeError(f"training_step_cost: the profiler counts {profiled} flops, the per-op walk of TensorFlow's statistics {statistics}.")
+            raise RuntimeError(
+                f"training_step_cost: the profiler counts {profiled} flops, the per-op walk of TensorFlow's statistics {statistics}."
+            )
         ops, flops, trans, copied, written = summarize(rows, lambda row: "all")["all"]
-        result = {"router": router, "params": model.count_params(), "ops": ops, "gflop": flops / args.batch / 1e9,
-               "registered": registered / flops, "transcendental": trans / args.batch, "copied": copied / args.batch,
-               "intensity": flops / (4 * written)}
+        result = {
+            "router": router,
+            "params": model.count_params(),
+            "ops": ops,
+            "gflop": flops / args.batch / 1e9,
+            "registered": registered / flops,
+            "transcendental": trans / args.batch,
+            "copied": copied / args.batch,
+            "intensity": flops / (4 * written),
+        }
         if args.time:
             result["step_s"] = measure_step_seconds(model, loss_fn, args.batch)
         summary.append(result)
-        print(f"\n## {router}: {result['gflop']:.3f} GFLOP per image per step ({100 * result['registered']:.0f} % in op types with "
-              f"TensorFlow-registered flops), {ops} ops per step, {trans / args.batch / 1e6:.2f} M transcendental and "
-              f"{copied / args.batch / 1e6:.2f} M copied elements per image; {result['intensity']:.2f} flops per float32 byte written")
+        print(
+            f"\n## {router}: {result['gflop']:.3f} GFLOP per image per step ({100 * result['registered']:.0f} % in op types with "
+            f"TensorFlow-registered flops), {ops} ops per step, {trans / args.batch / 1e6:.2f} M transcendental and "
+            f"{copied / args.batch / 1e6:.2f} M copied elements per image; {result['intensity']:.2f} flops per float32 byte written"
+        )
         print(_table("op type", summarize(rows, lambda row: row.type), args.batch, args.top))
         print(_table("layer", summarize(rows, lambda row: owner_of(row.name, owners, scopes)), args.batch, args.top))
 
     timed = " step (s) |" if args.time else ""
-    print(f"\n| router | parameters | ops per step | GFLOP per image per step | M transcendental per image | M copied per image | flops per byte written |{timed}")
+    print(
+        f"\n| router | parameters | ops per step | GFLOP per image per step | M transcendental per image | M copied per image | flops per byte written |{timed}"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.time else ""))
     for row in summary:
         step = f" {row['step_s']:.2f} |" if args.time else ""
-        print(f"| {row['router']} | {row['params']:,} | {row['ops']:,} | {row['gflop']:.3f} | {row['transcendental'] / 1e6:.2f} | "
-              f"{row['copied'] / 1e6:.2f} | {row['intensity']:.2f} |{step}")
+        print(
+            f"| {row['router']} | {row['params']:,} | {row['ops']:,} | {row['gflop']:.3f} | {row['transcendental'] / 1e6:.2f} | "
+            f"{row['copied'] / 1e6:.2f} | {row['intensity']:.2f} |{step}"
+        )
 
 
 if __name__ == "__main__":

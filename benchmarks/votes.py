@@ -15,8 +15,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from common import machine_description, write_results  # noqa: E402
+
 from keras_capsules.layers import MatrixVotes, VectorVotes  # noqa: E402
 
 #: name -> (layer, input shape (rows, in_caps, in_dim), einsum of (poses viewed as in the layer, W)).

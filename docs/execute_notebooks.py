@@ -24,7 +24,11 @@ NOISE = re.compile(
     r"|I0000 .*Could not find cuda drivers.*|E0000 .*failed call to cuInit.*)\n?",
     re.M,
 )
-SETTINGS = {"KERAS_CAPSULES_EXAMPLE_SMALL": "1", "KERAS_CAPSULES_EXAMPLE_OUTPUT": "example_outputs", "TF_CPP_MIN_LOG_LEVEL": "2"}
+SETTINGS = {
+    "KERAS_CAPSULES_EXAMPLE_SMALL": "1",
+    "KERAS_CAPSULES_EXAMPLE_OUTPUT": "example_outputs",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+}
 
 
 def code_hash(notebook):
@@ -50,7 +54,12 @@ def tidy(notebook, workdir):
         for output in cell.outputs:
             if output.output_type == "stream" and not output.text:
                 continue
-            if output.output_type == "stream" and merged and merged[-1].output_type == "stream" and merged[-1].name == output.name:
+            if (
+                output.output_type == "stream"
+                and merged
+                and merged[-1].output_type == "stream"
+                and merged[-1].name == output.name
+            ):
                 merged[-1].text += output.text  # one block per run of printed lines, as a terminal shows them
             else:
                 merged.append(output)
@@ -64,11 +73,14 @@ def execute(path):
     notebook = nbformat.read(path, as_version=4)
     os.environ.update(SETTINGS)
     with tempfile.TemporaryDirectory() as workdir:
-        NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
-                       resources={"metadata": {"path": workdir}}).execute()
+        NotebookClient(
+            notebook, timeout=600, kernel_name="python3", record_timing=False, resources={"metadata": {"path": workdir}}
+        ).execute()
     tidy(notebook, os.path.realpath(workdir))
-    notebook.metadata["keras_capsules"] = {"outputs": "KERAS_CAPSULES_EXAMPLE_SMALL=1 (the CI settings)",
-                                           "code_sha256": code_hash(notebook)}
+    notebook.metadata["keras_capsules"] = {
+        "outputs": "KERAS_CAPSULES_EXAMPLE_SMALL=1 (the CI settings)",
+        "code_sha256": code_hash(notebook),
+    }
     nbformat.write(notebook, path)
 
 

@@ -13,7 +13,19 @@ from keras_capsules._keras_import import import_with_keras
 from keras_capsules.version import __version__
 
 _WITH_KERAS = ("ops", "routing", "layers", "losses", "applications")
-_LAZY = (*_WITH_KERAS, "saving", "presets", "datasets", "recipes", "training", "export", "interpret", "tuning", "metrics", "evaluation")
+_LAZY = (
+    *_WITH_KERAS,
+    "saving",
+    "presets",
+    "datasets",
+    "recipes",
+    "training",
+    "export",
+    "interpret",
+    "tuning",
+    "metrics",
+    "evaluation",
+)
 import_with_keras(__name__, _WITH_KERAS)
 
 

@@ -59,7 +59,10 @@ class KerasImportHook(importlib.abc.MetaPathFinder):
         keras = sys.modules.get("keras")
         if self.done or keras is None or (finished != "keras" and _initializing(keras)):
             return
-        if any(self._ours(name) and name != finished and _initializing(module) for name, module in list(sys.modules.items())):
+        if any(
+            self._ours(name) and name != finished and _initializing(module)
+            for name, module in list(sys.modules.items())
+        ):
             return
         self.done = True
         if self in sys.meta_path:

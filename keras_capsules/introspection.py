@@ -13,7 +13,9 @@ def sublayers(layer):
         if name.startswith("_"):
             continue
         values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else (value,)
-        found.extend(v for v in values if isinstance(v, keras.layers.Layer) and v is not layer and not any(v is f for f in found))
+        found.extend(
+            v for v in values if isinstance(v, keras.layers.Layer) and v is not layer and not any(v is f for f in found)
+        )
     return found
 
 

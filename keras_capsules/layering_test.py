@@ -17,7 +17,10 @@ FORBIDDEN = [
     ("interpret", ("training",)),
     ("evaluation", ("interpret", "recipes", "tuning", "export", "cli")),
     # Model files sit below the applications; export knows a model through Keras only.
-    ("saving", ("applications", "presets", "recipes", "training", "evaluation", "export", "tuning", "interpret", "cli")),
+    (
+        "saving",
+        ("applications", "presets", "recipes", "training", "evaluation", "export", "tuning", "interpret", "cli"),
+    ),
     ("export", ("applications", "presets", "recipes", "training", "evaluation", "tuning", "interpret", "cli")),
     # presets < applications (constructors take `weights=` through `presets.with_presets`) < recipes < training.
     ("presets", ("applications", "training", "recipes", "tuning", "evaluation", "export", "interpret", "cli")),
@@ -64,7 +67,9 @@ def _private_imports(path):
             names.extend(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
-    return [name for name in names if any(name == p or name.startswith(p + ".") for p in ("keras.src", "tensorflow.python"))]
+    return [
+        name for name in names if any(name == p or name.startswith(p + ".") for p in ("keras.src", "tensorflow.python"))
+    ]
 
 
 @pytest.mark.parametrize("source, banned", FORBIDDEN, ids=[source for source, _ in FORBIDDEN])
@@ -72,7 +77,10 @@ def test_lower_layers_do_not_import_higher_ones(source, banned):
     path = ROOT / source
     modules = [path] if path.is_file() else [p for p in _modules() if path in p.parents]
     offenders = sorted(
-        f"{module.relative_to(ROOT)} imports {name}" for module in modules for name in _imports(module) if name in banned
+        f"{module.relative_to(ROOT)} imports {name}"
+        for module in modules
+        for name in _imports(module)
+        if name in banned
     )
     assert not offenders, offenders
 
@@ -104,21 +112,29 @@ def test_no_lazy_import_stands_in_for_a_cycle():
 
 
 def test_private_keras_and_tensorflow_apis_are_imported_in_one_small_module():
-    users = {str(module.relative_to(ROOT)): _private_imports(module) for module in _modules() if _private_imports(module)}
+    users = {
+        str(module.relative_to(ROOT)): _private_imports(module) for module in _modules() if _private_imports(module)
+    }
     assert list(users) == [PRIVATE_API_MODULE], users
     assert len((ROOT / PRIVATE_API_MODULE).read_text().splitlines()) <= 60
 
 
 def test_only_the_command_line_imports_evaluation():
     modules = [p for p in _modules() if "evaluation" not in p.relative_to(ROOT).parts]
-    importers = sorted(str(m.relative_to(ROOT)) for m in modules if "evaluation" in _imports(m) and _package(m) != "cli")
+    importers = sorted(
+        str(m.relative_to(ROOT)) for m in modules if "evaluation" in _imports(m) and _package(m) != "cli"
+    )
     assert not importers, importers
 
 
 def test_the_checker_sees_lazy_imports(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from keras_capsules.layers.conv_caps import patch_indices\n    import keras_capsules.training.train\n")
+    module.write_text(
+        "def f():\n    from keras_capsules.layers.conv_caps import patch_indices\n    import keras_capsules.training.train\n"
+    )
     assert _imports(module) == {"layers", "training"}
-    module.write_text("import keras_capsules.saving\n\ndef f():\n    from keras_capsules.cli import predict\n    from keras.src import tree\n")
+    module.write_text(
+        "import keras_capsules.saving\n\ndef f():\n    from keras_capsules.cli import predict\n    from keras.src import tree\n"
+    )
     assert _imports(module) == {"saving", "cli"} and _imports(module, lazy_only=True) == {"cli"}
     assert _private_imports(module) == ["keras.src.tree"]

@@ -31,7 +31,16 @@ class MarginLoss(keras.losses.Loss):
         scale: overall factor (1.0; the official code's value is 0.5).
     """
 
-    def __init__(self, m_plus=0.9, m_minus=0.1, lambda_=0.5, scale=1.0, name="margin_loss", reduction="sum_over_batch_size", **kwargs):
+    def __init__(
+        self,
+        m_plus=0.9,
+        m_minus=0.1,
+        lambda_=0.5,
+        scale=1.0,
+        name="margin_loss",
+        reduction="sum_over_batch_size",
+        **kwargs,
+    ):
         super().__init__(name=name, reduction=reduction, **kwargs)
         self.m_plus = float(m_plus)
         self.m_minus = float(m_minus)
@@ -77,8 +86,13 @@ class SupervisedContrastiveLoss(keras.losses.Loss):
     """
 
     def __init__(
-        self, temperature=0.07, base_temperature=None, normalize=False, name="supervised_contrastive_loss",
-        reduction="sum_over_batch_size", **kwargs,
+        self,
+        temperature=0.07,
+        base_temperature=None,
+        normalize=False,
+        name="supervised_contrastive_loss",
+        reduction="sum_over_batch_size",
+        **kwargs,
     ):
         super().__init__(name=name, reduction=reduction, **kwargs)
         if not float(temperature) > 0:
@@ -95,7 +109,12 @@ class SupervisedContrastiveLoss(keras.losses.Loss):
             features = ops.reshape(ops.transpose(features, (1, 0, 2)), (-1, features.shape[-1]))
             labels = ops.tile(labels, [views])
         elif len(features.shape) != 2:
-            errors.fail(self, "y_pred", "projections of shape (batch, views, dim) or (batch, dim)", f"shape {tuple(features.shape)}")
+            errors.fail(
+                self,
+                "y_pred",
+                "projections of shape (batch, views, dim) or (batch, dim)",
+                f"shape {tuple(features.shape)}",
+            )
         if self.normalize:
             features = l2_normalize(features)
         logits = ops.matmul(features, ops.transpose(features)) / self.temperature
@@ -110,7 +129,9 @@ class SupervisedContrastiveLoss(keras.losses.Loss):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"temperature": self.temperature, "base_temperature": self.base_temperature, "normalize": self.normalize})
+        config.update(
+            {"temperature": self.temperature, "base_temperature": self.base_temperature, "normalize": self.normalize}
+        )
         return config
 
 
@@ -134,7 +155,11 @@ def reconstruction_loss(images, reconstructions, pixel_reduction="sum"):
 #: Default (m_min, m_max, ramp_steps) of each spread-loss margin schedule.
 SPREAD_SCHEDULES = {
     "linear": (0.2, 0.9, None),  # paper: 0.2 -> 0.9 linearly; the horizon is not given, so it is required
-    "ibm": (0.2, 0.99, 50000),  # authors' OpenReview reply, IBM models.py: 0.2 + 0.79 * sigmoid(min(10, step/50000 - 4))
+    "ibm": (
+        0.2,
+        0.99,
+        50000,
+    ),  # authors' OpenReview reply, IBM models.py: 0.2 + 0.79 * sigmoid(min(10, step/50000 - 4))
 }
 
 

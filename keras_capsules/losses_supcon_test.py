@@ -36,7 +36,9 @@ def test_matches_numpy_in_both_layouts():
     np.testing.assert_allclose(float(loss(labels, views)), expected, rtol=1e-4)
     np.testing.assert_allclose(float(loss(np.concatenate([labels, labels]), stacked)), expected, rtol=1e-4)
     raw = stacked * 3.0
-    np.testing.assert_allclose(float(SupervisedContrastiveLoss(normalize=True)(np.concatenate([labels, labels]), raw)), expected, rtol=1e-4)
+    np.testing.assert_allclose(
+        float(SupervisedContrastiveLoss(normalize=True)(np.concatenate([labels, labels]), raw)), expected, rtol=1e-4
+    )
     half = SupervisedContrastiveLoss(temperature=0.07, base_temperature=0.14)
     np.testing.assert_allclose(float(half(labels, views)), 0.5 * expected, rtol=1e-4)
 

@@ -32,7 +32,10 @@ def test_margin_loss_rejects_labels_out_of_range(bad):
 
 def test_margin_loss_rejects_labels_of_the_wrong_width_or_batch():
     lengths = np.full((4, 10), 0.5, "float32")
-    with pytest.raises(ValueError, match=r"`y_true` expected class indices \(batch,\) or \(batch, 1\), or one-hot \(batch, 10\), received 'shape \(4, 5\)'"):
+    with pytest.raises(
+        ValueError,
+        match=r"`y_true` expected class indices \(batch,\) or \(batch, 1\), or one-hot \(batch, 10\), received 'shape \(4, 5\)'",
+    ):
         MarginLoss()(np.ones((4, 5)), lengths)
     with pytest.raises(ValueError, match=r"`y_true` expected 4 labels"):
         MarginLoss()(np.zeros((3,)), lengths)

@@ -32,7 +32,9 @@ from keras_capsules.serialization import register
 
 def _check_embeddings(where, embeddings):
     if len(embeddings.shape) not in (3, 4):
-        errors.fail(where, "embeddings", "a tensor (batch, N, d) or (batch, N, levels, d)", f"shape {tuple(embeddings.shape)}")
+        errors.fail(
+            where, "embeddings", "a tensor (batch, N, d) or (batch, N, levels, d)", f"shape {tuple(embeddings.shape)}"
+        )
 
 
 def tv_n(embeddings):

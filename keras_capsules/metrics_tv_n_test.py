@@ -54,7 +54,9 @@ def test_tvn_metric_accumulates_and_serialises():
     assert float(metric.result()) == 0.0
     code = metrics.TVn(level=-1, variant="code", grid_shape=(4, 4), name="tv_top")
     code.update_state(a)
-    np.testing.assert_allclose(float(code.result()), np.mean([np_tv_code(x[:, 2].astype("float64"), 4, 4) for x in a]), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(code.result()), np.mean([np_tv_code(x[:, 2].astype("float64"), 4, 4) for x in a]), rtol=1e-5
+    )
     revived = metrics.TVn.from_config(code.get_config())
     assert (revived.level, revived.variant, revived.grid_shape, revived.name) == (-1, "code", (4, 4), "tv_top")
     assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(code)).variant == "code"

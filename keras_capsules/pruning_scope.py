@@ -50,7 +50,14 @@ def prunable_weights(model, layer_types=None):
         model: a Keras model.
         layer_types: layer classes to prune (default :data:`PRUNING_LAYERS`).
     """
-    found = unique_variables(v for layer in pruning_layers(model, layer_types) for v in layer.trainable_weights if v.name in KERNEL_NAMES)
+    found = unique_variables(
+        v for layer in pruning_layers(model, layer_types) for v in layer.trainable_weights if v.name in KERNEL_NAMES
+    )
     if not found:
-        errors.fail("pruning.prunable_weights", "model", f"a model with trainable kernels in {[t.__name__ for t in (layer_types or PRUNING_LAYERS)]}", model.name)
+        errors.fail(
+            "pruning.prunable_weights",
+            "model",
+            f"a model with trainable kernels in {[t.__name__ for t in (layer_types or PRUNING_LAYERS)]}",
+            model.name,
+        )
     return found

@@ -55,7 +55,9 @@ def test_scheduler_moves_the_margin_during_fit():
         def on_train_batch_end(self, batch, logs=None):
             seen.append((float(keras.ops.convert_to_numpy(loss.margin)), logs["loss"]))
 
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="sigmoid", kernel_initializer="zeros")])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, activation="sigmoid", kernel_initializer="zeros")]
+    )
     # A jit-compiled JAX step reads the margin once at trace time (documented), so run eagerly there.
     model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss, run_eagerly=keras.backend.backend() == "jax")
     x = np.zeros((8, 4), "float32")

@@ -5,17 +5,25 @@ import types
 
 import keras
 import pytest
+from repo_scripts import load_script
 
 from keras_capsules import losses
-from repo_scripts import load_script
 
 check = load_script("benchmarks/accelerator_check.py")
 
 
 def test_consensus_step_records_each_router_with_its_loss_and_epoch_hours(monkeypatch):
     built, timed = [], []
-    monkeypatch.setattr(check, "applications", types.SimpleNamespace(ConsensusCapsNet=lambda **kwargs: built.append(kwargs) or kwargs["router"]))
-    monkeypatch.setattr(check, "measure_step_seconds", lambda model, loss, batch, steps, warmup: timed.append((model, loss, batch, steps, warmup)) or 1.09)
+    monkeypatch.setattr(
+        check,
+        "applications",
+        types.SimpleNamespace(ConsensusCapsNet=lambda **kwargs: built.append(kwargs) or kwargs["router"]),
+    )
+    monkeypatch.setattr(
+        check,
+        "measure_step_seconds",
+        lambda model, loss, batch, steps, warmup: timed.append((model, loss, batch, steps, warmup)) or 1.09,
+    )
     records = []
     check.check_consensus_steps(records.append, batch_size=64, steps=10, warmup=3)
     assert [r["router"] for r in records] == ["dynamic", "em", "kernel", "lstm"]
@@ -24,7 +32,9 @@ def test_consensus_step_records_each_router_with_its_loss_and_epoch_hours(monkey
     assert all(r["hours_per_mnist_epoch"] == 0.284 and r["step_s"] == 1.09 and r["batch_size"] == 64 for r in records)
     loss_types = {model: type(loss) for model, loss, *_ in timed}
     assert loss_types["dynamic"] is losses.MarginLoss and loss_types["em"] is losses.MarginLoss
-    assert loss_types["kernel"] is keras.losses.SparseCategoricalCrossentropy and timed[2][1].get_config()["from_logits"]
+    assert (
+        loss_types["kernel"] is keras.losses.SparseCategoricalCrossentropy and timed[2][1].get_config()["from_logits"]
+    )
     assert loss_types["lstm"] is keras.losses.SparseCategoricalCrossentropy
     assert {entry[2:] for entry in timed} == {(64, 10, 3)}
 
@@ -33,4 +43,7 @@ def test_unknown_check_is_refused_naming_the_choices(monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["accelerator_check.py", "--checks", "fit,speed"])
     with pytest.raises(SystemExit):
         check.main()
-    assert "--checks: unknown speed; expected some of preset, fit, data_parallel, consensus_step" in capsys.readouterr().err
+    assert (
+        "--checks: unknown speed; expected some of preset, fit, data_parallel, consensus_step"
+        in capsys.readouterr().err
+    )

@@ -25,7 +25,14 @@ TINY = {
     "FMCapsNet": {"variant": "affnist", "classes": 3},
     "ConsensusCapsNet": {"input_shape": (24, 24, 1), "classes": 3, "routing_iterations": 1},
     # 3 iterations: with fewer, some column weights cannot reach the top level yet (with 1, not even the tokenizer's).
-    "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 16, "projection_dim": 32, "window": 2, "routing_iterations": 3},
+    "AgreementGLOM": {
+        "input_shape": (16, 16, 3),
+        "classes": 3,
+        "embedding_dim": 16,
+        "projection_dim": 32,
+        "window": 2,
+        "routing_iterations": 3,
+    },
     "EffConvCapsNet": {"input_shape": (40, 40, 3), "classes": 3},
     "BaselineCNN": {"variant": "matched", "classes": 3},
 }
@@ -33,9 +40,12 @@ TINY = {
 #: ``|theta3| sum c log a`` term (``activation_prior=False``), so its ``theta3`` is unused.
 UNUSED = {"ConsensusCapsNet": r"class_caps/kernel_router(_\d+)?/theta3"}
 pytestmark = pytest.mark.skipif(
-    keras.backend.backend() == "tensorflow", reason="TensorFlow: covered by training/distribute_test.py and applications/registry_test.py"
+    keras.backend.backend() == "tensorflow",
+    reason="TensorFlow: covered by training/distribute_test.py and applications/registry_test.py",
 )
-CONSTRUCTORS = sorted({applications.get_configuration(n).constructor.__name__ for n in applications.list_configurations()})
+CONSTRUCTORS = sorted(
+    {applications.get_configuration(n).constructor.__name__ for n in applications.list_configurations()}
+)
 
 
 # The default tier runs CapsNet; every other application (30-120 s each under JAX on 2 cores) the large tier.
@@ -50,8 +60,12 @@ def test_builds_trains_and_round_trips(name):
     before = [keras.ops.convert_to_numpy(v).copy() for v in model.trainable_variables]
     history = model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)  # 2 steps
     assert np.isfinite(history.history["loss"][0]), name
-    unchanged = [v.path for b, v in zip(before, model.trainable_variables) if np.array_equal(b, keras.ops.convert_to_numpy(v))]
-    assert [path for path in unchanged if not re.fullmatch(UNUSED.get(name, "$^"), path)] == [], f"{name}: weights not trained"
+    unchanged = [
+        v.path for b, v in zip(before, model.trainable_variables) if np.array_equal(b, keras.ops.convert_to_numpy(v))
+    ]
+    assert [path for path in unchanged if not re.fullmatch(UNUSED.get(name, "$^"), path)] == [], (
+        f"{name}: weights not trained"
+    )
     scores = keras.ops.convert_to_numpy(model(x, training=False))
     assert scores.shape == (4, 3)
     assert_finite(scores)

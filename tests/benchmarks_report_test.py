@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +19,8 @@ report = load_script("benchmarks/report.py")
 def test_benchmarks_md_is_the_reports_output():
     expected = report.render(report.load_runs())
     assert (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8") == expected, (
-        "BENCHMARKS.md was edited by hand or a run file changed: run `python benchmarks/report.py`")
+        "BENCHMARKS.md was edited by hand or a run file changed: run `python benchmarks/report.py`"
+    )
 
 
 def test_page_stays_short():
@@ -56,8 +56,16 @@ def test_there_are_run_files():
 
 
 def run(file, host, rows, time="10:00"):
-    return {"file": file, "host": {"id": host, "cpu": "CPU", "cores": 2, "name": f"host {host}"}, "date": "2026-01-01",
-            "time_utc": time, "command": "c", "measured": "m", "source": "s", "rows": rows}
+    return {
+        "file": file,
+        "host": {"id": host, "cpu": "CPU", "cores": 2, "name": f"host {host}"},
+        "date": "2026-01-01",
+        "time_utc": time,
+        "command": "c",
+        "measured": "m",
+        "source": "s",
+        "rows": rows,
+    }
 
 
 def spec(target):
@@ -65,17 +73,27 @@ def spec(target):
 
 
 def test_a_verdict_belongs_to_its_host_and_both_figures_stand():
-    rows = lambda peer, ours: [{"target": "dr-rem", "configuration": "x", "peer_ms": peer, "ours_ms": ours}]
+    def rows(peer, ours):
+        return [{"target": "dr-rem", "configuration": "x", "peer_ms": peer, "ours_ms": ours}]
+
     runs = [run("a.json", "A", rows(1000, 400)), run("b.json", "B", rows(1000, 700))]
     found = report.verdict_rows(spec("DR-CapsNet"), runs)
     # 400 / 1000 = 0.40 <= 0.5 on A; 700 / 1000 = 0.70 > 0.5 on B.
-    assert [(host, results) for host, results, _ in found] == [("host A", [("", "0.40", True)]),
-                                                               ("host B", [("", "0.70", False)])]
+    assert [(host, results) for host, results, _ in found] == [
+        ("host A", [("", "0.40", True)]),
+        ("host B", [("", "0.70", False)]),
+    ]
 
 
 def test_seed_003_verdict_is_the_median_of_a_hosts_runs():
-    rows = lambda fm, dr3: [{"target": "seed003", "call": "predict_on_batch", "ours_fm_ms": fm, "ours_dr3_ms": dr3}]
-    runs = [run("1.json", "A", rows(10.0, 13.0)), run("2.json", "A", rows(10.0, 12.0)), run("3.json", "A", rows(10.0, 12.5))]
+    def rows(fm, dr3):
+        return [{"target": "seed003", "call": "predict_on_batch", "ours_fm_ms": fm, "ours_dr3_ms": dr3}]
+
+    runs = [
+        run("1.json", "A", rows(10.0, 13.0)),
+        run("2.json", "A", rows(10.0, 12.0)),
+        run("3.json", "A", rows(10.0, 12.5)),
+    ]
     ((host, results, used),) = report.verdict_rows(spec("seed 003"), runs)
     # median(1.30, 1.20, 1.25) = 1.25 < 1.26.
     assert results == [("", "median of 3 runs 1.25 (1.30, 1.20, 1.25 in the order run)", False)]
@@ -105,12 +123,24 @@ def test_ratios_are_computed_from_the_recorded_figures():
     page = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
     # Issue 39's host: REM 3,529 ms against our 2,464 ms -> 0.70; the 2026-11-24 host: 1,667 against 598 -> 0.36.
     assert "| 2-core AMD EPYC (2026-11-26) | CapsNet, 3 iterations, b128 | 3,529 | 2,464 | 0.70 |" in page
-    assert "AMD EPYC, 2 vCPUs (2026-11-24): 0.36 — met" in page and "2-core AMD EPYC (2026-11-26): 0.70 — **missed**" in page
+    assert (
+        "AMD EPYC, 2 vCPUs (2026-11-24): 0.36 — met" in page
+        and "2-core AMD EPYC (2026-11-26): 0.70 — **missed**" in page
+    )
 
 
 def test_the_library_before_and_after_is_a_ratio_of_the_recorded_steps():
-    rows = [{"target": "peer-pairs-before-after", "pair": "rem", "configuration": "x", "before_ms": 200, "after_ms": 150,
-             "before_each_ms": [190, 210], "after_each_ms": [140, 160]}]
+    rows = [
+        {
+            "target": "peer-pairs-before-after",
+            "pair": "rem",
+            "configuration": "x",
+            "before_ms": 200,
+            "after_ms": 150,
+            "before_each_ms": [190, 210],
+            "after_each_ms": [140, 160],
+        }
+    ]
     page = report.render([run("a.json", "A", rows)])
     # 150 / 200 = 0.75; each process's median step as recorded, before then after.
     assert "| rem | x | 200 | 150 | 0.75 | 190/210 · 140/160 |" in page

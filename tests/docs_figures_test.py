@@ -6,7 +6,6 @@ import math
 import shutil
 
 import pytest
-
 from repo_scripts import ROOT, load_script
 
 figures = load_script("tools/docs_figures.py")
@@ -63,14 +62,19 @@ def test_robustness_and_affnist_figures_are_the_records_values():
 
 
 def test_training_cost_estimate_keeps_the_runs_it_was_made_from():
-    registry = {(r["model"], r["name"]): r for r in json.loads((ROOT / "keras_capsules" / "presets" / "registry.json").read_text())}
+    registry = {
+        (r["model"], r["name"]): r
+        for r in json.loads((ROOT / "keras_capsules" / "presets" / "registry.json").read_text())
+    }
     # Made from EffCapsNet mnist's file of 2026-11-24 (6,980 s for 45 epochs of 60,000 images, 31.5M MACs
     # per image, 3 passes per step): its clean rerun on a slower, shared machine does not move it.
     rate = 3 * 31.5e6 * 60000 * 45 / 6980
     epoch = 3 * 30.1e6 * 55000 / rate  # the matched CNN's epoch of 55,000 images at that rate
     block = _block(_read("docs/applications/baseline_cnn.md"), "baseline-cnn-cost")
     assert f"about {epoch:.0f} s (EffCapsNet's rate)" in block and f"about {rate / 1e9:.0f} GMAC/s" in block
-    assert f"{registry[('BaselineCNN', 'mnist')]['train_seconds']:,.0f} s" in block  # the CNN's measured time: the registry's
+    assert (
+        f"{registry[('BaselineCNN', 'mnist')]['train_seconds']:,.0f} s" in block
+    )  # the CNN's measured time: the registry's
 
 
 def test_a_figure_typed_over_a_block_is_reported(tmp_path):
@@ -79,13 +83,18 @@ def test_a_figure_typed_over_a_block_is_reported(tmp_path):
         shutil.copy(ROOT / page, tmp_path / page)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     block = _block(readme, "robustness-readme")
-    (tmp_path / "README.md").write_text(readme.replace(block, block.replace("FMCapsNet scores", "FMCapsNet scores about")), encoding="utf-8")
+    (tmp_path / "README.md").write_text(
+        readme.replace(block, block.replace("FMCapsNet scores", "FMCapsNet scores about")), encoding="utf-8"
+    )
     stale = [page for page, (text, new) in figures.generate(tmp_path).items() if text != new]
     assert stale == ["README.md"]
 
 
 def test_a_page_without_its_markers_is_named():
-    with pytest.raises(ValueError, match=r"docs_figures: docs/x\.md must hold <!-- figures:rem-preset:start --> \.\.\. <!-- figures:rem-preset:end --> once each"):
+    with pytest.raises(
+        ValueError,
+        match=r"docs_figures: docs/x\.md must hold <!-- figures:rem-preset:start --> \.\.\. <!-- figures:rem-preset:end --> once each",
+    ):
         figures.replace_block("no markers here", "rem-preset", "body", "docs/x.md")
 
 
@@ -159,7 +168,9 @@ def _scale_row(application, size, status="measured", **figures_):
 
 def test_larger_inputs_table_divides_each_step_by_the_cnns_at_the_same_input(monkeypatch):
     record = {
-        "host": {"name": "Test CPU, 2 vCPUs"}, "date": "2026-11-28", "time_utc": "17:20-18:40",
+        "host": {"name": "Test CPU, 2 vCPUs"},
+        "date": "2026-11-28",
+        "time_utc": "17:20-18:40",
         "package": {"path": "/x", "commit": "1234567890abcdef"},
         "rows": [
             _scale_row("BaselineCNN", 32, step_ms=100.0, train_peak_mb=900),
@@ -181,22 +192,32 @@ def test_larger_inputs_table_divides_each_step_by_the_cnns_at_the_same_input(mon
     assert "At 32×32×3, 2 of the 2 that build trained a step; the most memory, MatrixCapsNet's, was 3.2 GB" in block
     assert "At 64×64×3, 3 of the 3 that build trained a step" in block
     assert "Within 3× the CNN's step: EffConvCapsNet; more than 10×: MatrixCapsNet." in block
-    assert "Test CPU, 2 vCPUs, 17:20-18:40 UTC, the package at `1234567`" in block and "`benchmarks/results/2026-11-28-1720-test-scale.json`" in block
+    assert (
+        "Test CPU, 2 vCPUs, 17:20-18:40 UTC, the package at `1234567`" in block
+        and "`benchmarks/results/2026-11-28-1720-test-scale.json`" in block
+    )
 
 
 def test_larger_inputs_names_a_configuration_that_was_stopped(monkeypatch):
     record = {
-        "host": {"name": "Test CPU"}, "date": "2026-11-28", "time_utc": "17:20-18:40", "package": {"commit": "abcdef0"},
+        "host": {"name": "Test CPU"},
+        "date": "2026-11-28",
+        "time_utc": "17:20-18:40",
+        "package": {"commit": "abcdef0"},
         "rows": [
             _scale_row("BaselineCNN", 128, step_ms=800.0, train_peak_mb=1500),
-            _scale_row("MatrixCapsNet", 128, status="skipped", why="over 20 GB during the first step; stopped by the guard"),
+            _scale_row(
+                "MatrixCapsNet", 128, status="skipped", why="over 20 GB during the first step; stopped by the guard"
+            ),
         ],
     }
     monkeypatch.setattr(figures, "scale_record", lambda: (record, "r-scale.json"))
     monkeypatch.setattr(figures, "supplement_record", lambda: None)
     block = figures.larger_inputs()
     assert "| MatrixCapsNet | not trained: over 20 GB during the first step; stopped by the guard |" in block
-    assert "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block
+    assert (
+        "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block
+    )
 
 
 def test_a_later_run_at_224_px_only_is_a_supplement_below_the_sweep(monkeypatch, tmp_path):
@@ -205,9 +226,11 @@ def test_a_later_run_at_224_px_only_is_a_supplement_below_the_sweep(monkeypatch,
         rows += [_scale_row("CapsNet", s, step_ms=500.0 * s, train_peak_mb=20 * s) for s in sizes]
         return {"host": {"name": host}, "time_utc": "01:00-02:00", "package": {"commit": "abcdef0"}, "rows": rows}
 
-    for name, record in (("2026-11-29-0526-a-scale.json", run("Sweep CPU", (32, 64))),
-                         ("2026-12-01-2100-b-scale.json", run("Other CPU", (224,))),
-                         ("2026-11-28-1716-a-scale-before.json", run("Sweep CPU", (32,)))):
+    for name, record in (
+        ("2026-11-29-0526-a-scale.json", run("Sweep CPU", (32, 64))),
+        ("2026-12-01-2100-b-scale.json", run("Other CPU", (224,))),
+        ("2026-11-28-1716-a-scale-before.json", run("Sweep CPU", (32,))),
+    ):
         (tmp_path / name).write_text(json.dumps(record))
     monkeypatch.setattr(figures, "BENCHMARK_RESULTS", str(tmp_path))
     assert figures.scale_record()[1] == "2026-11-29-0526-a-scale.json"  # the newer file holds no size of the sweep
@@ -222,55 +245,94 @@ def test_a_later_run_at_224_px_only_is_a_supplement_below_the_sweep(monkeypatch,
 
 
 def _cost_row(application, gflop, transcendental, written, per_byte, top=("Mul", 2000.0)):
-    return dict(target="step-cost", application=application, input="64x64x3", batch=16, gflop_per_image=gflop,
-                m_transcendental_per_image=transcendental, m_written_per_image=written, flops_per_byte=per_byte,
-                op_types=[{"op_type": top[0], "mflop_per_image": top[1]}])
+    return dict(
+        target="step-cost",
+        application=application,
+        input="64x64x3",
+        batch=16,
+        gflop_per_image=gflop,
+        m_transcendental_per_image=transcendental,
+        m_written_per_image=written,
+        flops_per_byte=per_byte,
+        op_types=[{"op_type": top[0], "mflop_per_image": top[1]}],
+    )
 
 
 def _first_step_row(application, first_step_s, step_s):
-    return dict(target="first-step", application=application, input="64x64x3", batch=16, status="measured",
-                after_first_step_s=[first_step_s], after_step_s=step_s)
+    return dict(
+        target="first-step",
+        application=application,
+        input="64x64x3",
+        batch=16,
+        status="measured",
+        after_first_step_s=[first_step_s],
+        after_step_s=step_s,
+    )
 
 
 def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeypatch):
-    counts = {"rows": [
-        _cost_row("BaselineCNN", 1.5, 0.0, 10.0, 35.0, ("Conv2D", 480.0)),
-        _cost_row("ConsensusCapsNet-dynamic", 0.9, 2.0, 180.0, 1.2),
-        _cost_row("ConsensusCapsNet", 5.0, 800.0, 4000.0, 0.32, ("Mul", 2200.0)),
-        _cost_row("MatrixCapsNet", 12.0, 42.0, 4250.0, 0.7, ("BatchMatMulV2", 9000.0)),
-    ]}
-    scale = {"host": {"name": "Test CPU"}, "rows": [
-        _scale_row("BaselineCNN", 64, step_ms=400.0, train_peak_mb=1000, gflops=60.0),
-        _scale_row("MatrixCapsNet", 64, step_ms=130000.0, train_peak_mb=4000, gflops=1.5),
-    ]}
+    counts = {
+        "rows": [
+            _cost_row("BaselineCNN", 1.5, 0.0, 10.0, 35.0, ("Conv2D", 480.0)),
+            _cost_row("ConsensusCapsNet-dynamic", 0.9, 2.0, 180.0, 1.2),
+            _cost_row("ConsensusCapsNet", 5.0, 800.0, 4000.0, 0.32, ("Mul", 2200.0)),
+            _cost_row("MatrixCapsNet", 12.0, 42.0, 4250.0, 0.7, ("BatchMatMulV2", 9000.0)),
+        ]
+    }
+    scale = {
+        "host": {"name": "Test CPU"},
+        "rows": [
+            _scale_row("BaselineCNN", 64, step_ms=400.0, train_peak_mb=1000, gflops=60.0),
+            _scale_row("MatrixCapsNet", 64, step_ms=130000.0, train_peak_mb=4000, gflops=1.5),
+        ],
+    }
     scale["rows"].append(_scale_row("ConsensusCapsNet-dynamic", 64, step_ms=4600.0, train_peak_mb=1500, gflops=3.0))
-    first = {"host": {"name": "Other CPU"}, "rows": [
-        _first_step_row("BaselineCNN", 1.1, 0.2), _first_step_row("MatrixCapsNet", 41.0, 27.0),
-        _first_step_row("ConsensusCapsNet", 36.0, 22.0), _first_step_row("FMCapsNet", 12.0, 0.5),
-    ]}
+    first = {
+        "host": {"name": "Other CPU"},
+        "rows": [
+            _first_step_row("BaselineCNN", 1.1, 0.2),
+            _first_step_row("MatrixCapsNet", 41.0, 27.0),
+            _first_step_row("ConsensusCapsNet", 36.0, 22.0),
+            _first_step_row("FMCapsNet", 12.0, 0.5),
+        ],
+    }
     monkeypatch.setattr(figures, "step_cost_record", lambda: (counts, "c-step-cost.json"))
     monkeypatch.setattr(figures, "scale_record", lambda: (scale, "s-scale.json"))
     monkeypatch.setattr(figures, "first_step_record", lambda: (first, "f-first-step.json"))
     block = figures.why_slow()
     # 180 / 10 = 18 times the CNN's values; 4,600 / 400 ms = 11.5 times its step
-    assert ("- `ConsensusCapsNet-dynamic`: 0.9 GFLOP per image, fewer than the CNN's 1.5, but 180 M float32 values written "
-            "per image, 18× the CNN's 10.0 M (1.20 flops per byte written): its step is bound by memory traffic, not by "
-            "arithmetic; on Test CPU its step was 11.5× the CNN's.") in block
+    assert (
+        "- `ConsensusCapsNet-dynamic`: 0.9 GFLOP per image, fewer than the CNN's 1.5, but 180 M float32 values written "
+        "per image, 18× the CNN's 10.0 M (1.20 flops per byte written): its step is bound by memory traffic, not by "
+        "arithmetic; on Test CPU its step was 11.5× the CNN's."
+    ) in block
     # over 30 s: MatrixCapsNet 41 - 27 = 14 s, ConsensusCapsNet 36 - 22 = 14 s; FMCapsNet's 12 s is within it
-    assert ("on Other CPU (`benchmarks/results/f-first-step.json`): `MatrixCapsNet` 41.0 s, of which a step takes 27.0 s "
-            "(tracing and the rest 14.0 s); `ConsensusCapsNet` 36.0 s, of which a step takes 22.0 s (tracing and the rest "
-            "14.0 s). Less its step, each is within 30 s") in block and "FMCapsNet" not in block
+    assert (
+        "on Other CPU (`benchmarks/results/f-first-step.json`): `MatrixCapsNet` 41.0 s, of which a step takes 27.0 s "
+        "(tracing and the rest 14.0 s); `ConsensusCapsNet` 36.0 s, of which a step takes 22.0 s (tracing and the rest "
+        "14.0 s). Less its step, each is within 30 s"
+    ) in block and "FMCapsNet" not in block
     first["rows"][1].update(after_first_step_s=[65.0], after_step_s=34.0)  # 65 - 34 = 31 s besides the step: refused
     with pytest.raises(ValueError, match="less its step"):
         figures.why_slow()
     first["rows"][1].update(after_first_step_s=[41.0], after_step_s=27.0)
     # 4,250 M values x 4 bytes x 16 images = 272 GB; 9,000 of 12,000 MFLOP = 75 %
-    assert ("- `MatrixCapsNet`: 12 GFLOP per image, 4,250 M float32 values written per image (272 GB a step at batch 16), "
-            "0.70 flops per byte written against 35.0 for the CNN's convolutions; 42.0 M transcendental evaluations "
-            "(exp, cos, ...) per image; BatchMatMulV2 counts 75 % of its flops.") in block
+    assert (
+        "- `MatrixCapsNet`: 12 GFLOP per image, 4,250 M float32 values written per image (272 GB a step at batch 16), "
+        "0.70 flops per byte written against 35.0 for the CNN's convolutions; 42.0 M transcendental evaluations "
+        "(exp, cos, ...) per image; BatchMatMulV2 counts 75 % of its flops."
+    ) in block
     # 800 / 2 = 400 times the dynamic router's; 2,200 of 5,000 MFLOP = 44 %
-    assert "800.0 M transcendental evaluations (exp, cos, ...) per image, 400× the 2.00 M of the same network with dynamic routing; Mul counts 44 %" in block
-    assert "- On Test CPU (`benchmarks/results/s-scale.json`) their steps achieved `MatrixCapsNet` 1.5 GFLOP/s, the CNN's 60." in block
-    counts["rows"][2]["m_transcendental_per_image"] = 3.0  # no longer many times the dynamic router's: the sentence is refused
+    assert (
+        "800.0 M transcendental evaluations (exp, cos, ...) per image, 400× the 2.00 M of the same network with dynamic routing; Mul counts 44 %"
+        in block
+    )
+    assert (
+        "- On Test CPU (`benchmarks/results/s-scale.json`) their steps achieved `MatrixCapsNet` 1.5 GFLOP/s, the CNN's 60."
+        in block
+    )
+    counts["rows"][2]["m_transcendental_per_image"] = (
+        3.0  # no longer many times the dynamic router's: the sentence is refused
+    )
     with pytest.raises(ValueError, match="outnumber"):
         figures.why_slow()

@@ -23,7 +23,12 @@ PAGES = {
     "EffConvCapsNet": "eff_conv_capsnet",
 }
 OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
-LOSSES = {"margin": "margin", "spread": "spread", "crossentropy": "cross-entropy", "SupervisedContrastiveLoss": "supervised contrastive"}
+LOSSES = {
+    "margin": "margin",
+    "spread": "spread",
+    "crossentropy": "cross-entropy",
+    "SupervisedContrastiveLoss": "supervised contrastive",
+}
 
 
 def page_row(model):
@@ -54,7 +59,10 @@ def test_page_states_the_generic_recipe(model):
     optimizer, *options = [part.strip() for part in row["optimizer"].split(",")]
     assert optimizer == OPTIMIZERS[recipe.optimizer]
     if recipe.weight_decay:
-        assert options == [f"weight decay {options[0].split()[-1]}"] and number(options[0].split()[-1]) == recipe.weight_decay
+        assert (
+            options == [f"weight decay {options[0].split()[-1]}"]
+            and number(options[0].split()[-1]) == recipe.weight_decay
+        )
     else:
         assert options == []
     assert number(row["learning rate"]) == recipe.learning_rate
@@ -73,5 +81,7 @@ def test_page_states_the_generic_recipe(model):
     assert row["augmentation"] == f"`{recipe.augmentation}`"
     assert [int(epochs) for epochs in row["epochs"].split(" + ")] == [stage_recipe.epochs for _, stage_recipe in stages]
     arguments = row["model arguments"]
-    stated = {} if arguments == "—" else ast.literal_eval("{" + re.sub(r"(\w+)=", r"'\1': ", arguments.strip("`")) + "}")
+    stated = (
+        {} if arguments == "—" else ast.literal_eval("{" + re.sub(r"(\w+)=", r"'\1': ", arguments.strip("`")) + "}")
+    )
     assert stated == recipe.model_kwargs

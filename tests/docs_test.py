@@ -28,13 +28,19 @@ def test_docs_build_strict(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert 'not included in the "nav"' not in result.stderr, "a page is missing from mkdocs.yml's nav:\n" + result.stderr
+    assert 'not included in the "nav"' not in result.stderr, (
+        "a page is missing from mkdocs.yml's nav:\n" + result.stderr
+    )
     assert (tmp_path / "site" / "api" / "routing" / "index.html").is_file()
     for notebook in NOTEBOOKS:  # rendered with their stored outputs
         name = os.path.basename(notebook)
         page = tmp_path / "site" / "examples" / name[: -len(".ipynb")] / "index.html"
-        assert page.is_file(), f"{name} is not in the site: link docs/examples/{name} -> ../../examples/{name} and add it to the nav"
-        assert re.search(r'class="[^"]*jp-OutputArea-output', page.read_text(encoding="utf-8")), f"the site shows no output of {name}"
+        assert page.is_file(), (
+            f"{name} is not in the site: link docs/examples/{name} -> ../../examples/{name} and add it to the nav"
+        )
+        assert re.search(r'class="[^"]*jp-OutputArea-output', page.read_text(encoding="utf-8")), (
+            f"the site shows no output of {name}"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
@@ -46,8 +52,12 @@ def test_notebook_outputs_are_stored_and_current(path):
     notebook = nbformat.read(path, as_version=4)
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     rerun = f"store them again: python docs/execute_notebooks.py examples/{os.path.basename(path)}"
-    assert [cell.execution_count for cell in cells] == list(range(1, len(cells) + 1)), f"outputs missing or out of order; {rerun}"
-    assert not [o for cell in cells for o in cell.outputs if o.output_type == "error"], f"a stored output is an error; {rerun}"
+    assert [cell.execution_count for cell in cells] == list(range(1, len(cells) + 1)), (
+        f"outputs missing or out of order; {rerun}"
+    )
+    assert not [o for cell in cells for o in cell.outputs if o.output_type == "error"], (
+        f"a stored output is an error; {rerun}"
+    )
     digest = hashlib.sha256("\n\x00\n".join(cell.source for cell in cells).encode()).hexdigest()
     recorded = notebook.metadata.get("keras_capsules", {}).get("code_sha256")
     assert recorded == digest, f"code cells changed since the outputs were stored; {rerun}"

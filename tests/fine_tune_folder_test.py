@@ -4,7 +4,6 @@ import os
 
 import numpy as np
 import pytest
-
 from repo_scripts import load_script
 
 bench = load_script("benchmarks/fine_tune_folder.py")
@@ -39,7 +38,11 @@ def test_written_split_reads_back_with_its_classes_and_pixels(tmp_path):
 def test_validation_curve_joins_the_stages_in_order():
     metrics = {
         "stages": [{"name": "frozen_backbone", "epochs": 2}, {"name": "fine_tune", "epochs": 1}],
-        "history": {"frozen_backbone_val_accuracy": [0.5, 0.61234], "val_accuracy": [0.7], "frozen_backbone_accuracy": [0.1, 0.2]},
+        "history": {
+            "frozen_backbone_val_accuracy": [0.5, 0.61234],
+            "val_accuracy": [0.7],
+            "frozen_backbone_accuracy": [0.1, 0.2],
+        },
     }
     assert bench.validation_curve(metrics) == [0.5, 0.6123, 0.7]
     assert bench.validation_curve({"stages": None, "history": {"val_accuracy": [0.25, 0.5]}}) == [0.25, 0.5]

@@ -20,15 +20,38 @@ def test_a_constructor_that_refuses_the_input_is_recorded_as_refused():
 
 
 def _run(rows):
-    return {"host": {"id": "h", "cpu": "c", "cores": 2, "name": "H"}, "date": "2026-12-02", "time_utc": "01:00-01:20",
-            "command": "python benchmarks/first_step.py", "measured": "m", "source": "s", "rows": rows, "file": "f.json"}
+    return {
+        "host": {"id": "h", "cpu": "c", "cores": 2, "name": "H"},
+        "date": "2026-12-02",
+        "time_utc": "01:00-01:20",
+        "command": "python benchmarks/first_step.py",
+        "measured": "m",
+        "source": "s",
+        "rows": rows,
+        "file": "f.json",
+    }
 
 
 def test_the_row_keeps_each_process_and_the_report_divides_the_medians():
     args = types.SimpleNamespace(size=64, batch=16)
-    process = lambda traces, first, step: {"status": "measured", "parameters": 10, "traces": traces, "first_step_s": first, "step_s": step}  # noqa: E731
-    row = first_step.summary_row("FMCapsNet", args, {"before": [process(2, 21.04, 0.6), process(2, 19.0, 0.5)],
-                                                     "after": [process(1, 11.0, 0.5), process(1, 10.0, 0.7)]})
+
+    def process(traces, first, step):
+        return {
+            "status": "measured",
+            "parameters": 10,
+            "traces": traces,
+            "first_step_s": first,
+            "step_s": step,
+        }
+
+    row = first_step.summary_row(
+        "FMCapsNet",
+        args,
+        {
+            "before": [process(2, 21.04, 0.6), process(2, 19.0, 0.5)],
+            "after": [process(1, 11.0, 0.5), process(1, 10.0, 0.7)],
+        },
+    )
     assert row["before_first_step_s"] == [21.0, 19.0] and row["after_traces"] == [1, 1] and row["after_step_s"] == 0.6
     page = report.render([_run([row])])
     # Medians 10.5 / 20.0 = 0.53 (0.525 rounds half to even).
@@ -36,9 +59,21 @@ def test_the_row_keeps_each_process_and_the_report_divides_the_medians():
 
 
 def test_the_first_step_verdict_reads_this_packages_first_steps():
-    rows = [{"target": "first-step", "application": a, "size": 64, "status": "measured", "before_first_step_s": [b],
-             "after_first_step_s": [f], "before_traces": [2], "after_traces": [1], "before_step_s": 1, "after_step_s": 1}
-            for a, b, f in (("A", 40.0, 20.0), ("B", 90.0, 45.5))]
+    rows = [
+        {
+            "target": "first-step",
+            "application": a,
+            "size": 64,
+            "status": "measured",
+            "before_first_step_s": [b],
+            "after_first_step_s": [f],
+            "before_traces": [2],
+            "after_traces": [1],
+            "before_step_s": 1,
+            "after_step_s": 1,
+        }
+        for a, b, f in (("A", 40.0, 20.0), ("B", 90.0, 45.5))
+    ]
     spec = next(v for v in report.VERDICTS if v["target"].startswith("first step"))
     ((host, results, _),) = report.verdict_rows(spec, [_run(rows)])
     assert results == [("", "longest B 45.5 s", False)]

@@ -1,7 +1,6 @@
 """The README's main job, end to end through the CLI (small settings)."""
 
 import json
-import os
 
 import keras
 import numpy as np
@@ -10,10 +9,26 @@ import pytest
 from keras_capsules import cli
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data pipelines and SavedModel export are TensorFlow-only")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="tf.data pipelines and SavedModel export are TensorFlow-only"
+)
 def test_train_command_writes_metrics_model_and_export(tmp_path, capsys):
     out = tmp_path / "run"
-    code = cli.main(["train", "EffCapsNet", "--epochs", "1", "--limit", "1280", "--batch-size", "32", "--output", str(out), "--quiet"])
+    code = cli.main(
+        [
+            "train",
+            "EffCapsNet",
+            "--epochs",
+            "1",
+            "--limit",
+            "1280",
+            "--batch-size",
+            "32",
+            "--output",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["model"] == "EffCapsNet" and metrics["dataset"] == "mnist_sample"
@@ -31,7 +46,9 @@ def test_train_command_reports_missing_data(tmp_path, capsys, monkeypatch):
     # $KERAS_CAPSULES_DATA is searched after --data-dir, and TFDS after both: neither may hold MNIST here.
     monkeypatch.delenv("KERAS_CAPSULES_DATA", raising=False)
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
-    code = cli.main(["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")])
+    code = cli.main(
+        ["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "images-idx3" in err and "labels-idx1" in err and str(tmp_path) in err

@@ -35,7 +35,9 @@ def _write_folder(root, rng):
 
 def _cli(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "keras_capsules.cli", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "keras_capsules.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,18 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("own")
     _write_folder(root / "photos", np.random.default_rng(0))
     run, preset = root / "run", root / "preset"
-    args = ["train", "EffCapsNet", "--data-dir", str(root / "photos"), "--epochs", "2", "--output", str(run), "--no-export", "--quiet"]
+    args = [
+        "train",
+        "EffCapsNet",
+        "--data-dir",
+        str(root / "photos"),
+        "--epochs",
+        "2",
+        "--output",
+        str(run),
+        "--no-export",
+        "--quiet",
+    ]
     assert cli.main([*args, "--save-preset", str(preset)]) == 0
     return root, json.loads((run / "metrics.json").read_text())
 
@@ -55,7 +68,9 @@ def test_the_folder_is_read_and_trained_with_the_generic_recipe(trained):
     assert folder["resized"] == 1  # the one 32x32 image
     assert metrics["recipe"]["source"].startswith("generic recipe of EffCapsNet") and metrics["recipe"]["epochs"] == 2
     # The default hold-out is a tenth of the 36 training images (3), one per class.
-    assert metrics["validation"]["examples"] == 3 and metrics["validation"]["per_class"] == {name: 1 for name in CLASSES}
+    assert metrics["validation"]["examples"] == 3 and metrics["validation"]["per_class"] == {
+        name: 1 for name in CLASSES
+    }
     assert set(metrics["evaluations"]) == {"test"}  # test/ read once, at the end
     test_accuracy = metrics["evaluations"]["test"]["accuracy"]
     assert abs(test_accuracy * 12 - round(test_accuracy * 12)) < 1e-4  # 12 test images
@@ -86,12 +101,16 @@ def test_evaluate_reads_the_folder_at_the_model_input(trained, capsys):
     out = capsys.readouterr().out
     result = json.loads(out[out.index("{") :])
     assert result["split"] == "test" and result["augment"] == "random_shift"
-    assert abs(result["accuracy"] - metrics["evaluations"]["test"]["accuracy"]) < 1e-6  # the same 12 test images as train's end
+    assert (
+        abs(result["accuracy"] - metrics["evaluations"]["test"]["accuracy"]) < 1e-6
+    )  # the same 12 test images as train's end
 
 
 def test_a_data_dir_without_class_folders_is_an_error_not_the_sample(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("no images here")
     assert cli.main(["train", "EffCapsNet", "--data-dir", str(tmp_path), "--output", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "argument `--data-dir` expected a folder of images with one subfolder per class" in err and err.count("\n") == 1
+    assert (
+        "argument `--data-dir` expected a folder of images with one subfolder per class" in err and err.count("\n") == 1
+    )
     assert "--dataset NAME" in err and not (tmp_path / "o").exists()

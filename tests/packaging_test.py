@@ -25,9 +25,24 @@ pytestmark = pytest.mark.xdist_group("packaging")
 
 #: Marker environments of the platforms TensorFlow publishes wheels for.
 PLATFORMS = {
-    "linux x86_64": {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix"},
-    "linux aarch64": {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64", "os_name": "posix"},
-    "macOS arm64": {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64", "os_name": "posix"},
+    "linux x86_64": {
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+    },
+    "linux aarch64": {
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "aarch64",
+        "os_name": "posix",
+    },
+    "macOS arm64": {
+        "sys_platform": "darwin",
+        "platform_system": "Darwin",
+        "platform_machine": "arm64",
+        "os_name": "posix",
+    },
     "Windows": {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64", "os_name": "nt"},
 }
 
@@ -38,9 +53,24 @@ def wheel(tmp_path_factory):
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(ROOT, name), source / name)
-    shutil.copytree(os.path.join(ROOT, "keras_capsules"), source / "keras_capsules", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        os.path.join(ROOT, "keras_capsules"),
+        source / "keras_capsules",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     out = tmp_path_factory.mktemp("wheel")
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(out), str(source)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--quiet",
+        "-w",
+        str(out),
+        str(source),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, cwd=source)
     assert result.returncode == 0, f"pip wheel failed:\n{result.stdout}\n{result.stderr}"
     (path,) = out.glob("keras_capsules-*.whl")
@@ -61,7 +91,9 @@ def requirements(metadata):
 def _names(requirements, environment, extra=""):
     """Canonical names of the requirements installed on ``environment`` with ``extra`` ("" = no extra)."""
     return {
-        canonicalize_name(r.name) for r in requirements if r.marker is None or r.marker.evaluate({**environment, "extra": extra})
+        canonicalize_name(r.name)
+        for r in requirements
+        if r.marker is None or r.marker.evaluate({**environment, "extra": extra})
     }
 
 
@@ -144,7 +176,12 @@ def test_offline_load_without_tfds_names_the_files_and_the_extra(without_tfds, t
     with pytest.raises(FileNotFoundError) as caught:
         datasets.load_arrays("mnist", "test", data_dir=str(tmp_path))
     message = str(caught.value)
-    assert "images-idx3" in message and "labels-idx1" in message and str(tmp_path) in message and 'pip install "keras-capsules[tfds]"' in message
+    assert (
+        "images-idx3" in message
+        and "labels-idx1" in message
+        and str(tmp_path) in message
+        and 'pip install "keras-capsules[tfds]"' in message
+    )
 
 
 def test_embedded_sample_needs_no_tfds(without_tfds):
@@ -183,7 +220,12 @@ def test_installing_the_wheel_after_tensorflow_keeps_tensorflow(wheel, tmp_path)
     (which would overwrite the CUDA build's files) and no second ``tensorflow``."""
     stubs = tmp_path / "index"
     stubs.mkdir()
-    for name, release in (("tensorflow", "2.21.0"), ("tensorflow-cpu", "2.21.0"), ("keras", "3.15.1"), ("numpy", "2.3.0")):
+    for name, release in (
+        ("tensorflow", "2.21.0"),
+        ("tensorflow-cpu", "2.21.0"),
+        ("keras", "3.15.1"),
+        ("numpy", "2.3.0"),
+    ):
         _stub_wheel(str(stubs), name, release)
     environment = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True)
@@ -194,7 +236,9 @@ def test_installing_the_wheel_after_tensorflow_keeps_tensorflow(wheel, tmp_path)
     wheel_copy = tmp_path / os.path.basename(wheel.filename)
     shutil.copy(wheel.filename, wheel_copy)
     result = subprocess.run(
-        [python, "-m", "pip", "install", *offline, "--dry-run", "--report", str(report), str(wheel_copy)], capture_output=True, text=True
+        [python, "-m", "pip", "install", *offline, "--dry-run", "--report", str(report), str(wheel_copy)],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     planned = {canonicalize_name(item["metadata"]["name"]) for item in json.loads(report.read_text())["install"]}

@@ -19,13 +19,36 @@ def test_the_modes_route_by_chunks_and_whole(monkeypatch):
 
 
 def test_the_report_table_reads_both_modes():
-    row = {"target": "predict-chunks", "application": "A", "input": "128x128x3", "batch": 16, "chunks_chunks": [5, 7],
-           "whole_peak_mb": 14800, "chunks_peak_mb": 7400, "whole_infer_ms_per_image": 2000.0, "chunks_infer_ms_per_image": 2100.0,
-           "whole_first_s": 40.0, "chunks_first_s": 60.0}
-    run = {"host": {"id": "h", "cpu": "c", "cores": 2, "name": "H"}, "date": "2026-11-29", "time_utc": "08:00-09:00",
-           "command": "python benchmarks/predict_chunks.py", "measured": "m", "source": "s", "rows": [row], "file": "f.json"}
+    row = {
+        "target": "predict-chunks",
+        "application": "A",
+        "input": "128x128x3",
+        "batch": 16,
+        "chunks_chunks": [5, 7],
+        "whole_peak_mb": 14800,
+        "chunks_peak_mb": 7400,
+        "whole_infer_ms_per_image": 2000.0,
+        "chunks_infer_ms_per_image": 2100.0,
+        "whole_first_s": 40.0,
+        "chunks_first_s": 60.0,
+    }
+    run = {
+        "host": {"id": "h", "cpu": "c", "cores": 2, "name": "H"},
+        "date": "2026-11-29",
+        "time_utc": "08:00-09:00",
+        "command": "python benchmarks/predict_chunks.py",
+        "measured": "m",
+        "source": "s",
+        "rows": [row],
+        "file": "f.json",
+    }
     page = report.render([run])
-    assert "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · 7,400 | 0.50 | 2,000.0 · 2,100.0 | 40.0 · 60.0 |  |" in page  # 7,400 / 14,800
+    assert (
+        "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · 7,400 | 0.50 | 2,000.0 · 2,100.0 | 40.0 · 60.0 |  |" in page
+    )  # 7,400 / 14,800
     row.pop("chunks_peak_mb")
     row["chunks_error"] = "exit status -9"
-    assert "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · — | — | 2,000.0 · 2,100.0 | 40.0 · 60.0 | chunks: exit status -9 |" in report.render([run])
+    assert (
+        "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · — | — | 2,000.0 · 2,100.0 | 40.0 · 60.0 | chunks: exit status -9 |"
+        in report.render([run])
+    )

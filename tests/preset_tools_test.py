@@ -30,7 +30,9 @@ def test_logged_train_seconds_sums_each_epochs_elapsed_time_over_restarts():
     log = (
         "2026-11-24T01:00:00Z capsnet-mnist: keras-capsules train CapsNet --dataset mnist --epochs 3 --data-dir D --output O\n"
         "Epoch 1/3\n" + bar(1, 4, 30) + bar(4, 4, 0) + bar(4, 4, 41) + "\n"  # the 0 s update is the remaining time
-        "Epoch 2/3\n" + bar(1, 4, 30) + bar(2, 4, 20)  # killed mid-epoch: not counted
+        "Epoch 2/3\n"
+        + bar(1, 4, 30)
+        + bar(2, 4, 20)  # killed mid-epoch: not counted
         + "2026-11-24T02:00:00Z capsnet-mnist: keras-capsules train CapsNet --dataset mnist --epochs 3 --data-dir D --output O\n"
         "Epoch 2/3\n" + bar(4, 4, 0) + bar(4, 4, 39) + "\n"
         "Epoch 3/3\n" + bar(4, 4, 0) + bar(4, 4, 40) + bar(2, 2, 7)  # the evaluation's 2-step bar is left out
@@ -48,7 +50,12 @@ def test_logged_train_seconds_sums_each_epochs_elapsed_time_over_restarts():
 
 def test_train_seconds_prefers_the_runs_per_epoch_record_when_it_covers_every_epoch(tmp_path):
     path = tmp_path / "train.log"
-    path.write_text("start 2026-11-28T00:00:00Z from 8a8fbd5: keras-capsules train CapsNet\nEpoch 1/2\n" + bar(4, 4, 0) + bar(4, 4, 41) + "\n")  # epoch 2's bar was cut by a restart
+    path.write_text(
+        "start 2026-11-28T00:00:00Z from 8a8fbd5: keras-capsules train CapsNet\nEpoch 1/2\n"
+        + bar(4, 4, 0)
+        + bar(4, 4, 41)
+        + "\n"
+    )  # epoch 2's bar was cut by a restart
     make_preset = tool("make_preset")
     complete = {"epochs_completed": 2, "train_seconds": 60.0, "history": {"epoch_seconds": [41.25, 43.5]}}
     assert make_preset.train_seconds(complete, str(path)) == 84.8  # 84.75 rounded to 0.1 s
@@ -62,7 +69,11 @@ def test_given_train_seconds_replace_the_runs_record_whose_epochs_include_pauses
     path = tmp_path / "train.log"
     path.write_text("")
     make_preset = tool("make_preset")
-    paused = {"epochs_completed": 2, "train_seconds": 0.0, "history": {"epoch_seconds": [5747.24, 979.32]}}  # epoch 1 held a 4,817 s pause
+    paused = {
+        "epochs_completed": 2,
+        "train_seconds": 0.0,
+        "history": {"epoch_seconds": [5747.24, 979.32]},
+    }  # epoch 1 held a 4,817 s pause
     assert make_preset.recorded_train_seconds(None, paused, str(path)) == 6726.6  # the run's own record: pause included
     assert make_preset.recorded_train_seconds(930.04 + 979.32, paused, str(path)) == 1909.4
     with pytest.raises(SystemExit, match="--train-seconds expected a positive number"):
@@ -91,9 +102,12 @@ def test_run_in_background_refuses_anything_but_a_keras_capsules_command(tmp_pat
     import subprocess
 
     script = os.path.join(TOOLS, "run_in_background.sh")
-    done = subprocess.run(["bash", script, str(tmp_path / "work"), "--", "python", "-c", "1"], capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", script, str(tmp_path / "work"), "--", "python", "-c", "1"], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "expected '-- keras-capsules train ...'" in done.stderr
     assert not (tmp_path / "work").exists()
+
 
 def test_rem_metrics_reports_the_zero_fraction_of_conv_and_vote_kernels():
     keras.utils.set_random_seed(0)
@@ -140,7 +154,9 @@ def run_train_presets(tmp_path, runs):
     calls.write_text("")
     env = dict(os.environ, PATH=f"{stub_dir}:{os.environ['PATH']}", CALLS=str(calls))
     script = os.path.join(TOOLS, "train_presets.sh")
-    subprocess.run(["bash", script, "DATA", str(runs), "capsnet-mnist"], env=env, check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["bash", script, "DATA", str(runs), "capsnet-mnist"], env=env, check=True, capture_output=True, text=True
+    )
     return [line.split() for line in calls.read_text().splitlines()]
 
 
@@ -182,12 +198,27 @@ def test_make_preset_records_the_hold_out_and_measures_raw_images(tmp_path, monk
         '{"model": "EffCapsNet", "dataset": "mnist_sample", "variant": "default", "epochs_completed": 1, "train_seconds": 5.0, '
         f'"validation": {json.dumps(held_out)}}}'
     )
-    (run / "train.log").write_text("2026-11-26T22:00:00Z x: keras-capsules train EffCapsNet --dataset mnist_sample --data-dir D\n")
+    (run / "train.log").write_text(
+        "2026-11-26T22:00:00Z x: keras-capsules train EffCapsNet --dataset mnist_sample --data-dir D\n"
+    )
     try:
-        tool("make_preset").main([
-            str(run), "--model", "EffCapsNet", "--name", "tooltest", "--dataset", "mnist_sample", "--subset-limit", "100",
-            "--test-informed", "no", "--decisions", "one run, nothing read the test set.",
-        ])
+        tool("make_preset").main(
+            [
+                str(run),
+                "--model",
+                "EffCapsNet",
+                "--name",
+                "tooltest",
+                "--dataset",
+                "mnist_sample",
+                "--subset-limit",
+                "100",
+                "--test-informed",
+                "no",
+                "--decisions",
+                "one run, nothing read the test set.",
+            ]
+        )
     finally:
         presets.unregister_preset("EffCapsNet", "tooltest")
     (record,) = json.loads((tmp_path / "registry.json").read_text())
@@ -204,7 +235,9 @@ def test_a_compacted_checkpoint_resumes_with_rounded_weights_and_moments_and_the
 
     def compiled():
         keras.utils.set_random_seed(3)
-        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(2)])
+        model = keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(2)]
+        )
         model.compile(keras.optimizers.Adam(1e-2), "mse")
         return model
 
@@ -214,7 +247,9 @@ def test_a_compacted_checkpoint_resumes_with_rounded_weights_and_moments_and_the
     model = compiled()
     x = np.linspace(-1.0, 1.0, 24, dtype="float32").reshape(8, 3)
     model.fit(x, x[:, :2] * 3.0, batch_size=4, epochs=2, verbose=0)  # 4 optimizer steps
-    original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=2, history={"loss": [1.0, 0.5]})
+    original = checkpoints.save_checkpoint(
+        str(tmp_path / "run"), model, epochs_completed=2, history={"loss": [1.0, 0.5]}
+    )
     compact = tool("compact_checkpoint")
     compact.pack(original, str(tmp_path / "packed"))
     packed_bytes = os.path.getsize(tmp_path / "packed" / compact.PACKED_WEIGHTS)
@@ -262,12 +297,16 @@ def test_a_weights_only_checkpoint_restarts_the_moments_at_zero_and_keeps_the_it
     model = compiled()
     x = np.linspace(-1.0, 1.0, 24, dtype="float32").reshape(8, 3)
     model.fit(x, x[:, :2] * 3.0, batch_size=4, epochs=3, verbose=0)  # 6 optimizer steps
-    original = checkpoints.save_checkpoint(str(tmp_path / "run"), model, epochs_completed=3, history={"loss": [1.0, 0.7, 0.5]})
+    original = checkpoints.save_checkpoint(
+        str(tmp_path / "run"), model, epochs_completed=3, history={"loss": [1.0, 0.7, 0.5]}
+    )
     compact = tool("compact_checkpoint")
     compact.main(["pack", original, str(tmp_path / "packed"), "--weights-only"])
     full = compact.pack(original, str(tmp_path / "full"))
     # without Adam's two bfloat16 moments per weight: at least 2 x 2 bytes per parameter fewer
-    saved = os.path.getsize(os.path.join(full, compact.PACKED_WEIGHTS)) - os.path.getsize(tmp_path / "packed" / compact.PACKED_WEIGHTS)
+    saved = os.path.getsize(os.path.join(full, compact.PACKED_WEIGHTS)) - os.path.getsize(
+        tmp_path / "packed" / compact.PACKED_WEIGHTS
+    )
     assert saved >= 4 * model.count_params()
     resumed = compiled()
     compact.unpack(str(tmp_path / "packed"), str(tmp_path / "resumed"))

@@ -5,7 +5,6 @@ import json
 import sys
 
 import pytest
-
 from repo_scripts import load_script
 
 profile = load_script("benchmarks/profile_step.py")
@@ -20,8 +19,26 @@ def test_input_shape_arg_parses_three_positive_integers():
 
 def test_json_record_of_a_configuration_at_another_input(tmp_path, monkeypatch, capsys):
     path = tmp_path / "profile.json"
-    argv = ["profile_step.py", "BaselineCNN/matched", "--batch", "2", "--input-shape", "24,24,3", "--classes", "4",
-            "--steps", "1", "--warmup", "1", "--timed", "1", "--top", "3", "--json", str(path)]
+    argv = [
+        "profile_step.py",
+        "BaselineCNN/matched",
+        "--batch",
+        "2",
+        "--input-shape",
+        "24,24,3",
+        "--classes",
+        "4",
+        "--steps",
+        "1",
+        "--warmup",
+        "1",
+        "--timed",
+        "1",
+        "--top",
+        "3",
+        "--json",
+        str(path),
+    ]
     monkeypatch.setattr(sys, "argv", argv)
     profile.main()
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -33,9 +50,29 @@ def test_json_record_of_a_configuration_at_another_input(tmp_path, monkeypatch, 
 
 def test_run_file_row_is_read_by_the_report(tmp_path, monkeypatch):
     report = load_script("benchmarks/report.py")
-    argv = ["profile_step.py", "BaselineCNN/matched", "--batch", "2", "--input-shape", "24,24,3", "--classes", "4", "--steps", "1",
-            "--warmup", "1", "--timed", "1", "--json", str(tmp_path / "profile.json"), "--run-file", "--results", str(tmp_path / "runs"),
-            "--host-name", "Test host"]
+    argv = [
+        "profile_step.py",
+        "BaselineCNN/matched",
+        "--batch",
+        "2",
+        "--input-shape",
+        "24,24,3",
+        "--classes",
+        "4",
+        "--steps",
+        "1",
+        "--warmup",
+        "1",
+        "--timed",
+        "1",
+        "--json",
+        str(tmp_path / "profile.json"),
+        "--run-file",
+        "--results",
+        str(tmp_path / "runs"),
+        "--host-name",
+        "Test host",
+    ]
     monkeypatch.setattr(sys, "argv", argv)
     profile.main()
     record = json.loads((tmp_path / "profile.json").read_text(encoding="utf-8"))
@@ -43,7 +80,10 @@ def test_run_file_row_is_read_by_the_report(tmp_path, monkeypatch):
     (row,) = run["rows"]
     assert run["file"].endswith("-profile-step.json") and run["host"]["name"] == "Test host"
     assert (row["configuration"], row["input"], row["batch"]) == ("BaselineCNN/matched", "24x24x3", 2)
-    assert row["step_ms"] == round(1e3 * record["step_s"]) and row["op_types"][0] == [record["op_types"][0]["name"], record["op_types"][0]["share"]]
+    assert row["step_ms"] == round(1e3 * record["step_s"]) and row["op_types"][0] == [
+        record["op_types"][0]["name"],
+        record["op_types"][0]["share"],
+    ]
     # the CNN's convolutions: forward, input and filter gradients, at 2 flops per multiply-add, dominate its count
     assert row["gflop_per_image"] > 0 and row["graph_ops"] > 0 and row["flops_per_byte"] > 10
     page = report.render([run])
@@ -58,7 +98,13 @@ def test_the_machine_line_says_when_onednn_is_off():
 
     # TF_ENABLE_ONEDNN_OPTS=0 turns TensorFlow's oneDNN kernels off whatever the CPU; the run files' software line says so.
     code = "import common; print(common.machine_description())"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"},
+    )
     assert done.returncode == 0, done.stderr[-1000:]
     assert "(oneDNN off), Keras" in done.stdout.strip().splitlines()[-1]

@@ -61,7 +61,9 @@ def arrays(draw, shape, dtype, limit):
 
 
 def numpy_of(outputs):
-    return [np.asarray(ops.convert_to_numpy(ops.cast(o, "float32")), dtype="float64") for o in keras.tree.flatten(outputs)]
+    return [
+        np.asarray(ops.convert_to_numpy(ops.cast(o, "float32")), dtype="float64") for o in keras.tree.flatten(outputs)
+    ]
 
 
 def check_outputs(outputs, shapes, dtype):
@@ -114,7 +116,15 @@ def test_safe_norm_matches_numpy_when_representable(data, dtype):
 # routers
 
 #: Axis of the coupling ``(batch, in_caps, out_caps)`` that each router's softmax normalises.
-SOFTMAX_AXIS = {"dynamic": 2, "em": 2, "self_attention": 2, "inverted_dot_product": 2, "fm_agreement": 1, "kernel": 1, "lstm": 1}
+SOFTMAX_AXIS = {
+    "dynamic": 2,
+    "em": 2,
+    "self_attention": 2,
+    "inverted_dot_product": 2,
+    "fm_agreement": 1,
+    "kernel": 1,
+    "lstm": 1,
+}
 
 
 @pytest.mark.parametrize("name", routing.available())
@@ -191,24 +201,42 @@ def test_fc_caps(router, data, dtype):
 @given(data=st.data(), dtype=st.sampled_from(DTYPES), transform=st.sampled_from(["vector", "matrix"]))
 def test_conv_caps_output_grid_follows_the_formula(data, dtype, transform):
     batch, size, types = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 5)), data.draw(st.integers(1, 2))
-    kernel, strides, padding = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2)), data.draw(st.sampled_from(["valid", "same"]))
+    kernel, strides, padding = (
+        data.draw(st.integers(1, 3)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.sampled_from(["valid", "same"])),
+    )
     if padding == "valid" and size < kernel:
         size = kernel
     dim = 4
     _, x = data.draw(arrays((batch, size, size, types, dim), dtype, LINEAR_MAX[dtype]))
-    layer = L.ConvCaps(2, None if transform == "matrix" else 3, kernel_size=kernel, strides=strides, padding=padding, transform=transform, dtype=dtype)
+    layer = L.ConvCaps(
+        2,
+        None if transform == "matrix" else 3,
+        kernel_size=kernel,
+        strides=strides,
+        padding=padding,
+        transform=transform,
+        dtype=dtype,
+    )
     out = (size - kernel) // strides + 1 if padding == "valid" else -(-size // strides)
     out_dim = dim if transform == "matrix" else 3
     check_outputs(layer(x), [(batch, out, out, 2, out_dim), (batch, out, out, 2)], dtype)
 
 
-@given(data=st.data(), dtype=st.sampled_from(DTYPES), activation=st.sampled_from(["squash", "squash_efficient", "layer_norm", "sigmoid", "linear"]))
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    activation=st.sampled_from(["squash", "squash_efficient", "layer_norm", "sigmoid", "linear"]),
+)
 def test_primary_caps(data, dtype, activation):
     batch, size, channels = data.draw(st.integers(0, 2)), data.draw(st.integers(3, 6)), data.draw(st.integers(1, 2))
     kernel, strides = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2))
     _, x = data.draw(arrays((batch, size, size, channels), dtype, LINEAR_MAX[dtype]))
     pose_scale = data.draw(st.sampled_from([1.0, 1 / 32]))  # 1/32: the bias is a weight of its own
-    layer = L.PrimaryCaps(2, 4, kernel_size=kernel, strides=strides, activation=activation, pose_scale=pose_scale, dtype=dtype)
+    layer = L.PrimaryCaps(
+        2, 4, kernel_size=kernel, strides=strides, activation=activation, pose_scale=pose_scale, dtype=dtype
+    )
     out = (size - kernel) // strides + 1
     poses, acts = check_outputs(layer(x), [(batch, out, out, 2, 4), (batch, out, out, 2)], dtype)
     if activation.startswith("squash"):
@@ -216,12 +244,18 @@ def test_primary_caps(data, dtype, activation):
         np.testing.assert_allclose(acts, np.linalg.norm(poses, axis=-1), atol=10 * TOL[dtype] + 1e-3)
 
 
-@given(data=st.data(), dtype=st.sampled_from(DTYPES), transform=st.sampled_from(["vector", "matrix"]), shared=st.booleans())
+@given(
+    data=st.data(), dtype=st.sampled_from(DTYPES), transform=st.sampled_from(["vector", "matrix"]), shared=st.booleans()
+)
 def test_vote_transforms(data, dtype, transform, shared):
     batch, in_caps = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 3))
     dim = 4 if transform == "matrix" else data.draw(st.integers(1, 4))
     _, x = data.draw(arrays((batch, in_caps, dim), dtype, LINEAR_MAX[dtype]))
-    layer = L.VectorVotes(2, 3, shared=shared, dtype=dtype) if transform == "vector" else L.MatrixVotes(2, shared=shared, dtype=dtype)
+    layer = (
+        L.VectorVotes(2, 3, shared=shared, dtype=dtype)
+        if transform == "vector"
+        else L.MatrixVotes(2, shared=shared, dtype=dtype)
+    )
     check_outputs(layer(x), [(batch, in_caps, 2, 3 if transform == "vector" else dim)], dtype)
 
 
@@ -230,9 +264,13 @@ def test_concurrent_routing(data, dtype, sequential):
     batch = data.draw(st.integers(0, 2))
     _, x = data.draw(arrays((batch, 3, 3, 2, 4), dtype, LINEAR_MAX[dtype]))
     stack = L.ConcurrentRouting(
-        [L.ConvCaps(2, kernel_size=2, router="inverted_dot_product", transform="matrix", dtype=dtype),
-         L.FcCaps(3, router="inverted_dot_product", transform="matrix", dtype=dtype)],
-        iterations=data.draw(st.integers(1, 3)), sequential=sequential, dtype=dtype,
+        [
+            L.ConvCaps(2, kernel_size=2, router="inverted_dot_product", transform="matrix", dtype=dtype),
+            L.FcCaps(3, router="inverted_dot_product", transform="matrix", dtype=dtype),
+        ],
+        iterations=data.draw(st.integers(1, 3)),
+        sequential=sequential,
+        dtype=dtype,
     )
     _, shares = check_outputs(stack(x), [(batch, 3, 4), (batch, 3)], dtype)
     np.testing.assert_allclose(shares.sum(axis=-1), 1.0, atol=10 * TOL[dtype])
@@ -272,7 +310,9 @@ def test_margin_and_spread_losses_check_labels(data):
     scores = np.random.default_rng(batch).uniform(size=(batch, classes)).astype("float32")
     # Hand-written reference of the margin loss (Sabour et al. eq. 4).
     t = np.eye(classes)[labels]
-    expected = np.mean(np.sum(t * np.maximum(0, 0.9 - scores) ** 2 + 0.5 * (1 - t) * np.maximum(0, scores - 0.1) ** 2, axis=-1))
+    expected = np.mean(
+        np.sum(t * np.maximum(0, 0.9 - scores) ** 2 + 0.5 * (1 - t) * np.maximum(0, scores - 0.1) ** 2, axis=-1)
+    )
     np.testing.assert_allclose(float(MarginLoss()(labels, scores)), expected, rtol=1e-5)
     for loss in (MarginLoss(), SpreadLoss()):
         bad = labels.copy()
@@ -292,7 +332,11 @@ LAYER_SIZE_ARGS = [
     (L.ConvCaps, dict(num_capsules=2, capsule_dim=4), ["num_capsules", "kernel_size", "strides"]),
     (L.PrimaryCaps, dict(num_capsules=2, capsule_dim=4), ["num_capsules", "capsule_dim", "kernel_size", "strides"]),
     (L.Mask, {}, ["top_k"]),
-    (L.ConcurrentRouting, dict(capsule_layers=[L.FcCaps(2, router="inverted_dot_product", transform="matrix")]), ["iterations"]),
+    (
+        L.ConcurrentRouting,
+        dict(capsule_layers=[L.FcCaps(2, router="inverted_dot_product", transform="matrix")]),
+        ["iterations"],
+    ),
     (L.ColumnMLP, dict(groups=2), ["groups", "depth", "hidden_multiplier"]),
     (L.GlomColumns, {}, ["levels", "iterations", "column_depth"]),
     (L.WindowAveragePooling, {}, ["window"]),
@@ -307,7 +351,15 @@ LAYER_SIZE_ARGS = [
 @given(data=st.data())
 def test_layers_reject_invalid_sizes_by_name(cls, base, arguments, data):
     argument = data.draw(st.sampled_from(arguments))
-    value = data.draw(st.sampled_from([v for v in INVALID_SIZES if not (v is None and argument in ("capsule_dim", "routing_iterations", "iterations"))]))
+    value = data.draw(
+        st.sampled_from(
+            [
+                v
+                for v in INVALID_SIZES
+                if not (v is None and argument in ("capsule_dim", "routing_iterations", "iterations"))
+            ]
+        )
+    )
     with pytest.raises((ValueError, TypeError), match=argument):
         cls(**{**base, argument: value})
 
@@ -332,7 +384,12 @@ def test_fc_caps_rejects_another_input_size_by_name(extra):
 
 @given(data=st.data(), dtype=st.sampled_from(DTYPES), attend_self=st.booleans())
 def test_consensus_attention_is_a_convex_combination(data, dtype, attend_self):
-    batch, side, levels, dim = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 4))
+    batch, side, levels, dim = (
+        data.draw(st.integers(0, 2)),
+        data.draw(st.integers(1, 3)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 4)),
+    )
     ref, x = data.draw(arrays((batch, side * side, levels, dim), dtype, MAX[dtype]))
     layer = L.ConsensusAttention(attend_self=attend_self, radius=data.draw(st.sampled_from([0, 1])), dtype=dtype)
     (out,) = check_outputs(layer(x), [x.shape], dtype)
@@ -354,35 +411,65 @@ def test_contrastive_agreement(data, dtype):
 
 @given(data=st.data(), dtype=st.sampled_from(DTYPES), kind=st.sampled_from(["avg", "max", "dissimilarity"]))
 def test_window_heads(data, dtype, kind):
-    batch, window, cells, dim = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))
+    batch, window, cells, dim = (
+        data.draw(st.integers(0, 2)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 3)),
+    )
     side = window * cells
     limit = MAX[dtype] / (window * window)  # the dissimilarity head sums up to p*p weighted embeddings
     ref, x = data.draw(arrays((batch, side * side, dim), dtype, limit))
     cls = {"avg": L.WindowAveragePooling, "max": L.WindowMaxPooling, "dissimilarity": L.DissimilarityHead}[kind]
     (out,) = check_outputs(cls(window=window, dtype=dtype)(x), [(batch, cells * cells, dim)], dtype)
-    windows = ref.reshape(batch, cells, window, cells, window, dim).transpose(0, 1, 3, 2, 4, 5).reshape(batch, cells * cells, window * window, dim)
+    windows = (
+        ref.reshape(batch, cells, window, cells, window, dim)
+        .transpose(0, 1, 3, 2, 4, 5)
+        .reshape(batch, cells * cells, window * window, dim)
+    )
     if kind == "avg":
-        np.testing.assert_allclose(out, windows.mean(axis=2), rtol=10 * TOL[dtype], atol=1e-6 + 10 * TOL[dtype] * np.abs(windows).max(initial=0))
+        np.testing.assert_allclose(
+            out,
+            windows.mean(axis=2),
+            rtol=10 * TOL[dtype],
+            atol=1e-6 + 10 * TOL[dtype] * np.abs(windows).max(initial=0),
+        )
     if kind == "max":
         np.testing.assert_allclose(out, windows.max(axis=2), rtol=TOL[dtype])
 
 
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
 def test_patch_embedding_and_select_level_rearrange_exactly(data, dtype):
-    batch, r, cells, channels = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))
+    batch, r, cells, channels = (
+        data.draw(st.integers(0, 2)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 3)),
+    )
     ref, x = data.draw(arrays((batch, r * cells, r * cells, channels), dtype, MAX[dtype]))
     (out,) = check_outputs(L.PatchEmbedding(r, dtype=dtype)(x), [(batch, cells * cells, r * r * channels)], dtype)
-    expected = ref.reshape(batch, cells, r, cells, r, channels).transpose(0, 1, 3, 5, 2, 4).reshape(batch, cells * cells, r * r * channels)
+    expected = (
+        ref.reshape(batch, cells, r, cells, r, channels)
+        .transpose(0, 1, 3, 5, 2, 4)
+        .reshape(batch, cells * cells, r * r * channels)
+    )
     np.testing.assert_array_equal(out, expected)
     level = data.draw(st.integers(-2, 1))
     levels = ref.reshape(batch, (r * cells) ** 2, 1, channels).repeat(2, axis=2)
-    (picked,) = check_outputs(L.SelectLevel(level, dtype=dtype)(ops.cast(levels, dtype)), [(batch, levels.shape[1], channels)], dtype)
+    (picked,) = check_outputs(
+        L.SelectLevel(level, dtype=dtype)(ops.cast(levels, dtype)), [(batch, levels.shape[1], channels)], dtype
+    )
     np.testing.assert_array_equal(picked, levels[:, :, level])
 
 
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
 def test_glom_columns_and_column_mlp(data, dtype):
-    batch, side, dim, levels = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 4)), data.draw(st.integers(1, 3))
+    batch, side, dim, levels = (
+        data.draw(st.integers(0, 2)),
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 4)),
+        data.draw(st.integers(1, 3)),
+    )
     # Learned column MLPs: inputs bounded like every other learned linear map (see the module docstring).
     _, tokens = data.draw(arrays((batch, side * side, dim), dtype, LINEAR_MAX[dtype]))
     columns = L.GlomColumns(levels=levels, iterations=2, column_depth=2, agreement_radius=0, dtype=dtype)
@@ -453,7 +540,9 @@ def test_huge_votes_route_like_their_limit(name):
     np.testing.assert_allclose(at_1e20[2], at_1e30[2], rtol=1e-5, atol=1e-6)  # couplings
     assert np.all(np.isfinite(at_1e30[0])) and np.all(np.isfinite(at_1e30[1]))
     if name == "lstm":  # poses are coupling-weighted sums of the unscaled votes
-        np.testing.assert_allclose(at_1e30[0], np.einsum("bio,biod->bod", at_1e30[2], votes.astype("float64") * 1e30), rtol=1e-4)
+        np.testing.assert_allclose(
+            at_1e30[0], np.einsum("bio,biod->bod", at_1e30[2], votes.astype("float64") * 1e30), rtol=1e-4
+        )
     else:
         lengths = np.linalg.norm(at_1e30[0], axis=-1)
         assert np.all(lengths <= 1.0 + 1e-6) and np.all(lengths.max(axis=-1) > 0.999)

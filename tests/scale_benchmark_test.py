@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from repo_scripts import ROOT, load_script
 
 from keras_capsules.testing.tiers import large
@@ -18,8 +17,20 @@ report = load_script("benchmarks/report.py")
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scale")
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--quick", "--only", "BaselineCNN", "--results", str(folder)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale.py"),
+            "--quick",
+            "--only",
+            "BaselineCNN",
+            "--results",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return folder
 
@@ -29,29 +40,57 @@ def test_quick_run_writes_a_run_file_the_report_reads(quick_run):
     (run,) = report.load_runs(quick_run)  # validated: host, date, command, rows of a known target
     assert run["file"].endswith("-scale.json") and "--quick" in run["command"]
     (row,) = run["rows"]
-    assert (row["application"], row["configuration"], row["input"], row["batch"], row["status"]) == ("BaselineCNN", "BaselineCNN/matched", "32x32x3", 2, "measured")
+    assert (row["application"], row["configuration"], row["input"], row["batch"], row["status"]) == (
+        "BaselineCNN",
+        "BaselineCNN/matched",
+        "32x32x3",
+        2,
+        "measured",
+    )
     # achieved GFLOP/s: the counted GFLOP per image times the batch, over the step
     assert row["gflops"] == pytest.approx(row["gflop_per_image"] * 2 / (row["step_ms"] / 1e3), rel=0.01)
-    assert row["gflop_per_image"] > 0 and row["matmul_gflops"] > 0 and row["first_step_s"] > 0 and row["infer_ms_per_image"] > 0
-    assert 200 < row["train_peak_mb"] <= row["peak_mb"] < 8000  # TensorFlow alone takes about 700 MB; the peak after inference too
+    assert (
+        row["gflop_per_image"] > 0
+        and row["matmul_gflops"] > 0
+        and row["first_step_s"] > 0
+        and row["infer_ms_per_image"] > 0
+    )
+    assert (
+        200 < row["train_peak_mb"] <= row["peak_mb"] < 8000
+    )  # TensorFlow alone takes about 700 MB; the peak after inference too
     page = report.render([run])
     assert "## Capsules at larger inputs" in page
-    assert f"| BaselineCNN (host matrix product {row['matmul_gflops']:g} GFLOP/s) | {round(row['step_ms']):,} · {row['train_peak_mb']:,} | — | — | — |" in page
+    assert (
+        f"| BaselineCNN (host matrix product {row['matmul_gflops']:g} GFLOP/s) | {round(row['step_ms']):,} · {row['train_peak_mb']:,} | — | — | — |"
+        in page
+    )
 
 
 def test_the_guard_stops_a_process_that_passes_the_limit_and_says_when():
-    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=0.05, timeout=None)  # 50 MB: passed at import
+    args = argparse.Namespace(
+        batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=0.05, timeout=None
+    )  # 50 MB: passed at import
     row = scale.run_child("BaselineCNN", 32, args)
-    assert row["status"] == "skipped" and "resident memory passed 0.05 GB" in row["why"] and "stopped by the guard" in row["why"]
-    args = argparse.Namespace(batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=None, timeout=0.5)  # importing TensorFlow takes longer
+    assert (
+        row["status"] == "skipped"
+        and "resident memory passed 0.05 GB" in row["why"]
+        and "stopped by the guard" in row["why"]
+    )
+    args = argparse.Namespace(
+        batch=2, steps=1, warmup=0, matmul=64, skip_over_memory=None, timeout=0.5
+    )  # importing TensorFlow takes longer
     row = scale.run_child("BaselineCNN", 32, args)
     assert row["status"] == "skipped" and row["why"] == "not done within 0.5 s during the start; stopped by the guard"
 
 
 def test_a_model_whose_weights_and_adam_state_pass_the_limit_is_not_run():
     phases = []
-    row = scale.measure("BaselineCNN", 32, 2, 1, 0, 64, 1e6, phases.append)  # a 1 MB limit; 16 bytes x 164,000 parameters
-    assert row["status"] == "skipped" and row["why"].startswith(f"estimated at least {16 * row['parameters'] / 1e6:,.0f} MB")
+    row = scale.measure(
+        "BaselineCNN", 32, 2, 1, 0, 64, 1e6, phases.append
+    )  # a 1 MB limit; 16 bytes x 164,000 parameters
+    assert row["status"] == "skipped" and row["why"].startswith(
+        f"estimated at least {16 * row['parameters'] / 1e6:,.0f} MB"
+    )
     assert phases == ["build"]  # never trained
 
 
@@ -72,9 +111,17 @@ def test_the_default_guard_is_four_fifths_of_the_available_memory(tmp_path):
 
 def test_scale_verdicts_on_hand_made_rows():
     cnn = _row("BaselineCNN", 64, step_ms=200.0, train_peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0)
-    slow_but_efficient = _row("A", 64, step_ms=3000.0, train_peak_mb=7900, gflop_per_image=40.0, gflops=45.0, first_step_s=12.0)
+    slow_but_efficient = _row(
+        "A", 64, step_ms=3000.0, train_peak_mb=7900, gflop_per_image=40.0, gflops=45.0, first_step_s=12.0
+    )
     fast = _row("B", 64, step_ms=1800.0, train_peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=31.0)
-    skipped = {"target": "scale", "application": "C", "size": 128, "status": "skipped", "why": "resident memory passed 16 GB"}
+    skipped = {
+        "target": "scale",
+        "application": "C",
+        "size": 128,
+        "status": "skipped",
+        "why": "resident memory passed 16 GB",
+    }
     refused = {"target": "scale", "application": "D", "size": 128, "status": "refused", "why": "fixed input"}
     rows = [cnn, slow_but_efficient, fast, skipped, refused]
     # A: 15x the CNN's step, but 40x its arithmetic at 45 / 80 GFLOP/s >= half: met; B: 9x the CNN's step: met.
@@ -88,7 +135,9 @@ def test_scale_verdicts_on_hand_made_rows():
     ((_, values, figure),) = report.scale_first_step_items(rows)
     assert max(values) == 31.0 and figure == "longest B 31 s"
     slower = _row("E", 64, step_ms=2400.0, train_peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=45.0)
-    ((_, values, figure),) = report.scale_time_items(rows + [slower])  # B at 9x meets the step target; E at 12x does not
+    ((_, values, figure),) = report.scale_time_items(
+        rows + [slower]
+    )  # B at 9x meets the step target; E at 12x does not
     assert figure.startswith("worst E: step 12.00× the CNN's") and "also missing" not in figure
     ((_, values, figure),) = report.scale_time_items(rows + [slower, dict(slower, application="F", step_ms=2200.0)])
     assert figure.endswith("; also missing both: F (11.00×)")
@@ -109,18 +158,44 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
     (tmp_path / "keras_capsules").mkdir()
     (tmp_path / "keras_capsules" / "__init__.py").write_text("")
     (tmp_path / "COMMIT").write_text("92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee\n")
-    found = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); import scale; print(scale.package_record())"],
-                           cwd=tmp_path.parent, env={"PYTHONPATH": f"{tmp_path}:{ROOT / 'benchmarks'}", "PATH": ""},
-                           capture_output=True, text=True, timeout=60)
-    assert found.stdout.strip() == repr({"path": str(tmp_path), "commit": "92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee"}), found.stderr
-    cnn = dict(_row("BaselineCNN", 64, step_ms=200.0, train_peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0), target="scale-before")
-    slow = dict(_row("A", 64, step_ms=30000.0, train_peak_mb=9000, gflop_per_image=2.0, gflops=1.07, first_step_s=90.0), target="scale-before")
-    run = {"host": {"id": "h", "name": "H", "cpu": "c", "cores": 2}, "date": "2026-11-28", "time_utc": "15:00-16:00",
-           "command": "python benchmarks/scale.py --before", "measured": "m", "rows": [cnn, slow], "file": "2026-11-28-1500-h-scale-before.json"}
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, 'benchmarks'); import scale; print(scale.package_record())",
+        ],
+        cwd=tmp_path.parent,
+        env={"PYTHONPATH": f"{tmp_path}:{ROOT / 'benchmarks'}", "PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.stdout.strip() == repr(
+        {"path": str(tmp_path), "commit": "92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee"}
+    ), found.stderr
+    cnn = dict(
+        _row("BaselineCNN", 64, step_ms=200.0, train_peak_mb=900, gflop_per_image=1.0, gflops=80.0, first_step_s=5.0),
+        target="scale-before",
+    )
+    slow = dict(
+        _row("A", 64, step_ms=30000.0, train_peak_mb=9000, gflop_per_image=2.0, gflops=1.07, first_step_s=90.0),
+        target="scale-before",
+    )
+    run = {
+        "host": {"id": "h", "name": "H", "cpu": "c", "cores": 2},
+        "date": "2026-11-28",
+        "time_utc": "15:00-16:00",
+        "command": "python benchmarks/scale.py --before",
+        "measured": "m",
+        "rows": [cnn, slow],
+        "file": "2026-11-28-1500-h-scale-before.json",
+    }
     page = report.render([run])
     assert "## Capsules at larger inputs, before the scaling work" in page
     assert "| A | — | 30,000 · 9,000 (150.00× · 10.00×) | — | 1.07 · 90 s (0.01×) |" in page
-    assert "## Capsules at larger inputs\n" not in page and "64×64×3 step within 10×" not in page  # no verdict reads a before run
+    assert (
+        "## Capsules at larger inputs\n" not in page and "64×64×3 step within 10×" not in page
+    )  # no verdict reads a before run
 
 
 def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():

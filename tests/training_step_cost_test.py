@@ -2,13 +2,10 @@
 TensorFlow's per-op statistics, transcendental elements and the attribution of backward ops to layers,
 against hand-computed counts."""
 
-
 import keras
 import pytest
 import tensorflow as tf
-
 from repo_scripts import load_script
-
 
 cost = load_script("benchmarks/training_step_cost.py")
 
@@ -106,11 +103,15 @@ def test_matrix_capsnet_matrix_products_match_a_hand_count():
     graph, _ = cost.train_step_graph(model, lambda y, scores: keras.ops.mean(scores**2), batch)
     counted = sum(row.flops for row in cost.op_costs(graph) if row.type == "BatchMatMulV2")
 
-    routing_products = p * p * (2 * iterations + iterations - 1)  # per child-parent pair: mean and variance per M-step, one E-step agreement between
+    routing_products = (
+        p * p * (2 * iterations + iterations - 1)
+    )  # per child-parent pair: mean and variance per M-step, one E-step agreement between
     # ConvCaps (EM across positions): each chunk's votes (p^3 per pair) made anew in every iteration; every product
     # of a chunk step runs forward, again in the backward pass (rematerialised) and twice more for its two gradients.
-    conv = sum(4 * batch * positions * children * 16 * (iterations * p**3 + routing_products)
-               for positions, children in ((4 * 4, 9 * 8), (2 * 2, 9 * 16)))
+    conv = sum(
+        4 * batch * positions * children * 16 * (iterations * p**3 + routing_products)
+        for positions, children in ((4 * 4, 9 * 8), (2 * 2, 9 * 16))
+    )
     # Class capsules: 2x2 positions x 16 types -> classes, votes once; forward and two gradients (no remat).
     fc = 3 * batch * (2 * 2 * 16) * classes * (p**3 + routing_products)
     assert counted == 2 * (conv + fc)  # 2 flops per multiply-add

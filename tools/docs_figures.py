@@ -52,7 +52,9 @@ def main_job_record():
     """``(record, path relative to docs/results/)`` of the newest main-job run record."""
     paths = sorted(glob.glob(os.path.join(RESULTS, "main-job", "*.json")))
     if not paths:
-        raise FileNotFoundError("docs_figures: no main-job record in docs/results/main-job/; run python tools/results/main_job.py")
+        raise FileNotFoundError(
+            "docs_figures: no main-job record in docs/results/main-job/; run python tools/results/main_job.py"
+        )
     return _json(paths[-1]), os.path.relpath(paths[-1], RESULTS)
 
 
@@ -97,7 +99,9 @@ def hours(seconds):
 
 def check(condition, sentence):
     if not condition:
-        raise StaleSentence(f"docs_figures: the records no longer support {sentence!r}; rewrite that sentence in tools/docs_figures.py")
+        raise StaleSentence(
+            f"docs_figures: the records no longer support {sentence!r}; rewrite that sentence in tools/docs_figures.py"
+        )
 
 
 # --------------------------------------------------------------------------------------- the main job
@@ -197,7 +201,10 @@ def _behind_from(records):
     """The smallest translation from which the capsule network stays behind the CNN."""
     gaps = _gaps(records, "translation")
     behind = [magnitude for magnitude in sorted(gaps) if all(gaps[m] < 0 for m in gaps if m >= magnitude)]
-    check(behind and all(gaps[m] > 0 for m in gaps if m < behind[0]), "behind under translation from some distance on, ahead below it")
+    check(
+        behind and all(gaps[m] > 0 for m in gaps if m < behind[0]),
+        "behind under translation from some distance on, ahead below it",
+    )
     return behind[0]
 
 
@@ -219,7 +226,9 @@ def robustness_table():
 
 def robustness_findings():
     records = robustness_records()
-    capsules, cnn, rem, capsnet = (records[m] for m in (MATCHED_CAPSULES, MATCHED_CNN, "EffCapsNet/mnist_rem", "CapsNet/mnist"))
+    capsules, cnn, rem, capsnet = (
+        records[m] for m in (MATCHED_CAPSULES, MATCHED_CNN, "EffCapsNet/mnist_rem", "CapsNet/mnist")
+    )
     ahead = {}
     for transform in ("rotation", "scale", "shear"):
         gaps = _gaps(records, transform)
@@ -227,18 +236,30 @@ def robustness_findings():
         ahead[transform] = gaps
     scale_best = max(ahead["scale"], key=ahead["scale"].get)
     behind = _behind_from(records)
-    translation = {m: (_curve(capsules, "translation")[m], _curve(cnn, "translation")[m]) for m in _curve(cnn, "translation")}
+    translation = {
+        m: (_curve(capsules, "translation")[m], _curve(cnn, "translation")[m]) for m in _curve(cnn, "translation")
+    }
     far = [m for m in sorted(translation) if m > behind]
     rotation = {name: _curve(records[name], "rotation") for name in records}
     largest = max(rotation[MATCHED_CNN])
-    check(all(0.4 <= rotation[name][largest] <= 0.6 for name in (MATCHED_CAPSULES, MATCHED_CNN)), "both lose about half their accuracy at the largest rotation")
     check(
-        all(rotation[MATCHED_CNN][m] > max(rotation["EffCapsNet/mnist_rem"][m], rotation["CapsNet/mnist"][m]) for m in rotation[MATCHED_CNN]),
+        all(0.4 <= rotation[name][largest] <= 0.6 for name in (MATCHED_CAPSULES, MATCHED_CNN)),
+        "both lose about half their accuracy at the largest rotation",
+    )
+    check(
+        all(
+            rotation[MATCHED_CNN][m] > max(rotation["EffCapsNet/mnist_rem"][m], rotation["CapsNet/mnist"][m])
+            for m in rotation[MATCHED_CNN]
+        ),
         "the CNN trained with rotations is ahead of both capsule networks trained without them at every rotation",
     )
     two_largest = {t: sorted(_curve(capsnet, t))[-2:] for t in ("rotation", "translation")}
     check(
-        all(_curve(capsnet, t)[m] < min(_curve(r, t)[m] for name, r in records.items() if name != "CapsNet/mnist") for t, ms in two_largest.items() for m in ms),
+        all(
+            _curve(capsnet, t)[m] < min(_curve(r, t)[m] for name, r in records.items() if name != "CapsNet/mnist")
+            for t, ms in two_largest.items()
+            for m in ms
+        ),
         "CapsNet is the least accurate of the four at the two largest rotations and translations",
     )
 
@@ -275,7 +296,10 @@ def robustness_readme():
     records, runs = robustness_records(), affnist_records()
     fm, cnn = runs["FMCapsNet"], runs["BaselineCNN"]
     gaps = {t: _gaps(records, t) for t in ("rotation", "scale")}
-    check(all(gap > 0 for g in gaps.values() for gap in g.values()), "Efficient-CapsNet is ahead under rotation and scaling")
+    check(
+        all(gap > 0 for g in gaps.values() for gap in g.values()),
+        "Efficient-CapsNet is ahead under rotation and scaling",
+    )
     return (
         "Are capsule networks more robust to viewpoint change than a CNN of the same size? Measured here with\n"
         "the presets and a matched CNN (161,824 parameters, same training): not uniformly. Efficient-CapsNet is\n"
@@ -317,14 +341,19 @@ def affnist_table():
         "|---|---:|---:|---:|---|",
     ]
     for model, (name, parameters) in AFFNIST_ROWS.items():
-        lines.append(f"| {name} | {parameters} | {cell(canvas, model)} | {cell(affine, model)} | {_training_time(runs[model])} |")
+        lines.append(
+            f"| {name} | {parameters} | {cell(canvas, model)} | {cell(affine, model)} | {_training_time(runs[model])} |"
+        )
     return "\n".join(lines)
 
 
 def affnist_findings():
     runs = affnist_records()
     fm, cnn = runs["FMCapsNet"], runs["BaselineCNN"]
-    check(_affine(cnn) >= _affine(fm), "on the generated affine set the matched CNN is not less robust than the capsule network")
+    check(
+        _affine(cnn) >= _affine(fm),
+        "on the generated affine set the matched CNN is not less robust than the capsule network",
+    )
     check(fm["test_accuracy"] > cnn["test_accuracy"], "on the untransformed test canvas the capsule network is ahead")
     images = TEST_IMAGES["mnist"]
     mean = (_affine(fm) + _affine(cnn)) / 2
@@ -378,7 +407,13 @@ def rem_preset():
 
 
 #: Multiply-adds of one forward pass per image (counted from the graphs: the stems' convolutions and dense layers).
-MACS = {"EffCapsNet/mnist": 31.5e6, "CapsNet/mnist": 203e6, "matched": 30.1e6, "matched_40": 76.7e6, "capsnet_paper": 1965e6}
+MACS = {
+    "EffCapsNet/mnist": 31.5e6,
+    "CapsNet/mnist": 203e6,
+    "matched": 30.1e6,
+    "matched_40": 76.7e6,
+    "capsnet_paper": 1965e6,
+}
 EPOCH_IMAGES = 55000  # an MNIST epoch under the validation protocol: 60,000 minus the 5,000-image hold-out
 
 
@@ -386,8 +421,18 @@ EPOCH_IMAGES = 55000  # an MNIST epoch under the validation protocol: 60,000 min
 #: clean reruns of 2026-11-28): a rerun on a slower or shared machine must not move an estimate made before
 #: the CNN was trained.
 ESTIMATE_BASIS = {
-    "EffCapsNet/mnist": {"train_seconds": 6980.0, "epochs": 45, "images": 60000, "hardware": "AMD EPYC, 2 CPU cores, no GPU"},
-    "CapsNet/mnist": {"train_seconds": 11807.0, "epochs": 24, "images": 60000, "hardware": "AMD EPYC, 2 CPU cores, no GPU"},
+    "EffCapsNet/mnist": {
+        "train_seconds": 6980.0,
+        "epochs": 45,
+        "images": 60000,
+        "hardware": "AMD EPYC, 2 CPU cores, no GPU",
+    },
+    "CapsNet/mnist": {
+        "train_seconds": 11807.0,
+        "epochs": 24,
+        "images": 60000,
+        "hardware": "AMD EPYC, 2 CPU cores, no GPU",
+    },
 }
 
 
@@ -404,7 +449,11 @@ def _estimate(macs):
 
 
 def baseline_cnn_cost():
-    cnn, eff, capsnet = preset("BaselineCNN", "mnist"), ESTIMATE_BASIS["EffCapsNet/mnist"], ESTIMATE_BASIS["CapsNet/mnist"]
+    cnn, eff, capsnet = (
+        preset("BaselineCNN", "mnist"),
+        ESTIMATE_BASIS["EffCapsNet/mnist"],
+        ESTIMATE_BASIS["CapsNet/mnist"],
+    )
     expanded = affnist_records()["BaselineCNN"]
     eff_rate = _rate("EffCapsNet", "mnist")
     matched = 3 * MACS["matched"] * EPOCH_IMAGES / eff_rate
@@ -442,7 +491,7 @@ def baseline_cnn_cost():
 def capsnet_paper_baseline():
     low, high = _estimate(MACS["capsnet_paper"])
     return (
-        "The CapsNet paper's own baseline CNN (`BaselineCNN(variant=\"capsnet_paper\")`, 35.4M parameters) is not in\n"
+        'The CapsNet paper\'s own baseline CNN (`BaselineCNN(variant="capsnet_paper")`, 35.4M parameters) is not in\n'
         f"the comparison: its recipe's 50 epochs are estimated at {50 * low / 3600:.0f}–{50 * high / 3600:.0f} hours on two CPU cores "
         f"({MACS['capsnet_paper'] / MACS['matched']:.0f} times the\nmatched CNN's work per image; "
         "[BaselineCNN](applications/baseline_cnn.md#training-cost-estimated-then-measured-for-the-matched-cnn-on-mnist)),\n"
@@ -473,7 +522,9 @@ def fine_tune_folder_record():
     """``(record, file name)`` of the newest run file of ``benchmarks/fine_tune_folder.py``."""
     paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-fine-tune-folder.json")))
     if not paths:
-        raise FileNotFoundError("docs_figures: no *-fine-tune-folder.json in benchmarks/results/; run python benchmarks/fine_tune_folder.py")
+        raise FileNotFoundError(
+            "docs_figures: no *-fine-tune-folder.json in benchmarks/results/; run python benchmarks/fine_tune_folder.py"
+        )
     return _json(paths[-1]), os.path.basename(paths[-1])
 
 
@@ -482,7 +533,10 @@ def fine_tune_folder():
     runs = {row["run"]: row for row in record["rows"]}
     scratch, frozen, tuned = runs["from scratch"], runs["fine-tuned, frozen"], runs["fine-tuned"]
     folder, epochs = record["folder"], scratch["epochs"]
-    check(all(row["epochs"] == epochs and row["seed"] == scratch["seed"] for row in runs.values()), "the three runs share their epochs and seed")
+    check(
+        all(row["epochs"] == epochs and row["seed"] == scratch["seed"] for row in runs.values()),
+        "the three runs share their epochs and seed",
+    )
     lines = [
         "| run | backbone frozen for | validation accuracy after each epoch (%) | test accuracy (%) | training time |",
         "|---|---|---|---:|---:|",
@@ -492,12 +546,23 @@ def fine_tune_folder():
         ('fine-tuned from `weights="mnist"`', frozen),
         ('fine-tuned from `weights="mnist"`', tuned),
     ):
-        frozen_for = f"the first {row['freeze_backbone_epochs']} epochs" if row["freeze_backbone_epochs"] else "none" if row["weights"] else "—"
+        frozen_for = (
+            f"the first {row['freeze_backbone_epochs']} epochs"
+            if row["freeze_backbone_epochs"]
+            else "none"
+            if row["weights"]
+            else "—"
+        )
         curve = ", ".join(f"{100 * value:.1f}" for value in row["validation_accuracy"])
-        lines.append(f"| {label} | {frozen_for} | {curve} | {100 * row['test_accuracy']:.1f} | {row['train_seconds']:.0f} s |")
+        lines.append(
+            f"| {label} | {frozen_for} | {curve} | {100 * row['test_accuracy']:.1f} | {row['train_seconds']:.0f} s |"
+        )
     first = {key: row["validation_accuracy"][0] for key, row in runs.items()}
     last = {key: row["validation_accuracy"][-1] for key, row in runs.items()}
-    check(first["fine-tuned"] > first["from scratch"] and first["fine-tuned, frozen"] > first["from scratch"], "fine-tuning starts ahead")
+    check(
+        first["fine-tuned"] > first["from scratch"] and first["fine-tuned, frozen"] > first["from scratch"],
+        "fine-tuning starts ahead",
+    )
     held_out_error = standard_error(sum(last.values()) / len(last), scratch["validation_examples"])
     check(
         all(0 < last[key] - last["from scratch"] < 2 * held_out_error for key in ("fine-tuned", "fine-tuned, frozen")),
@@ -506,7 +571,9 @@ def fine_tune_folder():
     tests = [row["test_accuracy"] for row in runs.values()]
     spread = max(tests) - min(tests)
     test_error = standard_error(sum(tests) / len(tests), scratch["test_examples"])
-    check(spread < 2 * test_error, "the test accuracies after the last epoch are within two standard errors of each other")
+    check(
+        spread < 2 * test_error, "the test accuracies after the last epoch are within two standard errors of each other"
+    )
     host = record["host"]["name"].rsplit(" (", 1)[0]
     return "\n".join(
         [
@@ -545,7 +612,9 @@ def newest_run(kind, script, keep=None):
         record = _json(path)
         if keep is None or keep(record):
             return record, os.path.basename(path)
-    raise FileNotFoundError(f"docs_figures: no *-{kind}.json of that kind in benchmarks/results/; run python benchmarks/{script}")
+    raise FileNotFoundError(
+        f"docs_figures: no *-{kind}.json of that kind in benchmarks/results/; run python benchmarks/{script}"
+    )
 
 
 #: The input sides of the sweep the summary table reads. A run of benchmarks/scale.py at none of them (224 px, which
@@ -617,7 +686,9 @@ def _scale_summary(record):
             sentence += f"; not trained: {', '.join(stopped)} (the table says why)"
         base = cnn.get(size)
         if base is not None and base["status"] == "measured":
-            ratios = sorted((row["step_ms"] / base["step_ms"], row["application"]) for row in trained if row is not base)
+            ratios = sorted(
+                (row["step_ms"] / base["step_ms"], row["application"]) for row in trained if row is not base
+            )
             near = [application for ratio, application in ratios if ratio <= 3]
             far = [application for ratio, application in ratios if ratio > 10]
             if near:
@@ -630,7 +701,10 @@ def _scale_summary(record):
 
 def _measured_where(record, name):
     package = record.get("package", {}).get("commit", "?")[:7]
-    return f"{record['host']['name']}, {record['time_utc']} UTC, the package at `{package}`", f"`benchmarks/results/{name}`"
+    return (
+        f"{record['host']['name']}, {record['time_utc']} UTC, the package at `{package}`",
+        f"`benchmarks/results/{name}`",
+    )
 
 
 def larger_inputs():
@@ -641,7 +715,7 @@ def larger_inputs():
         f"Measured by `benchmarks/scale.py` on {where}: the median training step\nat batch {batch}, 10 classes, random RGB "
         "images, each configuration in a fresh process; the process's peak resident\nmemory during training (TensorFlow alone "
         "holds about 0.7 GB of it) and the step as a multiple of the matched\n`BaselineCNN`'s at the same input. Run record: "
-        f"{link}; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, \"Capsules at larger inputs\".",
+        f'{link}; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, "Capsules at larger inputs".',
         "",
         *lines,
         "",
@@ -697,28 +771,45 @@ def why_slow():
         row, base = rows[application], rows[reference]
         written_gb = 4 * row["m_written_per_image"] * batch / 1e3
         op_type, share = _largest_op(row)
-        sentence = (f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, {row['m_written_per_image']:,.0f} M float32 "
-                    f"values written per image ({written_gb:,.0f} GB a step at batch {batch}), {row['flops_per_byte']:.2f} flops "
-                    f"per byte written against {cnn['flops_per_byte']:.1f} for the CNN's convolutions; "
-                    f"{row['m_transcendental_per_image']:,.1f} M transcendental evaluations (exp, cos, ...) per image")
+        sentence = (
+            f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, {row['m_written_per_image']:,.0f} M float32 "
+            f"values written per image ({written_gb:,.0f} GB a step at batch {batch}), {row['flops_per_byte']:.2f} flops "
+            f"per byte written against {cnn['flops_per_byte']:.1f} for the CNN's convolutions; "
+            f"{row['m_transcendental_per_image']:,.1f} M transcendental evaluations (exp, cos, ...) per image"
+        )
         if reference != "BaselineCNN":
-            check(row["m_transcendental_per_image"] > 10 * base["m_transcendental_per_image"],
-                  f"{application}'s kernel evaluations outnumber {reference}'s many times")
-            sentence += (f", {row['m_transcendental_per_image'] / base['m_transcendental_per_image']:,.0f}× the "
-                         f"{base['m_transcendental_per_image']:.2f} M of the same network with dynamic routing")
+            check(
+                row["m_transcendental_per_image"] > 10 * base["m_transcendental_per_image"],
+                f"{application}'s kernel evaluations outnumber {reference}'s many times",
+            )
+            sentence += (
+                f", {row['m_transcendental_per_image'] / base['m_transcendental_per_image']:,.0f}× the "
+                f"{base['m_transcendental_per_image']:.2f} M of the same network with dynamic routing"
+            )
         sentence += f"; {op_type} counts {100 * share:.0f} % of its flops."
         lines.append(sentence)
-    check(all(rows[a]["flops_per_byte"] < cnn["flops_per_byte"] / 10 for a, _ in SLOW), "both steps do far less arithmetic per byte than the CNN")
+    check(
+        all(rows[a]["flops_per_byte"] < cnn["flops_per_byte"] / 10 for a, _ in SLOW),
+        "both steps do far less arithmetic per byte than the CNN",
+    )
     rates = [a for a, _ in SLOW if a in achieved]
     if "BaselineCNN" in achieved and rates:
         cnn_rate = achieved["BaselineCNN"]["gflops"]
         figures_ = ", ".join(f"`{a}` {achieved[a]['gflops']:.3g}" for a in rates)
-        lines.append(f"- On {scale['host']['name']} (`benchmarks/results/{scale_name}`) their steps achieved {figures_} GFLOP/s, "
-                     f"the CNN's {cnn_rate:.3g}.")
+        lines.append(
+            f"- On {scale['host']['name']} (`benchmarks/results/{scale_name}`) their steps achieved {figures_} GFLOP/s, "
+            f"the CNN's {cnn_rate:.3g}."
+        )
     lines.append(_traffic_bound(TRAFFIC_BOUND, rows[TRAFFIC_BOUND], cnn, achieved, scale["host"]["name"]))
     lines.append(_first_step_bound())
-    return "\n".join([f"Counted by `benchmarks/scale_counts.py` from each training step's graph at {size}×{size}×3 (run record: "
-                      f"`benchmarks/results/{counts_name}`; the counts are the same on any machine):", "", *lines])
+    return "\n".join(
+        [
+            f"Counted by `benchmarks/scale_counts.py` from each training step's graph at {size}×{size}×3 (run record: "
+            f"`benchmarks/results/{counts_name}`; the counts are the same on any machine):",
+            "",
+            *lines,
+        ]
+    )
 
 
 #: The network with less arithmetic than the CNN whose step is still several times the CNN's: "why slow" says what bounds it.
@@ -730,10 +821,12 @@ def _traffic_bound(application, row, cnn, achieved, host_name):
     check(row["gflop_per_image"] < cnn["gflop_per_image"], f"{application} counts fewer flops per image than the CNN")
     written = row["m_written_per_image"] / cnn["m_written_per_image"]
     check(written > 10, f"{application} writes more than 10x the CNN's values per image")
-    sentence = (f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, fewer than the CNN's {cnn['gflop_per_image']:.3g}, "
-                f"but {row['m_written_per_image']:,.0f} M float32 values written per image, {written:.0f}× the CNN's "
-                f"{cnn['m_written_per_image']:.1f} M ({row['flops_per_byte']:.2f} flops per byte written): its step is bound by "
-                "memory traffic, not by arithmetic")
+    sentence = (
+        f"- `{application}`: {row['gflop_per_image']:.3g} GFLOP per image, fewer than the CNN's {cnn['gflop_per_image']:.3g}, "
+        f"but {row['m_written_per_image']:,.0f} M float32 values written per image, {written:.0f}× the CNN's "
+        f"{cnn['m_written_per_image']:.1f} M ({row['flops_per_byte']:.2f} flops per byte written): its step is bound by "
+        "memory traffic, not by arithmetic"
+    )
     if application in achieved and "BaselineCNN" in achieved:
         ratio = achieved[application]["step_ms"] / achieved["BaselineCNN"]["step_ms"]
         sentence += f"; on {host_name} its step was {ratio:.1f}× the CNN's"
@@ -761,12 +854,19 @@ def _first_step_bound():
             over.append((row["application"], first, row["after_step_s"]))
     check(bool(over), f"some first step in {name} passes {FIRST_STEP_LIMIT_S} s")
     check(all(step > first / 2 for _, first, step in over), "each first step over the limit is mostly the step itself")
-    check(all(first - step < FIRST_STEP_LIMIT_S for _, first, step in over), f"each first step less its step is within {FIRST_STEP_LIMIT_S} s")
-    parts = "; ".join(f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s (tracing and the rest {first - step:.1f} s)"
-                      for application, first, step in over)
-    return (f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
-            f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: what passes the "
-            "limit is the step itself, bound as above.")
+    check(
+        all(first - step < FIRST_STEP_LIMIT_S for _, first, step in over),
+        f"each first step less its step is within {FIRST_STEP_LIMIT_S} s",
+    )
+    parts = "; ".join(
+        f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s (tracing and the rest {first - step:.1f} s)"
+        for application, first, step in over
+    )
+    return (
+        f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
+        f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: what passes the "
+        "limit is the step itself, bound as above."
+    )
 
 
 #: block name -> the function writing it.
@@ -795,7 +895,15 @@ BLOCKS = {
 #: page (relative to the repository) -> the blocks it holds.
 PAGES = {
     "README.md": ("main-job-readme", "robustness-readme"),
-    "docs/results.md": ("main-job-results", "robustness-table", "robustness-findings", "capsnet-paper-baseline", "affnist-table", "affnist-findings", "glom-schedules"),
+    "docs/results.md": (
+        "main-job-results",
+        "robustness-table",
+        "robustness-findings",
+        "capsnet-paper-baseline",
+        "affnist-table",
+        "affnist-findings",
+        "glom-schedules",
+    ),
     "docs/getting-started.md": ("main-job-getting-started",),
     "docs/rem.md": ("rem-preset",),
     "docs/applications/eff_capsnet.md": ("main-job-eff-capsnet",),

@@ -41,9 +41,9 @@ from keras_capsules.applications.eff_capsnet import EffCapsNet
 from keras_capsules.applications.eff_conv_capsnet import EffConvCapsNet
 from keras_capsules.applications.fm_capsnet import FMCapsNet
 from keras_capsules.applications.inverted_attention_capsnet import InvertedAttentionCapsNet
+from keras_capsules.applications.io import decode_predictions, preprocess_input
 from keras_capsules.applications.matrix_capsnet import MatrixCapsNet
 from keras_capsules.applications.registry import get_configuration, list_configurations, register_configuration
-from keras_capsules.applications.io import decode_predictions, preprocess_input
 
 __all__ = [
     "AgreementGLOM",

@@ -27,7 +27,12 @@ from keras_capsules.presets import with_presets
 preprocess_input = io.preprocess_input
 decode_predictions = io.decode_predictions
 
-DOWNSAMPLING: dict[str | None, Any] = {"dissimilarity": DissimilarityHead, "avg": WindowAveragePooling, "max": WindowMaxPooling, None: None}
+DOWNSAMPLING: dict[str | None, Any] = {
+    "dissimilarity": DissimilarityHead,
+    "avg": WindowAveragePooling,
+    "max": WindowMaxPooling,
+    None: None,
+}
 
 #: Layer names the two-stage helpers rely on.
 BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "downsampling", "projection_head")
@@ -37,7 +42,9 @@ CLASSIFIER_LAYERS = ("classification_head", "predictions")
 def _body(x, a):
     """Tokenizer -> patches -> GLOM columns -> top level; the top: downsampling -> H1 -> H2."""
     if None in a.input_shape:
-        errors.fail("AgreementGLOM", "input_shape", "a fully defined (H, W, C) (one LayerNorm scale per patch)", a.input_shape)
+        errors.fail(
+            "AgreementGLOM", "input_shape", "a fully defined (H, W, C) (one LayerNorm scale per patch)", a.input_shape
+        )
     if a.downsampling not in DOWNSAMPLING:
         errors.fail("AgreementGLOM", "downsampling", "one of 'dissimilarity', 'avg', 'max', None", a.downsampling)
     errors.check_positive_int("AgreementGLOM", "embedding_dim", a.embedding_dim, minimum=2)
@@ -78,7 +85,9 @@ def _body(x, a):
     def head(top):
         if DOWNSAMPLING[a.downsampling] is not None:
             top = DOWNSAMPLING[a.downsampling](window=a.window, grid_shape=grid, name="downsampling")(top)
-        projection = ContrastiveHead(a.projection_dim, hidden_dim=a.projection_hidden_dim, dropout=a.dropout, name="projection_head")(top)
+        projection = ContrastiveHead(
+            a.projection_dim, hidden_dim=a.projection_hidden_dim, dropout=a.dropout, name="projection_head"
+        )(top)
         hidden = a.projection_dim if a.classifier_hidden_dim is None else a.classifier_hidden_dim
         return ClassifierHead(a.classes, hidden_dim=hidden, name="classification_head")(projection)
 
@@ -247,7 +256,13 @@ SOURCE = "docs/reference/glom.md#parameter-counts (zengru001usst/GLOM models.py,
 #: The small arguments the registry-wide contract test builds each configuration with.
 TEST_SETTINGS = {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 8, "projection_dim": 8}
 register_configuration(
-    "AgreementGLOM/cifar10", AgreementGLOM, {}, trainable_params=2_031_182, total_params=2_032_590, source=SOURCE, test_settings=TEST_SETTINGS
+    "AgreementGLOM/cifar10",
+    AgreementGLOM,
+    {},
+    trainable_params=2_031_182,
+    total_params=2_032_590,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "AgreementGLOM/cifar10-no-hd",

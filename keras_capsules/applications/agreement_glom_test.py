@@ -48,7 +48,10 @@ def test_keras_applications_contract():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(pooled(x)), top.max(axis=(1, 2)), rtol=1e-5, atol=1e-6)
     tensor = keras.Input((16, 16, 2))
     other = AgreementGLOM(
-        input_tensor=tensor, levels=3, routing_iterations=2, downsampling="max",
+        input_tensor=tensor,
+        levels=3,
+        routing_iterations=2,
+        downsampling="max",
         **{k: v for k, v in TINY.items() if k != "input_shape"},
     )
     assert other.inputs[0] is tensor and other.output_names == ["predictions"]
@@ -60,14 +63,21 @@ def test_keras_applications_contract():
 def test_input_padding_pads_inside_the_model_without_weights():
     keras.utils.set_random_seed(1)
     plain = AgreementGLOM(classifier_activation="softmax", **TINY)  # 16x16 input
-    padded = AgreementGLOM(classifier_activation="softmax", input_padding=np.int64(2), **dict(TINY, input_shape=(12, 12, 1)))
+    padded = AgreementGLOM(
+        classifier_activation="softmax", input_padding=np.int64(2), **dict(TINY, input_shape=(12, 12, 1))
+    )
     assert padded.count_params() == plain.count_params() and tuple(padded.inputs[0].shape) == (None, 12, 12, 1)
     padded.set_weights(plain.get_weights())  # same weights, same order: the padding has none
     x = np.random.default_rng(2).uniform(size=(2, 12, 12, 1)).astype("float32")
     x16 = np.pad(x, ((0, 0), (2, 2), (2, 2), (0, 0)))  # centred zero padding by hand
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(padded(x)), keras.ops.convert_to_numpy(plain(x16)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(padded(x)), keras.ops.convert_to_numpy(plain(x16)), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(glom_levels(padded, x), glom_levels(plain, x16), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected a padding that makes the image sides multiples of 8.*received '0 with input_shape \(12, 12, 1\) \(a 3x3 grid\)'"):
+    with pytest.raises(
+        ValueError,
+        match=r"AgreementGLOM: argument `input_padding` expected a padding that makes the image sides multiples of 8.*received '0 with input_shape \(12, 12, 1\) \(a 3x3 grid\)'",
+    ):
         AgreementGLOM(**dict(TINY, input_shape=(12, 12, 1)))
     with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding` expected an integer >= 0"):
         AgreementGLOM(input_padding=-1, **TINY)
@@ -82,7 +92,9 @@ def test_argument_errors():
         AgreementGLOM(downsampling="conv")
     with pytest.raises(ValueError, match=r"AgreementGLOM.*input_shape.*fully defined"):
         AgreementGLOM(include_top=False, input_shape=(None, None, 3))
-    with pytest.raises(ValueError, match=r"AgreementGLOM: argument `input_padding`.*input_padding=2 for 28x28 images.*7x7 grid"):
+    with pytest.raises(
+        ValueError, match=r"AgreementGLOM: argument `input_padding`.*input_padding=2 for 28x28 images.*7x7 grid"
+    ):
         AgreementGLOM(input_shape=(28, 28, 1))  # 7x7 grid
 
 
@@ -117,7 +129,9 @@ def two_region_images(rng, n, size=32):
     return (images + rng.normal(0, 0.05, images.shape)).astype("float32"), labels.astype("int32")
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="margin calibrated on TensorFlow's random streams (seed 1234)")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="margin calibrated on TensorFlow's random streams (seed 1234)"
+)
 @large
 def test_islands_form_at_the_top_level_after_short_supcon_training():
     """Two-region images, 12 SupCon steps: the top level's TV_n (eq. 13) drops and ends well below the bottom level's.

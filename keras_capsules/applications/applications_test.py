@@ -88,8 +88,12 @@ def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
 
 def test_decode_and_preprocess():
     preds = np.array([[0.1, 0.9, 0.3]])
-    assert applications.decode_predictions(preds, top=2, class_names=["a", "b", "c"]) == [[(1, "b", 0.9), (2, "c", 0.3)]]
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(applications.preprocess_input(np.array([255.0, 0.0]))), [1.0, 0.0])
+    assert applications.decode_predictions(preds, top=2, class_names=["a", "b", "c"]) == [
+        [(1, "b", 0.9), (2, "c", 0.3)]
+    ]
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(applications.preprocess_input(np.array([255.0, 0.0]))), [1.0, 0.0]
+    )
     with pytest.raises(ValueError, match="class_names"):
         applications.decode_predictions(preds, class_names=["a"])
 
@@ -110,10 +114,19 @@ def test_reconstruction_model_exports_straight_after_construction_and_after_load
     np.testing.assert_allclose(served, keras.ops.convert_to_numpy(model(x)), atol=1e-6)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(input_shape=(28, 28, 0)), r"EffCapsNet: argument `input_shape` expected a positive number of channels, received \(28, 28, 0\)"),
-    (dict(include_top=False, input_shape=(None, None, 1)), r"EffCapsNet: argument `input_shape` expected a fully defined shape \(known height and width"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(input_shape=(28, 28, 0)),
+            r"EffCapsNet: argument `input_shape` expected a positive number of channels, received \(28, 28, 0\)",
+        ),
+        (
+            dict(include_top=False, input_shape=(None, None, 1)),
+            r"EffCapsNet: argument `input_shape` expected a fully defined shape \(known height and width",
+        ),
+    ],
+)
 def test_unusable_input_shapes_are_refused_up_front(kwargs, message):
     from keras_capsules.applications import EffCapsNet
 

@@ -85,10 +85,14 @@ def test_application_contract():
     assert isinstance(features, CapsuleClassifier) and tuple(features.output.shape) == (None, 9, 9, 128)
     assert "predictions" not in [layer.name for layer in features.layers]
     assert tuple(BaselineCNN(include_top=False, pooling="max").output.shape) == (None, 128)
-    assert tuple(BaselineCNN(variant="capsnet_paper", include_top=False, input_shape=(8, 8, 1), pooling="avg").output.shape) == (None, 128)
+    assert tuple(
+        BaselineCNN(variant="capsnet_paper", include_top=False, input_shape=(8, 8, 1), pooling="avg").output.shape
+    ) == (None, 128)
     tensor = keras.Input((32, 32, 3))
     model = BaselineCNN(input_tensor=tensor, classes=4, classifier_activation="softmax", weights=None)
-    assert model.inputs[0] is tensor and tuple(model.output.shape) == (None, 4) and model.output_names == ["predictions"]
+    assert (
+        model.inputs[0] is tensor and tuple(model.output.shape) == (None, 4) and model.output_names == ["predictions"]
+    )
     probabilities = _np(model(np.random.default_rng(1).uniform(size=(2, 32, 32, 3)).astype("float32")))
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
 
@@ -96,10 +100,22 @@ def test_application_contract():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(variant="vgg"), ValueError, r"BaselineCNN: argument `variant` expected one of \['capsnet_paper', 'matched'\], received 'vgg'"),
-        (dict(dropout=1.0), ValueError, r"BaselineCNN: argument `dropout` expected None or a number in \[0, 1\), received 1\.0"),
+        (
+            dict(variant="vgg"),
+            ValueError,
+            r"BaselineCNN: argument `variant` expected one of \['capsnet_paper', 'matched'\], received 'vgg'",
+        ),
+        (
+            dict(dropout=1.0),
+            ValueError,
+            r"BaselineCNN: argument `dropout` expected None or a number in \[0, 1\), received 1\.0",
+        ),
         (dict(pooling="avg"), ValueError, r"BaselineCNN: argument `pooling` expected None with include_top=True"),
-        (dict(input_shape=(10, 10, 1)), ValueError, r"BaselineCNN: argument `input_shape` expected height and width >= 11"),
+        (
+            dict(input_shape=(10, 10, 1)),
+            ValueError,
+            r"BaselineCNN: argument `input_shape` expected height and width >= 11",
+        ),
         (dict(weights="imagenet"), ValueError, r"BaselineCNN: argument `weights`"),
         (dict(router="dynamic"), TypeError, r"BaselineCNN\(\) got an unexpected keyword argument 'router'"),
     ],

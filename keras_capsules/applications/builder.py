@@ -163,7 +163,10 @@ def constructor_record(model_name: str, arguments: dict[str, Any], args: Any) ->
     """
     if args.input_tensor is not None:
         return None
-    record = {"name": model_name, "arguments": {key: _json_value(getattr(args, key)) for key in arguments if key not in UNRECORDED}}
+    record = {
+        "name": model_name,
+        "arguments": {key: _json_value(getattr(args, key)) for key in arguments if key not in UNRECORDED},
+    }
     try:
         json.dumps(record)
     except (TypeError, ValueError):
@@ -176,12 +179,18 @@ def assemble(model_name: str, inputs: Any, network: Network, args: Any) -> Any:
     if not args.include_top:
         features = network.features
         if isinstance(features, (tuple, list)):
-            return CapsuleClassifier(inputs, feature_output(model_name, features[0], args.pooling, args.name), name=args.name)
+            return CapsuleClassifier(
+                inputs, feature_output(model_name, features[0], args.pooling, args.name), name=args.name
+            )
         return CapsuleClassifier(inputs, pooled_features(features, args.pooling), name=args.name)
     if network.class_layer is None:
         if network.head is None:
-            raise ValueError(f"{model_name}: its body's Network expected a `class_layer` or a `head`, received neither.")
-        return CapsuleClassifier(inputs, predictions(network.head(network.features), args.classifier_activation), name=args.name)
+            raise ValueError(
+                f"{model_name}: its body's Network expected a `class_layer` or a `head`, received neither."
+            )
+        return CapsuleClassifier(
+            inputs, predictions(network.head(network.features), args.classifier_activation), name=args.name
+        )
     scores = network.scores(*network.class_layer(network.features))
     return CapsuleClassifier(
         inputs,
@@ -236,7 +245,9 @@ def validate_application_args(model_name, args, default_shape, min_size, fixed_s
         input_shape = default_shape
     input_shape = tuple(input_shape)
     if len(input_shape) != 3 or not all(size is None or errors.is_integer(size) for size in input_shape):
-        raise ValueError(f"{model_name}: argument `input_shape` expected a 3-tuple (height, width, channels) of integers, received {input_shape!r}.")
+        raise ValueError(
+            f"{model_name}: argument `input_shape` expected a 3-tuple (height, width, channels) of integers, received {input_shape!r}."
+        )
     input_shape = tuple(None if size is None else int(size) for size in input_shape)  # np.int64 -> int: JSON configs
     height, width, channels = input_shape
     if None in (height, width):
@@ -246,12 +257,18 @@ def validate_application_args(model_name, args, default_shape, min_size, fixed_s
             f"without the top), received {input_shape!r}."
         )
     if include_top and channels is None:
-        raise ValueError(f"{model_name}: argument `input_shape` expected a fully defined shape when include_top=True, received {input_shape!r}.")
+        raise ValueError(
+            f"{model_name}: argument `input_shape` expected a fully defined shape when include_top=True, received {input_shape!r}."
+        )
     if channels is not None and channels < 1:
-        raise ValueError(f"{model_name}: argument `input_shape` expected a positive number of channels, received {input_shape!r}.")
+        raise ValueError(
+            f"{model_name}: argument `input_shape` expected a positive number of channels, received {input_shape!r}."
+        )
     for size in (height, width):
         if size is not None and size < min_size:
-            raise ValueError(f"{model_name}: argument `input_shape` expected height and width >= {min_size}, received {input_shape!r}.")
+            raise ValueError(
+                f"{model_name}: argument `input_shape` expected height and width >= {min_size}, received {input_shape!r}."
+            )
     if fixed_size and include_top and (height, width) != tuple(default_shape[:2]):
         raise ValueError(
             f"{model_name}: argument `input_shape` expected height and width {tuple(default_shape[:2])} with include_top=True "
@@ -259,7 +276,9 @@ def validate_application_args(model_name, args, default_shape, min_size, fixed_s
         )
     if channels not in (1, 2, 3) and channels is not None:
         # stacklevel 5: this function, build, the constructor, its with_presets wrapper, the caller.
-        warnings.warn(f"{model_name}: input_shape has {channels} channels; the paper configurations use 1, 2 or 3.", stacklevel=5)
+        warnings.warn(
+            f"{model_name}: input_shape has {channels} channels; the paper configurations use 1, 2 or 3.", stacklevel=5
+        )
     return input_shape
 
 
@@ -303,7 +322,11 @@ def check_router(model_name, router, hint="", **capabilities):
     fitting = routing.available(**capabilities)
     if name not in fitting:
         needs = ", ".join(f"{key}={value!r}" for key, value in capabilities.items())
-        reason = "that is not a registered router" if name not in routing.available() else f"router {name!r} lacks one of them"
+        reason = (
+            "that is not a registered router"
+            if name not in routing.available()
+            else f"router {name!r} lacks one of them"
+        )
         raise ValueError(
             f"{model_name}: argument `router` expected a registered router with the capabilities this model needs "
             f"(routing.available({needs}): {fitting}), received {router!r}: {reason}{hint}."
@@ -353,7 +376,9 @@ def pooled_features(feature_map, pooling):
 
 def predictions(scores, classifier_activation):
     """The output layer ``"predictions"``: ``classifier_activation`` on the scores (``None``: identity)."""
-    return keras.layers.Activation("linear" if classifier_activation is None else classifier_activation, name="predictions")(scores)
+    return keras.layers.Activation(
+        "linear" if classifier_activation is None else classifier_activation, name="predictions"
+    )(scores)
 
 
 def load_weights(model, weights):

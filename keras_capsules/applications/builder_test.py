@@ -21,25 +21,40 @@ def _toy_body(x, a):
 
 
 #: A new application, declared as a module declares one: a 1x1 convolution, then a dense top.
-TOY = builder.Application("Toy", _toy_body, input_shape=(3, 3, 1), min_size=2, check=_toy_check, router_needs={"pose": "vector"})
+TOY = builder.Application(
+    "Toy", _toy_body, input_shape=(3, 3, 1), min_size=2, check=_toy_check, router_needs={"pose": "vector"}
+)
 
 
 def Toy(
-    include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=None,
-    classifier_activation=None, name="toy", include_preprocessing=False, router="dynamic",
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=None,
+    classifier_activation=None,
+    name="toy",
+    include_preprocessing=False,
+    router="dynamic",
 ):
     return builder.build(TOY, locals())
 
 
 def test_a_new_application_is_its_body_and_settings():
     model = Toy(classifier_activation="softmax")
-    assert model.input_shape == (None, 3, 3, 1) and model.output_shape == (None, 4)  # the paper shape; classes from its check
+    assert model.input_shape == (None, 3, 3, 1) and model.output_shape == (
+        None,
+        4,
+    )  # the paper shape; classes from its check
     kernel, bias, dense, dense_bias = model.get_weights()
     x = np.random.default_rng(0).uniform(size=(2, 3, 3, 1)).astype("float32")
     features = x @ kernel[0, 0] + bias  # the 1x1 convolution: (2, 3, 3, 2)
     logits = features.reshape(2, 18) @ dense + dense_bias
     expected = np.exp(logits - logits.max(-1, keepdims=True))
-    np.testing.assert_allclose(model.predict(x, verbose=0), expected / expected.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        model.predict(x, verbose=0), expected / expected.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6
+    )
     pooled = Toy(include_top=False, pooling="max")
     pooled.set_weights([kernel, bias])
     assert pooled.layers[-1].name == "max_pool" and pooled.output_shape == (None, 2)
@@ -75,7 +90,9 @@ def test_numpy_integer_classes_and_input_shape_build_the_model_with_a_json_confi
 
 def test_bools_and_floats_are_still_refused_as_sizes():
     for classes in (True, 2.0, 2.5, "10", 0):
-        with pytest.raises(ValueError, match=rf"EffCapsNet: argument `classes` expected a positive integer, received {classes!r}"):
+        with pytest.raises(
+            ValueError, match=rf"EffCapsNet: argument `classes` expected a positive integer, received {classes!r}"
+        ):
             EffCapsNet(classes=classes)
     for shape in ((28.0, 28, 1), (28, 28, True)):
         with pytest.raises(ValueError, match=r"EffCapsNet: argument `input_shape` expected .*integers"):
@@ -88,8 +105,14 @@ def test_the_builder_records_the_call_that_rebuilds_the_architecture():
     assert model.constructor == {
         "name": "Toy",
         "arguments": {
-            "include_top": True, "input_shape": [3, 3, 1], "pooling": None, "classes": 5, "classifier_activation": "softmax",
-            "name": "toy", "include_preprocessing": False, "router": "dynamic",
+            "include_top": True,
+            "input_shape": [3, 3, 1],
+            "pooling": None,
+            "classes": 5,
+            "classifier_activation": "softmax",
+            "name": "toy",
+            "include_preprocessing": False,
+            "router": "dynamic",
         },
     }
     rebuilt = Toy(**model.constructor["arguments"])

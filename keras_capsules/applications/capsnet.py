@@ -27,7 +27,13 @@ def _body(x, a):
     """Conv 9x9x256 ReLU -> PrimaryCaps -> class capsules (routed by ``a.router``)."""
     x = keras.layers.Conv2D(256, 9, activation="relu", name="conv1")(x)
     children = PrimaryCaps(
-        32, a.primary_capsule_dim, kernel_size=9, strides=2, activation="squash", pose_scale=a.primary_pose_scale, name="primary_caps"
+        32,
+        a.primary_capsule_dim,
+        kernel_size=9,
+        strides=2,
+        activation="squash",
+        pose_scale=a.primary_pose_scale,
+        name="primary_caps",
     )(x)
     class_layer = FcCaps(
         a.classes,
@@ -38,7 +44,9 @@ def _body(x, a):
         name="class_caps",
     )
     decoder = CapsuleDecoder(a.input_shape, name="decoder") if a.reconstruction and a.include_top else None
-    return builder.Network(children, class_layer, decoder=decoder, reconstruction_weight=a.reconstruction_weight, pixel_reduction="sum")
+    return builder.Network(
+        children, class_layer, decoder=decoder, reconstruction_weight=a.reconstruction_weight, pixel_reduction="sum"
+    )
 
 
 APPLICATION = builder.Application(
@@ -114,7 +122,13 @@ SOURCE = "docs/reference/models.md#capsnet (Sabour et al. 2017, 6.8M / 8.2M)"
 #: The small arguments the registry-wide contract test builds each configuration with.
 TEST_SETTINGS = {"input_shape": (20, 20, 1), "classes": 3}
 register_configuration(
-    "CapsNet/mnist", CapsNet, {}, trainable_params=6_804_224, total_params=6_804_224, source=SOURCE, test_settings=TEST_SETTINGS
+    "CapsNet/mnist",
+    CapsNet,
+    {},
+    trainable_params=6_804_224,
+    total_params=6_804_224,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "CapsNet/mnist-reconstruction",

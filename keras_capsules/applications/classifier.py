@@ -159,9 +159,16 @@ class CapsuleClassifier(keras.Model):
                 errors.fail(self, "class_capsules", f"the name of a layer of the model ({layer_names})", class_capsules)
             poses = keras.tree.flatten(self.get_layer(class_capsules).output)[0]
             if len(poses.shape) != 3:
-                errors.fail(self, "class_capsules", "a layer whose first output is class poses (batch, classes, capsule_dim)", class_capsules)
+                errors.fail(
+                    self,
+                    "class_capsules",
+                    "a layer whose first output is class poses (batch, classes, capsule_dim)",
+                    class_capsules,
+                )
             # A second view of the same graph (shared layers, no new weights): scores and class poses in one pass.
-            self.scores_and_poses = keras.Function(self.input, [keras.tree.flatten(self.outputs)[0], poses], name=f"{self.name}_with_poses")
+            self.scores_and_poses = keras.Function(
+                self.input, [keras.tree.flatten(self.outputs)[0], poses], name=f"{self.name}_with_poses"
+            )
             if not decoder.built:
                 decoder.build((None, poses.shape[1] * poses.shape[2]))
 
@@ -191,8 +198,14 @@ class CapsuleClassifier(keras.Model):
 
     @constructor.setter
     def constructor(self, record):
-        if record is not None and not (isinstance(record, dict) and isinstance(record.get("name"), str) and isinstance(record.get("arguments"), dict)):
-            errors.fail(self, "constructor", 'None or {"name": <application name>, "arguments": {...}}', record, TypeError)
+        if record is not None and not (
+            isinstance(record, dict)
+            and isinstance(record.get("name"), str)
+            and isinstance(record.get("arguments"), dict)
+        ):
+            errors.fail(
+                self, "constructor", 'None or {"name": <application name>, "arguments": {...}}', record, TypeError
+            )
         try:
             self._constructor = None if record is None else json.dumps(record, sort_keys=True)
         except (TypeError, ValueError) as error:
@@ -218,7 +231,11 @@ class CapsuleClassifier(keras.Model):
         values = errors.concrete_value(labels)
         single = not isinstance(self.output, (list, tuple, dict))
         classes = self.output.shape[-1] if single and len(self.output.shape) == 2 else None
-        if values is not None and values.dtype.kind in "iuf" and (values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1 and classes != 1)):
+        if (
+            values is not None
+            and values.dtype.kind in "iuf"
+            and (values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1 and classes != 1))
+        ):
             errors.check_whole_labels(self._where(method), argument, values)
             if classes != 1:
                 errors.check_label_range(self._where(method), argument, values, classes)
@@ -261,7 +278,11 @@ class CapsuleClassifier(keras.Model):
         build this way already and never call it.
         """
         build = getattr(self, "_symbolic_build", None)
-        if getattr(self, "_distribute_strategy", None) is not None or build is None or not getattr(self, "_in_training_call", False):
+        if (
+            getattr(self, "_distribute_strategy", None) is not None
+            or build is None
+            or not getattr(self, "_in_training_call", False)
+        ):
             return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
         if self.optimizer is None or self.optimizer.built:
             return None
@@ -296,7 +317,15 @@ class CapsuleClassifier(keras.Model):
         empty = lambda t: ops.convert_to_numpy(ops.zeros((0,) + tuple(d or 0 for d in t.shape[1:]), t.dtype))  # noqa: E731
         return keras.tree.map_structure(empty, self.output)
 
-    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False, layer_range=None):
+    def summary(
+        self,
+        line_length=None,
+        positions=None,
+        print_fn=None,
+        expand_nested=False,
+        show_trainable=False,
+        layer_range=None,
+    ):
         """``keras.Model.summary`` with a row for the decoder, which lives outside the functional graph.
 
         The decoder reads the label-masked class poses in the loss (and in :meth:`reconstruct`), so
@@ -304,7 +333,9 @@ class CapsuleClassifier(keras.Model):
         the totals; its row (connected to ``mask(<class_capsules>)``) makes the rows add up to the total.
         The table is printed as plain text (no terminal colours); with ``layer_range`` it is Keras's own.
         """
-        arguments = dict(line_length=line_length, positions=positions, expand_nested=expand_nested, show_trainable=show_trainable)
+        arguments = dict(
+            line_length=line_length, positions=positions, expand_nested=expand_nested, show_trainable=show_trainable
+        )
         if self.decoder is None or layer_range is not None:
             return super().summary(print_fn=print_fn, layer_range=layer_range, **arguments)
         captured = []
@@ -387,7 +418,9 @@ class CapsuleClassifier(keras.Model):
 
 def _wrap(value, size):
     """``value`` in lines of at most ``size`` characters as rich lays out a cell: wrapped at spaces, a longer word ends in "…"."""
-    return [w if len(w) <= size else w[: size - 1] + "…" for w in textwrap.wrap(value, size, break_long_words=False)] or [""]
+    return [
+        w if len(w) <= size else w[: size - 1] + "…" for w in textwrap.wrap(value, size, break_long_words=False)
+    ] or [""]
 
 
 def _with_row(text, fields, line_length=None):
@@ -403,7 +436,9 @@ def _with_row(text, fields, line_length=None):
     closed = lines[top].endswith("┓")
     widths = [len(segment) for segment in lines[top][1 : width - closed].split("┳")]
     shown = [cell.strip().rstrip("…") for cell in lines[top + 1][1 : width - closed].split("┃")]  # narrow: "Trai…"
-    headers = [next((key for key in fields if shown_name and key.startswith(shown_name)), shown_name) for shown_name in shown]
+    headers = [
+        next((key for key in fields if shown_name and key.startswith(shown_name)), shown_name) for shown_name in shown
+    ]
     if not closed and line_length:
         widths[-1] = line_length - len(widths) - 1 - sum(widths[:-1])
     cells = [_wrap(fields.get(header, ""), size - 2) for header, size in zip(headers, widths)]
@@ -412,7 +447,13 @@ def _with_row(text, fields, line_length=None):
         parts = []
         for header, size, cell in zip(headers, widths, cells):
             value = cell[row] if row < len(cell) else ""
-            value = value.rjust(size - 2) if header == "Param #" else value.center(size - 2) if header == "Trainable" else value.ljust(size - 2)
+            value = (
+                value.rjust(size - 2)
+                if header == "Param #"
+                else value.center(size - 2)
+                if header == "Trainable"
+                else value.ljust(size - 2)
+            )
             parts.append(f" {value} ")
         rows.append("│" + "│".join(parts) + "│")
     separator = "├" + "┼".join("─" * size for size in widths) + "┤"

@@ -2,9 +2,9 @@
 
 import re
 
+import keras
 import numpy as np
 import pytest
-import keras
 import tensorflow as tf
 
 from keras_capsules.applications import CapsuleClassifier, EffCapsNet
@@ -22,7 +22,10 @@ def _empty(images_only=False):
     """The zero-example inputs: NumPy arrays, an empty dataset, and a filtered one of unknown length."""
     x, y = np.zeros((0, 28, 28, 1), "float32"), np.zeros((0,), "int32")
     full = tf.data.Dataset.from_tensor_slices((np.zeros((3, 28, 28, 1), "float32"), np.arange(3)))
-    datasets = [tf.data.Dataset.from_tensor_slices((x, y)).batch(4), full.filter(lambda image, label: label > 5).batch(4)]
+    datasets = [
+        tf.data.Dataset.from_tensor_slices((x, y)).batch(4),
+        full.filter(lambda image, label: label > 5).batch(4),
+    ]
     if images_only:
         return [x] + [d.map(lambda image, label: image) for d in datasets]
     return [(x, y)] + [(d, None) for d in datasets]
@@ -40,7 +43,10 @@ def test_predict_on_zero_examples_returns_empty_scores(model):
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")  # Keras, on the empty inputs
 def test_evaluate_on_zero_examples_names_the_model(model):
     for x, y in _empty():
-        with pytest.raises(ValueError, match=r"CapsuleClassifier 'eff_capsnet'\.evaluate: argument `x` expected at least one example, received zero examples"):
+        with pytest.raises(
+            ValueError,
+            match=r"CapsuleClassifier 'eff_capsnet'\.evaluate: argument `x` expected at least one example, received zero examples",
+        ):
             model.evaluate(x, y, verbose=0)
 
 
@@ -66,8 +72,15 @@ def test_fractional_labels_are_refused_where_visible_and_whole_floats_accepted(m
 def test_labels_outside_the_classes_are_refused_and_the_last_class_trains(model):
     x = np.random.default_rng(1).random((8, 28, 28, 1)).astype("float32")
     expected = r"CapsuleClassifier 'eff_capsnet'\.{}: argument `{}` expected class indices in 0\.\.9 \(10 classes\), received '{}'"
-    high = expected.format("fit", "y", r"8 of 8 label\(s\), values 10(\.0)?, 11(\.0)?, 12(\.0)?, 13(\.0)?, 14(\.0)?, \.\.\.")  # floats: 10.0
-    for labels in (np.arange(10, 18), list(range(10, 18)), tf.constant(np.arange(10, 18)), np.arange(10, 18.0).reshape(8, 1)):
+    high = expected.format(
+        "fit", "y", r"8 of 8 label\(s\), values 10(\.0)?, 11(\.0)?, 12(\.0)?, 13(\.0)?, 14(\.0)?, \.\.\."
+    )  # floats: 10.0
+    for labels in (
+        np.arange(10, 18),
+        list(range(10, 18)),
+        tf.constant(np.arange(10, 18)),
+        np.arange(10, 18.0).reshape(8, 1),
+    ):
         with pytest.raises(ValueError, match=high):
             model.fit(x, labels, epochs=1, verbose=0)
     negative = np.array([0, 1, 2, -1, 4, 5, 6, 7])
@@ -75,7 +88,9 @@ def test_labels_outside_the_classes_are_refused_and_the_last_class_trains(model)
         model.fit(x, np.arange(8), validation_data=(x, negative), epochs=1, verbose=0)
     with pytest.raises(ValueError, match=expected.format("evaluate", "y", r"1 of 8 label\(s\), values -1")):
         model.evaluate(x, negative, verbose=0)
-    with pytest.raises(ValueError, match=expected.format("evaluate", "y", r"8 of 8 label\(s\), values 10, 11, 12, 13, 14, \.\.\.")):
+    with pytest.raises(
+        ValueError, match=expected.format("evaluate", "y", r"8 of 8 label\(s\), values 10, 11, 12, 13, 14, \.\.\.")
+    ):
         model.evaluate(x, np.arange(10, 18), verbose=0)
     # 9, the last class, is valid: one step on the 8 images trains to a finite loss.
     history = model.fit(x, np.full(8, 9), batch_size=8, epochs=1, verbose=0)
@@ -85,15 +100,22 @@ def test_labels_outside_the_classes_are_refused_and_the_last_class_trains(model)
 def test_multi_hot_and_single_unit_targets_are_not_class_indices():
     inputs = keras.Input((4,))
     x = np.ones((4, 4), "float32")
-    three = CapsuleClassifier(inputs, keras.layers.Dense(3, activation="sigmoid", name="predictions")(inputs), name="three")
+    three = CapsuleClassifier(
+        inputs, keras.layers.Dense(3, activation="sigmoid", name="predictions")(inputs), name="three"
+    )
     three.compile(optimizer="adam", loss="binary_crossentropy")
     multi_hot = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1], [1, 1, 1]], "float32")  # (N, classes): not checked
     assert np.isfinite(three.evaluate(x, multi_hot, verbose=0))
-    with pytest.raises(ValueError, match=r"'three'\.evaluate: argument `y` expected class indices in 0\.\.2 \(3 classes\), received '1 of 4 label\(s\), values 3'"):
+    with pytest.raises(
+        ValueError,
+        match=r"'three'\.evaluate: argument `y` expected class indices in 0\.\.2 \(3 classes\), received '1 of 4 label\(s\), values 3'",
+    ):
         three.evaluate(x, np.array([0, 1, 2, 3]), verbose=0)
     one = CapsuleClassifier(inputs, keras.layers.Dense(1, activation="sigmoid", name="predictions")(inputs), name="one")
     one.compile(optimizer="adam", loss="binary_crossentropy")
-    assert np.isfinite(one.evaluate(x, np.array([0, 1, 1, 0]), verbose=0))  # 0/1 targets of one unit, not indices of one class
+    assert np.isfinite(
+        one.evaluate(x, np.array([0, 1, 1, 0]), verbose=0)
+    )  # 0/1 targets of one unit, not indices of one class
 
 
 def _rows(text):
@@ -147,16 +169,29 @@ def test_class_names_and_the_constructor_travel_in_the_keras_file(tmp_path):
 
 def test_class_names_are_checked_against_the_classes():
     inputs = keras.Input((4,))
-    model = CapsuleClassifier(inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c"), name="three")
+    model = CapsuleClassifier(
+        inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c"), name="three"
+    )
     assert model.class_names == ("a", "b", "c")
-    with pytest.raises(ValueError, match=r"CapsuleClassifier 'three': argument `class_names` expected 3 names \(one per output unit of the model: its classes\), received \['a', 'b'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"CapsuleClassifier 'three': argument `class_names` expected 3 names \(one per output unit of the model: its classes\), received \['a', 'b'\]",
+    ):
         model.class_names = ("a", "b")
-    with pytest.raises(TypeError, match=r"CapsuleClassifier 'three': argument `class_names` expected None or a sequence of strings \(one per class\), received 'abc'"):
+    with pytest.raises(
+        TypeError,
+        match=r"CapsuleClassifier 'three': argument `class_names` expected None or a sequence of strings \(one per class\), received 'abc'",
+    ):
         model.class_names = "abc"
-    with pytest.raises(TypeError, match=r"argument `class_names` expected a sequence of strings \(one per class\), received 'an item 2 of type int'"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument `class_names` expected a sequence of strings \(one per class\), received 'an item 2 of type int'",
+    ):
         model.class_names = ("a", "b", 2)
     with pytest.raises(ValueError, match=r"CapsuleClassifier 'four': argument `class_names` expected 3 names"):
-        CapsuleClassifier(inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c", "d"), name="four")
+        CapsuleClassifier(
+            inputs, keras.layers.Dense(3, name="predictions")(inputs), class_names=("a", "b", "c", "d"), name="four"
+        )
     assert model.class_names == ("a", "b", "c")  # a refused value leaves the names as they were
     model.class_names = None
     assert model.class_names is None

@@ -30,7 +30,13 @@ PAPER_ROUTERS = {
     "lstm": (
         {"name": "lstm", "units": 16, "compatibility_units": [], "activation_units": []},
         {"name": "lstm", "units": 16, "compatibility_units": [32, 32], "activation_units": [64, 64]},
-        {"name": "lstm", "units": 16, "compatibility_units": [64, 64], "activation_units": [124, 124], "activation": "linear"},
+        {
+            "name": "lstm",
+            "units": 16,
+            "compatibility_units": [64, 64],
+            "activation_units": [124, 124],
+            "activation": "linear",
+        },
     ),
     # seed 001's EM baseline (emRouting.py) initialises both betas truncated-normal(0.1).
     "em": tuple({"name": "em", "beta_a_initializer": _BETA_INIT, "beta_u_initializer": _BETA_INIT} for _ in range(3)),

@@ -42,7 +42,9 @@ LSTM_ROUTING = (
 EM_ROUTING = 2 * 16 + 2 * 16 + 2 * 5
 
 
-@pytest.mark.parametrize("router, routing_params", [("kernel", KERNEL_ROUTING), ("lstm", LSTM_ROUTING), ("em", EM_ROUTING)])
+@pytest.mark.parametrize(
+    "router, routing_params", [("kernel", KERNEL_ROUTING), ("lstm", LSTM_ROUTING), ("em", EM_ROUTING)]
+)
 def test_parameter_count_excluding_routing_is_86408(router, routing_params):
     model = ConsensusCapsNet(router=router, classifier_activation="softmax")
     trainable = count(model.trainable_weights)
@@ -59,13 +61,21 @@ def test_em_router_gives_probabilities():
     model = ConsensusCapsNet(router="em", classifier_activation=None)
     scores = keras.ops.convert_to_numpy(model(images()))
     assert scores.shape == (2, 5) and np.all((scores >= 0) & (scores <= 1))
-    assert all(isinstance(model.get_layer(n).router, routing.EMRouter) for n in ("conv_caps1", "conv_caps2", "class_caps"))
+    assert all(
+        isinstance(model.get_layer(n).router, routing.EMRouter) for n in ("conv_caps1", "conv_caps2", "class_caps")
+    )
 
 
 def test_architecture_follows_seed_001():
     model = ConsensusCapsNet(router="lstm")
-    shapes = {name: tuple(model.get_layer(name).output[0].shape) for name in ("primary_caps", "conv_caps1", "conv_caps2")}
-    assert shapes == {"primary_caps": (None, 14, 14, 8, 16), "conv_caps1": (None, 6, 6, 16, 16), "conv_caps2": (None, 4, 4, 16, 16)}
+    shapes = {
+        name: tuple(model.get_layer(name).output[0].shape) for name in ("primary_caps", "conv_caps1", "conv_caps2")
+    }
+    assert shapes == {
+        "primary_caps": (None, 14, 14, 8, 16),
+        "conv_caps1": (None, 6, 6, 16, 16),
+        "conv_caps2": (None, 4, 4, 16, 16),
+    }
     layers = [model.get_layer(name) for name in ("conv_caps1", "conv_caps2", "class_caps")]
     for layer in layers:
         votes = layer.vote_transform

@@ -68,11 +68,15 @@ def test_input_tensor_classifier_activation_preprocessing_and_predictions_layer(
     scores_model = build_small(name)  # classifier_activation=None: the raw scores
     assert isinstance(scores_model, CapsuleClassifier) and scores_model.output_names == ["predictions"]
     assert scores_model.get_layer("predictions").get_config()["activation"] == "linear"
-    with pytest.raises(ValueError, match=rf"{_constructor_name(name)}: argument `pooling` expected None with include_top=True"):
+    with pytest.raises(
+        ValueError, match=rf"{_constructor_name(name)}: argument `pooling` expected None with include_top=True"
+    ):
         build_small(name, pooling="avg")
     tensor = keras.Input(tuple(scores_model.inputs[0].shape[1:]))
     # include_preprocessing=True: the same weights serve [0, 255] images
-    probabilities_model = build_small(name, input_tensor=tensor, classifier_activation="softmax", include_preprocessing=True)
+    probabilities_model = build_small(
+        name, input_tensor=tensor, classifier_activation="softmax", include_preprocessing=True
+    )
     assert isinstance(probabilities_model, CapsuleClassifier) and probabilities_model.inputs[0] is tensor
     assert probabilities_model.output_names == ["predictions"] and tuple(probabilities_model.output.shape) == (None, 3)
     probabilities_model.set_weights(scores_model.get_weights())
@@ -98,9 +102,14 @@ def router_configuration(constructor):
 def _router_cases():
     """Every (configuration, router) pair; the default tier runs a diagonal: each router once, each constructor at least once."""
     constructors, routers = routed_constructors(), routing.available()
-    diagonal = {(constructors[i % len(constructors)], routers[i % len(routers)]) for i in range(max(len(constructors), len(routers)))}
+    diagonal = {
+        (constructors[i % len(constructors)], routers[i % len(routers)])
+        for i in range(max(len(constructors), len(routers)))
+    }
     return [
-        pytest.param(router_configuration(c), r, id=f"{router_configuration(c)}-{r}", marks=() if (c, r) in diagonal else large)
+        pytest.param(
+            router_configuration(c), r, id=f"{router_configuration(c)}-{r}", marks=() if (c, r) in diagonal else large
+        )
         for c in constructors
         for r in routers
     ]
@@ -124,7 +133,9 @@ def test_every_router_the_model_allows_builds_and_runs(name, router):
     model = build_small(name, router=router, **router_options(_constructor_name(name), router))
     routers = routers_of(model)
     assert routers and all(r.router_name == router for r in routers)
-    assert all(r.iterations == routing.get(router).iterations for r in routers)  # routing_iterations=None: the router's own
+    assert all(
+        r.iterations == routing.get(router).iterations for r in routers
+    )  # routing_iterations=None: the router's own
     scores = _np(model(_images(model)))
     assert scores.shape == (2, 3) and np.all(np.isfinite(scores))
 

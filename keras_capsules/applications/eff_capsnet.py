@@ -46,13 +46,20 @@ def _stem(x, variant):
     settings = VARIANTS[variant]
     for i, (filters, kernel, stride) in enumerate(settings["stem"]):
         if settings["norm"] == "batch":
-            x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
+            x = keras.layers.Conv2D(
+                filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}"
+            )(x)
             x = keras.layers.BatchNormalization(name=f"bn{i + 1}")(x)
         else:
-            x = keras.layers.Conv2D(filters, kernel, strides=stride, kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
+            x = keras.layers.Conv2D(
+                filters, kernel, strides=stride, kernel_initializer="he_normal", name=f"conv{i + 1}"
+            )(x)
             x = keras.layers.LeakyReLU(negative_slope=0.3, name=f"leaky{i + 1}")(x)
             x = keras.layers.GroupNormalization(
-                groups=filters, beta_initializer="random_uniform", gamma_initializer="random_uniform", name=f"instance_norm{i + 1}"
+                groups=filters,
+                beta_initializer="random_uniform",
+                gamma_initializer="random_uniform",
+                name=f"instance_norm{i + 1}",
             )(x)
     return x
 
@@ -69,7 +76,13 @@ def _body(x, a):
     kernel, stride = VARIANTS[a.variant]["primary"]
     dim = a.primary_capsule_dim
     children = PrimaryCaps(
-        128 // dim, dim, kernel_size=kernel, strides=stride, depthwise=True, activation="squash_efficient", name="primary_caps"
+        128 // dim,
+        dim,
+        kernel_size=kernel,
+        strides=stride,
+        depthwise=True,
+        activation="squash_efficient",
+        name="primary_caps",
     )(x)
     class_layer = FcCaps(
         a.classes,
@@ -83,7 +96,9 @@ def _body(x, a):
     if a.reconstruction and a.include_top and a.variant == "smallnorb":
         decoder = UpsamplingDecoder(a.input_shape, name="decoder")
     elif a.reconstruction and a.include_top:
-        decoder = CapsuleDecoder(a.input_shape, hidden_initializer="he_normal", output_initializer="glorot_normal", name="decoder")
+        decoder = CapsuleDecoder(
+            a.input_shape, hidden_initializer="he_normal", output_initializer="glorot_normal", name="decoder"
+        )
     return builder.Network(
         children,
         class_layer,
@@ -168,7 +183,13 @@ SOURCE = "docs/reference/models.md#effcapsnet (Efficient-CapsNet, EscVM code)"
 #: The small arguments the registry-wide contract test builds each configuration with.
 TEST_SETTINGS = {"classes": 3}
 register_configuration(
-    "EffCapsNet/mnist", EffCapsNet, {"variant": "mnist"}, trainable_params=161_824, total_params=162_400, source=SOURCE, test_settings=TEST_SETTINGS
+    "EffCapsNet/mnist",
+    EffCapsNet,
+    {"variant": "mnist"},
+    trainable_params=161_824,
+    total_params=162_400,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "EffCapsNet/mnist-reconstruction",
@@ -180,18 +201,29 @@ register_configuration(
     test_settings=TEST_SETTINGS,
 )
 register_configuration(
-    "EffCapsNet/smallnorb", EffCapsNet, {"variant": "smallnorb"}, trainable_params=151_664, source=SOURCE, test_settings=TEST_SETTINGS
+    "EffCapsNet/smallnorb",
+    EffCapsNet,
+    {"variant": "smallnorb"},
+    trainable_params=151_664,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "EffCapsNet/smallnorb-reconstruction",
     EffCapsNet,
     {"variant": "smallnorb", "reconstruction": True},
     trainable_params=151_664 + 229_570,
-    source=SOURCE + " + upsampling decoder 229,570 (seed Dense 5x16 -> 64: 5,184; convs 640 + 73,856 + 147,584; output conv 2,306)",
+    source=SOURCE
+    + " + upsampling decoder 229,570 (seed Dense 5x16 -> 64: 5,184; convs 640 + 73,856 + 147,584; output conv 2,306)",
     test_settings=TEST_SETTINGS,
 )
 register_configuration(
-    "EffCapsNet/multimnist", EffCapsNet, {"variant": "multimnist"}, trainable_params=154_656, source=SOURCE, test_settings=TEST_SETTINGS
+    "EffCapsNet/multimnist",
+    EffCapsNet,
+    {"variant": "multimnist"},
+    trainable_params=154_656,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "EffCapsNet/multimnist-reconstruction",
@@ -199,7 +231,8 @@ register_configuration(
     {"variant": "multimnist", "reconstruction": True},
     trainable_params=154_656 + 1_936_144,
     total_params=154_656 + 576 + 1_936_144,
-    source=SOURCE + " + decoder 160 -> 512 -> 1024 -> 1296: 82,432 + 525,312 + 1,328,400 = 1,936,144; 576 BatchNorm statistics",
+    source=SOURCE
+    + " + decoder 160 -> 512 -> 1024 -> 1296: 82,432 + 525,312 + 1,328,400 = 1,936,144; 576 BatchNorm statistics",
     roundtrip=False,
     test_settings=TEST_SETTINGS,
 )

@@ -23,7 +23,9 @@ MIN_SIZE = 33
 def _body(x, a):
     """The stem -> depthwise PrimaryCaps -> ConvCaps -> class capsules shared across positions."""
     for i, (filters, kernel, stride) in enumerate(STEM):
-        x = keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}")(x)
+        x = keras.layers.Conv2D(
+            filters, kernel, strides=stride, activation="relu", kernel_initializer="he_normal", name=f"conv{i + 1}"
+        )(x)
         x = keras.layers.BatchNormalization(name=f"bn{i + 1}")(x)
     primary = PrimaryCaps(16, 16, kernel_size=3, strides=1, depthwise=True, activation="squash", name="primary_caps")(x)
     routed = dict(router=a.router, routing_iterations=a.routing_iterations)
@@ -32,7 +34,12 @@ def _body(x, a):
 
 
 APPLICATION = builder.Application(
-    "EffConvCapsNet", _body, input_shape=(128, 128, 3), min_size=MIN_SIZE, default_router="dynamic", router_needs={"pose": "vector"}
+    "EffConvCapsNet",
+    _body,
+    input_shape=(128, 128, 3),
+    min_size=MIN_SIZE,
+    default_router="dynamic",
+    router_needs={"pose": "vector"},
 )
 
 

@@ -41,11 +41,22 @@ class FineTuned:
     """
 
     def __init__(self, model, preset, backbone, top, adapted):
-        self.model, self.preset, self.backbone, self.top, self.adapted = model, preset, tuple(backbone), tuple(top), dict(adapted)
+        self.model, self.preset, self.backbone, self.top, self.adapted = (
+            model,
+            preset,
+            tuple(backbone),
+            tuple(top),
+            dict(adapted),
+        )
 
     def record(self):
         """What ``metrics.json`` records about the fine-tuning."""
-        return {"preset": self.preset, "backbone_layers": list(self.backbone), "new_layers": list(self.top), "adapted": self.adapted}
+        return {
+            "preset": self.preset,
+            "backbone_layers": list(self.backbone),
+            "new_layers": list(self.top),
+            "adapted": self.adapted,
+        }
 
 
 def _adapt_first_kernel(stored, wanted):
@@ -72,7 +83,11 @@ def _resolve(model_name, weights, kwargs):
             f"({names or 'it has none'}), received {weights!r}."
         )
     preset = presets.get(*key)
-    arguments = {k: (tuple(v) if isinstance(v, list) else v) for k, v in preset.kwargs.items() if k not in ("input_shape", "classes")}
+    arguments = {
+        k: (tuple(v) if isinstance(v, list) else v)
+        for k, v in preset.kwargs.items()
+        if k not in ("input_shape", "classes")
+    }
     return key, preset, constructor, {**arguments, **kwargs}
 
 
@@ -89,7 +104,11 @@ def new_layer_names(model_name, weights, **kwargs):
     _, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
     shape, classes = tuple(preset.kwargs["input_shape"]), preset.kwargs["classes"]
     backbone = _backbone_names(constructor, shape, arguments)
-    return [name for name in weighted_layers(constructor(input_shape=shape, classes=classes, **arguments)) if name not in backbone]
+    return [
+        name
+        for name in weighted_layers(constructor(input_shape=shape, classes=classes, **arguments))
+        if name not in backbone
+    ]
 
 
 def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):

@@ -56,7 +56,9 @@ def test_kernel_conversion_rules():
 
 
 def test_refusals_name_the_problem():
-    with pytest.raises(ValueError, match=r"weight 0 of backbone layer 'conv1' has shape \(5, 5, 1, 32\).*\(5, 5, 2, 32\)"):
+    with pytest.raises(
+        ValueError, match=r"weight 0 of backbone layer 'conv1' has shape \(5, 5, 1, 32\).*\(5, 5, 2, 32\)"
+    ):
         fine_tune_model("EffCapsNet", "mnist", input_shape=(28, 28, 2), classes=3)
     with pytest.raises(ValueError, match=r"argument `weights` expected a preset of EffCapsNet \(EffCapsNet/"):
         fine_tune_model("EffCapsNet", "imagenet", input_shape=(28, 28, 1), classes=3)
@@ -65,11 +67,18 @@ def test_refusals_name_the_problem():
 
 
 def test_same_input_keeps_every_backbone_weight_exactly():
-    tuned = fine_tune_model("EffCapsNet", "EffCapsNet/fashion_mnist", input_shape=(28, 28, 1), classes=4, reconstruction=True)
+    tuned = fine_tune_model(
+        "EffCapsNet", "EffCapsNet/fashion_mnist", input_shape=(28, 28, 1), classes=4, reconstruction=True
+    )
     stored = _preset_arrays(("EffCapsNet", "fashion_mnist"))
     assert tuned.adapted == {} and tuned.top == ("class_caps", "decoder")
-    np.testing.assert_array_equal(np.asarray(tuned.model.get_layer("conv1").weights[0]), stored["conv1/0"].astype(np.float32))
-    assert applications.EffCapsNet(input_shape=(28, 28, 1), classes=4, reconstruction=True).count_params() == tuned.model.count_params()
+    np.testing.assert_array_equal(
+        np.asarray(tuned.model.get_layer("conv1").weights[0]), stored["conv1/0"].astype(np.float32)
+    )
+    assert (
+        applications.EffCapsNet(input_shape=(28, 28, 1), classes=4, reconstruction=True).count_params()
+        == tuned.model.count_params()
+    )
 
 
 def test_new_layer_names_match_the_built_model(rgb_tuned):

@@ -118,7 +118,9 @@ def _routers(router, layers, routing_iterations):
     """One router per capsule layer from one spec; FM's hidden layers keep ``s_j`` unnormalised."""
     fm = routing.router_name(router) == "fm_agreement"
     return [
-        routing.resolve(router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None)
+        routing.resolve(
+            router, routing_iterations, owner="FMCapsNet", defaults={"normalize_pose": i == layers - 1} if fm else None
+        )
         for i in range(layers)
     ]
 
@@ -127,7 +129,12 @@ def _check(a):
     """The variant, the decoder (the affNIST model's) and the variant's FM for ``router=None``."""
     errors.check_one_of("FMCapsNet", "variant", a.variant, tuple(VARIANTS))
     if a.reconstruction and a.variant != "affnist":
-        errors.fail("FMCapsNet", "reconstruction", f"False for variant={a.variant!r} (the decoder is the affNIST model's)", a.reconstruction)
+        errors.fail(
+            "FMCapsNet",
+            "reconstruction",
+            f"False for variant={a.variant!r} (the decoder is the affNIST model's)",
+            a.reconstruction,
+        )
     if a.router is None:
         a.router = dict(LIGHT_FM) if a.variant == "light" else dict(CODE_FM)
 
@@ -141,7 +148,9 @@ def _body(x, a):
         class_layer = FcCaps(a.classes, 16, router=routers[0], kernel_initializer="glorot_normal", name="class_caps")
     else:
         children, class_layer = _resnet_capsules(x, settings, a.classes, routers)
-    decoder = DeconvDecoder(a.input_shape, capsule_dim=16, name="decoder") if a.reconstruction and a.include_top else None
+    decoder = (
+        DeconvDecoder(a.input_shape, capsule_dim=16, name="decoder") if a.reconstruction and a.include_top else None
+    )
     return builder.Network(
         children,
         class_layer,
@@ -280,7 +289,13 @@ register_configuration(
     test_settings=TEST_SETTINGS,
 )
 register_configuration(
-    "FMCapsNet/affnist", FMCapsNet, {"variant": "affnist"}, trainable_params=195_376, total_params=195_376 + 544, source=SOURCE, test_settings=TEST_SETTINGS
+    "FMCapsNet/affnist",
+    FMCapsNet,
+    {"variant": "affnist"},
+    trainable_params=195_376,
+    total_params=195_376 + 544,
+    source=SOURCE,
+    test_settings=TEST_SETTINGS,
 )
 register_configuration(
     "FMCapsNet/affnist-reconstruction",

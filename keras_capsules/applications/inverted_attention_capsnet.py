@@ -60,7 +60,9 @@ def _batch_norm(x, name):
 
 def _basic_block(x, planes, strides, name):
     shortcut = x
-    out = keras.layers.ReLU(name=f"{name}_relu1")(_batch_norm(_conv(x, planes, 3, strides, False, f"{name}_conv1"), f"{name}_bn1"))
+    out = keras.layers.ReLU(name=f"{name}_relu1")(
+        _batch_norm(_conv(x, planes, 3, strides, False, f"{name}_conv1"), f"{name}_bn1")
+    )
     out = _batch_norm(_conv(out, planes, 3, 1, False, f"{name}_conv2"), f"{name}_bn2")
     if strides != 1 or x.shape[-1] != planes:
         shortcut = _batch_norm(_conv(x, planes, 1, strides, False, f"{name}_shortcut_conv"), f"{name}_shortcut_bn")
@@ -69,7 +71,9 @@ def _basic_block(x, planes, strides, name):
 
 def _backbone(x, backbone, settings):
     if backbone == "simple":
-        return keras.layers.ReLU(name="backbone_relu")(_conv(x, settings["simple_filters"], 3, 2, True, "backbone_conv"))
+        return keras.layers.ReLU(name="backbone_relu")(
+            _conv(x, settings["simple_filters"], 3, 2, True, "backbone_conv")
+        )
     x = keras.layers.ReLU(name="stem_relu")(_batch_norm(_conv(x, 64, 3, 1, False, "stem_conv"), "stem_bn"))
     for i in range(3):
         x = _basic_block(x, 64, 1, f"block1_{i}")
@@ -91,7 +95,12 @@ def _check(a):
 def _body(x, a):
     """Standardisation -> backbone -> primary capsules -> the capsule stack, routed concurrently; logits from the class poses."""
     if a.input_shape[-1] != 3:
-        errors.fail("InvertedAttentionCapsNet", "input_shape", "3 channels (the model standardises with CIFAR's per-channel statistics)", a.input_shape)
+        errors.fail(
+            "InvertedAttentionCapsNet",
+            "input_shape",
+            "3 channels (the model standardises with CIFAR's per-channel statistics)",
+            a.input_shape,
+        )
     dataset, backbone = VARIANTS[a.variant]
     settings = DATASETS[dataset]
     pose_dim = settings["pose_dim"]
@@ -103,8 +112,13 @@ def _body(x, a):
     x = keras.layers.Normalization(mean=CIFAR_MEAN, variance=[s * s for s in CIFAR_STD], name="standardize")(x)
     features = _backbone(x, backbone, settings)
     primary = PrimaryCaps(
-        CAPSULE_TYPES, pose_dim, kernel_size=1, activation="layer_norm", use_bias=False,
-        kernel_initializer=_torch_default(features.shape[-1])["kernel_initializer"], name="primary_caps",
+        CAPSULE_TYPES,
+        pose_dim,
+        kernel_size=1,
+        activation="layer_norm",
+        use_bias=False,
+        kernel_initializer=_torch_default(features.shape[-1])["kernel_initializer"],
+        name="primary_caps",
     )(features)
 
     def new_router():
@@ -115,19 +129,34 @@ def _body(x, a):
     for i, strides in enumerate((2, 1)):
         layers.append(
             ConvCaps(
-                CAPSULE_TYPES, kernel_size=3, strides=strides, transform="matrix", router=new_router(),
-                kernel_initializer=transform_init(9 * CAPSULE_TYPES, CAPSULE_TYPES), name=f"conv_caps{i + 1}",
+                CAPSULE_TYPES,
+                kernel_size=3,
+                strides=strides,
+                transform="matrix",
+                router=new_router(),
+                kernel_initializer=transform_init(9 * CAPSULE_TYPES, CAPSULE_TYPES),
+                name=f"conv_caps{i + 1}",
             )
         )
         grid = tuple((g - 3) // strides + 1 for g in grid)
     n_in = grid[0] * grid[1] * CAPSULE_TYPES
     for i, units in enumerate(settings["hidden_fc"]):
         layers.append(
-            FcCaps(units, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, units), name=f"fc_caps{i + 1}")
+            FcCaps(
+                units,
+                transform="matrix",
+                router=new_router(),
+                kernel_initializer=transform_init(n_in, units),
+                name=f"fc_caps{i + 1}",
+            )
         )
         n_in = units
     class_caps = FcCaps(
-        a.classes, transform="matrix", router=new_router(), kernel_initializer=transform_init(n_in, a.classes), name="class_caps"
+        a.classes,
+        transform="matrix",
+        router=new_router(),
+        kernel_initializer=transform_init(n_in, a.classes),
+        name="class_caps",
     )
 
     # The stack's schedule takes the routers' iterations (t).
@@ -135,7 +164,9 @@ def _body(x, a):
     if a.include_top:
         stack = ConcurrentRouting(layers + [class_caps], iterations, sequential=a.sequential_routing, name="capsules")
         return builder.Network(primary, stack, scores=_logits)
-    return builder.Network(ConcurrentRouting(layers, iterations, sequential=a.sequential_routing, name="capsules")(primary))
+    return builder.Network(
+        ConcurrentRouting(layers, iterations, sequential=a.sequential_routing, name="capsules")(primary)
+    )
 
 
 def _logits(poses, activations):

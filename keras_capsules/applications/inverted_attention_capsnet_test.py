@@ -20,7 +20,11 @@ def test_cifar10_simple_structure_head_and_schedules():
     assert _count(model.trainable_weights) == 561_297 == model.count_params()
     stack = model.get_layer("capsules")
     assert isinstance(stack, ConcurrentRouting) and stack.iterations == 2 and not stack.sequential
-    assert [tuple(l.vote_transform.kernel.shape) for l in stack.capsule_layers] == [(288, 32, 4, 4), (288, 32, 4, 4), (800, 10, 4, 4)]
+    assert [tuple(l.vote_transform.kernel.shape) for l in stack.capsule_layers] == [
+        (288, 32, 4, 4),
+        (288, 32, 4, 4),
+        (800, 10, 4, 4),
+    ]
     # apple's init: N(0, 1) * sqrt(N_out / (sqrt(d) * N_in)), N_in counting K*K children per type
     std = float(np.std(keras.ops.convert_to_numpy(stack.capsule_layers[2].vote_transform.kernel)))
     assert abs(std - np.sqrt(10 / (4 * 800))) < 0.1 * np.sqrt(10 / (4 * 800))
@@ -47,10 +51,16 @@ def test_cifar100_without_top_and_softmax_top():
 
 def test_sequential_routing_with_another_router():
     model = InvertedAttentionCapsNet(
-        variant="cifar10-simple", router={"name": "dynamic", "use_bias": False}, sequential_routing=True, classes=4, classifier_activation="softmax"
+        variant="cifar10-simple",
+        router={"name": "dynamic", "use_bias": False},
+        sequential_routing=True,
+        classes=4,
+        classifier_activation="softmax",
     )
     stack = model.get_layer("capsules")
-    assert stack.iterations == 3 and all(l.router.iterations == 3 for l in stack.capsule_layers)  # dynamic routing's own
+    assert stack.iterations == 3 and all(
+        l.router.iterations == 3 for l in stack.capsule_layers
+    )  # dynamic routing's own
     scores = keras.ops.convert_to_numpy(model(X))
     assert scores.shape == (2, 4)
     np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)
@@ -64,7 +74,10 @@ def test_errors():
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*input_shape.*\(32, 32\)"):
         InvertedAttentionCapsNet(input_shape=(28, 28, 3))
     # concurrent routing: only routers that take initial poses, listed by the registry
-    with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet: argument `router`.*initial_poses=True\): \['inverted_dot_product'\]\), received 'dynamic'.*sequential_routing=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"InvertedAttentionCapsNet: argument `router`.*initial_poses=True\): \['inverted_dot_product'\]\), received 'dynamic'.*sequential_routing=True",
+    ):
         InvertedAttentionCapsNet(variant="cifar10-simple", router="dynamic")
     with pytest.raises(ValueError, match=r"InvertedAttentionCapsNet.*router.*'name'"):
         InvertedAttentionCapsNet(variant="cifar10-simple", router={"iterations": 2})

@@ -35,21 +35,42 @@ def _body(x, a):
     def router(child_grid, kernel_size, strides):
         """A fresh router per capsule layer; routers that take a conv layer's geometry (EM) get it there."""
         geometry = None
-        if a.spatial_routing and child_grid is not None and routing.router_name(a.router) in routing.available(child_grid=True):
+        if (
+            a.spatial_routing
+            and child_grid is not None
+            and routing.router_name(a.router) in routing.available(child_grid=True)
+        ):
             geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
         return routing.resolve(a.router, a.routing_iterations, owner="MatrixCapsNet", overrides=geometry)
 
     x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
     x = keras.layers.Conv2D(
-        filters, 5, strides=2, padding="same", activation="relu",
-        bias_initializer=keras.initializers.TruncatedNormal(stddev=0.01), name="conv1",
+        filters,
+        5,
+        strides=2,
+        padding="same",
+        activation="relu",
+        bias_initializer=keras.initializers.TruncatedNormal(stddev=0.01),
+        name="conv1",
     )(x)
     capsules = PrimaryCaps(primary_types, 16, kernel_size=1, activation="sigmoid", name="primary_caps")(x)
     capsules = ConvCaps(
-        types1, kernel_size=3, strides=2, transform="matrix", kernel_initializer=transform_init, router=router(grid0, 3, 2), name="conv_caps1"
+        types1,
+        kernel_size=3,
+        strides=2,
+        transform="matrix",
+        kernel_initializer=transform_init,
+        router=router(grid0, 3, 2),
+        name="conv_caps1",
     )(capsules)
     capsules = ConvCaps(
-        types2, kernel_size=3, strides=1, transform="matrix", kernel_initializer=transform_init, router=router(grid1, 3, 1), name="conv_caps2"
+        types2,
+        kernel_size=3,
+        strides=1,
+        transform="matrix",
+        kernel_initializer=transform_init,
+        router=router(grid1, 3, 1),
+        name="conv_caps2",
     )(capsules)
     class_layer = FcCaps(
         a.classes,
@@ -64,7 +85,13 @@ def _body(x, a):
 
 
 APPLICATION = builder.Application(
-    "MatrixCapsNet", _body, input_shape=(32, 32, 1), min_size=13, check=_check, default_router="em", router_needs={"pose": "matrix"}
+    "MatrixCapsNet",
+    _body,
+    input_shape=(32, 32, 1),
+    min_size=13,
+    check=_check,
+    default_router="em",
+    router_needs={"pose": "matrix"},
 )
 
 

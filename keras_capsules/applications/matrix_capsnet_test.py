@@ -30,8 +30,13 @@ def test_small_network_parameters_and_structure():
 def test_other_input_sizes_and_options():
     x = np.random.default_rng(1).uniform(size=(2, 20, 24, 1)).astype("float32")
     model = MatrixCapsNet(
-        variant="small", input_shape=(20, 24, 1), classes=3, routing_iterations=2, spatial_routing=False,
-        classifier_activation="softmax", coordinate_addition=False,
+        variant="small",
+        input_shape=(20, 24, 1),
+        classes=3,
+        routing_iterations=2,
+        spatial_routing=False,
+        classifier_activation="softmax",
+        coordinate_addition=False,
     )
     assert model.get_layer("conv_caps1").router.child_grid is None
     assert model.get_layer("conv_caps1").router.iterations == 2
@@ -41,7 +46,9 @@ def test_other_input_sizes_and_options():
 
 
 def test_router_override():
-    model = MatrixCapsNet(variant="small", input_shape=(16, 16, 1), router={"name": "dynamic", "use_bias": False}, routing_iterations=2)
+    model = MatrixCapsNet(
+        variant="small", input_shape=(16, 16, 1), router={"name": "dynamic", "use_bias": False}, routing_iterations=2
+    )
     assert isinstance(model.get_layer("class_caps").router, routing.DynamicRouter)
     assert_finite(model(np.ones((1, 16, 16, 1), "float32")))
 

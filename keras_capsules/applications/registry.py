@@ -55,7 +55,15 @@ def register_configuration(
     if name in _ENTRIES:
         raise ValueError(f"register_configuration: {name!r} is already registered.")
     _ENTRIES[name] = ApplicationEntry(
-        name, constructor, dict(kwargs or {}), trainable_params, total_params, source, roundtrip, dict(test_settings or {}), test_routers
+        name,
+        constructor,
+        dict(kwargs or {}),
+        trainable_params,
+        total_params,
+        source,
+        roundtrip,
+        dict(test_settings or {}),
+        test_routers,
     )
     return _ENTRIES[name]
 
@@ -68,5 +76,7 @@ def list_configurations() -> list[str]:
 def get_configuration(name: str) -> ApplicationEntry:
     """The :class:`ApplicationEntry` registered under ``name``."""
     if name not in _ENTRIES:
-        raise ValueError(f"get_configuration: argument `name` expected one of {list_configurations()}, received {name!r}.")
+        raise ValueError(
+            f"get_configuration: argument `name` expected one of {list_configurations()}, received {name!r}."
+        )
     return _ENTRIES[name]

@@ -42,7 +42,20 @@ def _options(parser):
 
 
 def test_every_option_states_its_default_and_numbers_their_unit():
-    units = ("epochs", "epoch", "images", "steps", "trials", "levels", "classes", "iterations", "seed", "factor", "rate", "coefficient")
+    units = (
+        "epochs",
+        "epoch",
+        "images",
+        "steps",
+        "trials",
+        "levels",
+        "classes",
+        "iterations",
+        "seed",
+        "factor",
+        "rate",
+        "coefficient",
+    )
     for name, action in _options(cli.build_parser()):
         flag = f"{name} {action.option_strings[-1]}"
         assert action.help and "(default: " in action.help, flag
@@ -58,5 +71,7 @@ def test_version_is_the_installed_distributions(capsys):
 
 
 def test_python_dash_m_runs_the_command():
-    done = subprocess.run([sys.executable, "-m", "keras_capsules.cli", "--version"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_capsules.cli", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stdout) == (0, f"keras-capsules {metadata.version('keras-capsules')}\n"), done.stderr

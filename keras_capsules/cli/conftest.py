@@ -33,9 +33,32 @@ def overrides_run(tmp_path_factory):
     """``(output folder, metrics)`` of a run that overrides recipe values from the command line (2 epochs of 96 images)."""
     output = tmp_path_factory.mktemp("cli") / "run"
     code = cli.main(
-        ["train", "EffCapsNet", "--epochs", "2", "--batch-size", "16", "--limit", "96", "--eval-limit", "200", "--output", str(output),
-         "--learning-rate", "0.002", "--lr-decay", "0.5", "--augment", "mnist_shift2", "--model-arg", "reconstruction=False",
-         "--no-export", "--quiet", "--validation-examples", "0"]  # fmt: skip
+        [
+            "train",
+            "EffCapsNet",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "16",
+            "--limit",
+            "96",
+            "--eval-limit",
+            "200",
+            "--output",
+            str(output),
+            "--learning-rate",
+            "0.002",
+            "--lr-decay",
+            "0.5",
+            "--augment",
+            "mnist_shift2",
+            "--model-arg",
+            "reconstruction=False",
+            "--no-export",
+            "--quiet",
+            "--validation-examples",
+            "0",
+        ]  # fmt: skip
     )
     assert code == 0
     with open(output / "metrics.json") as handle:

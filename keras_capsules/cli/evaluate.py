@@ -5,7 +5,15 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import json
 
-from keras_capsules.cli.options import DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, augment_option, folder_for_model, key_values, trained_on
+from keras_capsules.cli.options import (
+    DATA_DEFAULT,
+    FOLDER_HELP,
+    TRAINED_ON,
+    augment_option,
+    folder_for_model,
+    key_values,
+    trained_on,
+)
 
 
 def _evaluate(args):
@@ -30,7 +38,11 @@ def _evaluate(args):
         augment=augment,
         **key_values(args.dataset_option, "--dataset-option"),
     )
-    print(json.dumps({"model": args.model_file, "dataset": dataset, "split": split, "augment": augment, **results}, indent=2))
+    print(
+        json.dumps(
+            {"model": args.model_file, "dataset": dataset, "split": split, "augment": augment, **results}, indent=2
+        )
+    )
     return 0
 
 
@@ -48,15 +60,25 @@ def add_evaluate_command(commands):
         help=f"dataset name; 'affnist|affine_mnist' is affNIST when its files are present, else the generated affine_mnist (default: {TRAINED_ON})",
     )
     evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
-    evaluate.add_argument("--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)")
+    evaluate.add_argument(
+        "--batch-size", type=int, default=64, metavar="IMAGES", help="images per step (default: 64 images)"
+    )
     evaluate.add_argument(
         "--augment",
         default="auto",
         metavar="PRESET",
         help="preset whose evaluation transform to apply, or 'none' (default: auto, the one in the metrics.json next to the model)",
     )
-    evaluate.add_argument("--data-dir", metavar="FOLDER", help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); {FOLDER_HELP}")
+    evaluate.add_argument(
+        "--data-dir",
+        metavar="FOLDER",
+        help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); {FOLDER_HELP}",
+    )
     evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
-    evaluate.add_argument("--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
-    evaluate.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)")
+    evaluate.add_argument(
+        "--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)"
+    )
+    evaluate.add_argument(
+        "--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)"
+    )
     evaluate.set_defaults(handler=_evaluate)

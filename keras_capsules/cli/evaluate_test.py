@@ -22,12 +22,16 @@ def test_evaluate_reproduces_the_training_run(overrides_run, capsys):
     assert cli.main(["evaluate", model_file, "--dataset", "mnist_sample", "--limit", "200"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["augment"] == "mnist_shift2"  # read from the metrics.json next to the model
-    assert report["accuracy"] == pytest.approx(metrics["test_accuracy"]) and report["loss"] == pytest.approx(metrics["test_loss"], rel=1e-5)
+    assert report["accuracy"] == pytest.approx(metrics["test_accuracy"]) and report["loss"] == pytest.approx(
+        metrics["test_loss"], rel=1e-5
+    )
 
 
 @pytest.mark.xdist_group("cli_usage")
 @large
-def test_evaluate_refuses_mnist_files_as_fashion_mnist_and_defaults_to_the_training_set(lower_case_run, tmp_path, capsys):
+def test_evaluate_refuses_mnist_files_as_fashion_mnist_and_defaults_to_the_training_set(
+    lower_case_run, tmp_path, capsys
+):
     _, output, metrics = lower_case_run
     model_file = str(output / "model.keras")
     mnist = tmp_path / "mnist-files"
@@ -38,7 +42,9 @@ def test_evaluate_refuses_mnist_files_as_fashion_mnist_and_defaults_to_the_train
     capsys.readouterr()
     assert cli.main(["evaluate", model_file, "--dataset", "fashion_mnist", "--data-dir", str(mnist)]) == 2
     err = capsys.readouterr().err
-    assert "is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's" in err and "(sub-folder 'fashion-mnist')" in err
+    assert (
+        "is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's" in err and "(sub-folder 'fashion-mnist')" in err
+    )
     # No --dataset: the dataset recorded in the metrics.json next to the model.
     assert cli.main(["evaluate", model_file, "--limit", "32"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -60,8 +66,20 @@ def test_evaluate_on_affnist_or_its_generated_stand_in(tmp_path, capsys):
     save_model(applications.BaselineCNN(input_shape=(40, 40, 1), classes=10), model_file)
     capsys.readouterr()
     code = cli.main(
-        ["evaluate", model_file, "--dataset", "affnist|affine_mnist", "--data-dir", str(tmp_path), "--limit", "16",
-         "--dataset-option", "base=mnist_sample", "--augment", "none"]  # fmt: skip
+        [
+            "evaluate",
+            model_file,
+            "--dataset",
+            "affnist|affine_mnist",
+            "--data-dir",
+            str(tmp_path),
+            "--limit",
+            "16",
+            "--dataset-option",
+            "base=mnist_sample",
+            "--augment",
+            "none",
+        ]  # fmt: skip
     )
     out = capsys.readouterr().out
     assert code == 0

@@ -29,7 +29,13 @@ def _explain(args):
     dataset = args.dataset or trained_on(args.model_file)
     model = load_model(args.model_file)
     data = datasets.load(
-        dataset, args.split, batch_size=args.batch_size, data_dir=args.data_dir, download=args.download, limit=args.limit, shuffle=False
+        dataset,
+        args.split,
+        batch_size=args.batch_size,
+        data_dir=args.data_dir,
+        download=args.download,
+        limit=args.limit,
+        shuffle=False,
     )
     output = args.output or _explain_folder(args.model_file)
     report = explain(
@@ -60,20 +66,30 @@ def add_explain_command(commands):
     explain.add_argument("model_file", metavar="MODEL.keras", help="the model file")
     explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
     explain.add_argument("--split", default="test", help="split read (default: test)")
-    explain.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
-    explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
-    explain.add_argument("--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)")
-    explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
-    explain.add_argument("--levels", type=int, default=11, help="K of REM's quantiser q_K, in quantisation levels (default: 11 levels)")
     explain.add_argument(
-        "--no-quantize", action="store_true", help="run the routers unquantised; keys are still binned (default: quantised)"
+        "--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})"
+    )
+    explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
+    explain.add_argument(
+        "--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)"
+    )
+    explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
+    explain.add_argument(
+        "--levels", type=int, default=11, help="K of REM's quantiser q_K, in quantisation levels (default: 11 levels)"
+    )
+    explain.add_argument(
+        "--no-quantize",
+        action="store_true",
+        help="run the routers unquantised; keys are still binned (default: quantised)",
     )
     explain.add_argument(
         "--num-images", type=int, default=8, metavar="IMAGES",
         help="images that get saliency and parse-tree pictures; 0: none, no matplotlib needed (default: 8 images)",
     )  # fmt: skip
     explain.add_argument(
-        "--dictionaries", action="store_true", help="include every parse-tree key and count in the JSON (default: counts only)"
+        "--dictionaries",
+        action="store_true",
+        help="include every parse-tree key and count in the JSON (default: counts only)",
     )
     explain.add_argument(
         "--output", metavar="FOLDER",

@@ -29,7 +29,11 @@ def test_explain_without_matplotlib_fails_at_once(tmp_path, monkeypatch, capsys)
 @large
 def test_explain_default_folders_do_not_collide(lower_case_run, tmp_path):
     _, output, _ = lower_case_run
-    assert _explain_folder(str(output / "model.keras")) == os.path.join("runs", "explain-run")  # a train run: its folder
+    assert _explain_folder(str(output / "model.keras")) == os.path.join(
+        "runs", "explain-run"
+    )  # a train run: its folder
     (tmp_path / "model.keras").write_bytes(b"")
-    assert _explain_folder(str(tmp_path / "model.keras")) == os.path.join("runs", "explain-model")  # not a run: the file
+    assert _explain_folder(str(tmp_path / "model.keras")) == os.path.join(
+        "runs", "explain-model"
+    )  # not a run: the file
     assert _explain_folder("some/where/capsnet.keras") == os.path.join("runs", "explain-capsnet")

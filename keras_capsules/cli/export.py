@@ -9,7 +9,9 @@ def _export(args):
 
     export_keras_file(args.model_file, args.output_dir, overwrite=args.overwrite, format=args.format)
     if args.format == "savedmodel":
-        print(f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules.")
+        print(
+            f"SavedModel written to {args.output_dir} (endpoints: serve, serving_default); it loads without keras_capsules."
+        )
     else:
         runtime = "ONNX Runtime" if args.format == "onnx" else "the LiteRT interpreter"
         print(f"{args.format} file written to {args.output_dir}; it runs with {runtime}, without keras_capsules.")
@@ -30,8 +32,15 @@ def add_export_command(commands):
         "output_dir", metavar="OUTPUT",
         help="savedmodel: a new folder (an existing non-empty one only with --overwrite); onnx/litert: a new file",
     )  # fmt: skip
-    export.add_argument("--format", choices=("savedmodel", "onnx", "litert"), default="savedmodel", help="export format (default: savedmodel)")
     export.add_argument(
-        "--overwrite", action="store_true", help="replace an existing OUTPUT, never one that holds MODEL.keras (default: off)"
+        "--format",
+        choices=("savedmodel", "onnx", "litert"),
+        default="savedmodel",
+        help="export format (default: savedmodel)",
+    )
+    export.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing OUTPUT, never one that holds MODEL.keras (default: off)",
     )
     export.set_defaults(handler=_export)

@@ -46,7 +46,9 @@ SCRIPT = textwrap.dedent(
 @large
 def test_help_and_version_import_no_backend_and_commands_load_tensorflow_quietly():
     environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the user set nothing
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["before"] == []  # neither --help nor --version imported Keras, TensorFlow or another backend

@@ -26,7 +26,9 @@ def read_images(path):
     import numpy as np
 
     if os.path.isdir(path):
-        raise ValueError(f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP or .npy), received {path!r}, a directory.")
+        raise ValueError(
+            f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP or .npy), received {path!r}, a directory."
+        )
     if not os.path.isfile(path):
         raise ValueError(f"predict: image file {path!r} does not exist.")
     suffix = os.path.splitext(path)[1].lower()
@@ -51,9 +53,13 @@ def read_images(path):
         try:
             picture = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
         except tf.errors.InvalidArgumentError as error:
-            raise ValueError(f"predict: {path!r} is not a readable {suffix[1:].upper()} image ({error.message}).") from None
+            raise ValueError(
+                f"predict: {path!r} is not a readable {suffix[1:].upper()} image ({error.message})."
+            ) from None
         return [(path, picture.numpy())]
-    raise ValueError(f"predict: argument `IMAGE` expected a .png, .jpg, .jpeg, .gif, .bmp or .npy file, received {path!r}.")
+    raise ValueError(
+        f"predict: argument `IMAGE` expected a .png, .jpg, .jpeg, .gif, .bmp or .npy file, received {path!r}."
+    )
 
 
 def to_model_input(label, image, height, width, channels):
@@ -77,10 +83,14 @@ def to_model_input(label, image, height, width, channels):
         values = image.astype("float32") / (1.0 if image.dtype == bool else 255.0)
     elif np.issubdtype(image.dtype, np.floating):
         if image.size and not (np.isfinite(image).all() and image.min() >= 0 and image.max() <= 1):
-            raise ValueError(f"predict: {label} has float values in [{image.min()}, {image.max()}]; expected [0, 1] (or integers 0..255).")
+            raise ValueError(
+                f"predict: {label} has float values in [{image.min()}, {image.max()}]; expected [0, 1] (or integers 0..255)."
+            )
         values = image.astype("float32")
     else:
-        raise ValueError(f"predict: {label} has values of type {image.dtype}; expected integers 0..255 or floats in [0, 1].")
+        raise ValueError(
+            f"predict: {label} has values of type {image.dtype}; expected integers 0..255 or floats in [0, 1]."
+        )
     found = values.shape[-1]
     if channels is not None and found != channels:
         if found in (2, 4):  # grey + alpha, RGBA
@@ -90,11 +100,16 @@ def to_model_input(label, image, height, width, channels):
         elif found == 1:
             values = np.repeat(values, channels, axis=-1)
         elif found != channels:
-            raise ValueError(f"predict: {label} has {found} channels; the model takes {channels} (1 or 3 are converted).")
+            raise ValueError(
+                f"predict: {label} has {found} channels; the model takes {channels} (1 or 3 are converted)."
+            )
     size = (height or values.shape[0], width or values.shape[1])
     if size != values.shape[:2]:
         import tensorflow as tf
 
-        print(f"keras-capsules predict: {label} is {values.shape[0]}x{values.shape[1]}, resized to the model's {size[0]}x{size[1]}.", file=sys.stderr)
+        print(
+            f"keras-capsules predict: {label} is {values.shape[0]}x{values.shape[1]}, resized to the model's {size[0]}x{size[1]}.",
+            file=sys.stderr,
+        )
         values = tf.image.resize(values, size, antialias=True).numpy()
     return values

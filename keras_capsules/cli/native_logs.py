@@ -8,7 +8,9 @@ import tempfile
 
 #: What TensorFlow's C++ libraries print at INFO level while they load, whatever TF_CPP_MIN_LOG_LEVEL says
 #: ("oneDNN custom operations are on ...", and absl's preamble to it).
-_NATIVE_INFO_LINE = re.compile(r"I\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is called")
+_NATIVE_INFO_LINE = re.compile(
+    r"I\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is called"
+)
 #: The CUDA build of TensorFlow (the ``tensorflow`` package) on a machine without an NVIDIA driver: an
 #: ERROR line that only says there is no GPU. Dropped only where no driver is loaded (``/proc/driver/nvidia``).
 _NO_DRIVER_LINE = re.compile(r"E\d{4} [\d:.]+ +\d+ cuda_platform\.cc:\d+\] failed call to cuInit")
@@ -16,7 +18,9 @@ _NO_DRIVER_LINE = re.compile(r"E\d{4} [\d:.]+ +\d+ cuda_platform\.cc:\d+\] faile
 
 def _dropped(line):
     """Whether ``line`` of native stderr output is noise (:data:`_NATIVE_INFO_LINE`, :data:`_NO_DRIVER_LINE`)."""
-    return bool(_NATIVE_INFO_LINE.match(line) or (_NO_DRIVER_LINE.match(line) and not os.path.exists("/proc/driver/nvidia")))
+    return bool(
+        _NATIVE_INFO_LINE.match(line) or (_NO_DRIVER_LINE.match(line) and not os.path.exists("/proc/driver/nvidia"))
+    )
 
 
 @contextlib.contextmanager

@@ -71,13 +71,17 @@ def model_name(name):
     """
     from keras_capsules import applications, recipes
 
-    constructors = [n for n in applications.__all__ if n[:1].isupper() and not isinstance(getattr(applications, n), type)]
+    constructors = [
+        n for n in applications.__all__ if n[:1].isupper() and not isinstance(getattr(applications, n), type)
+    ]
     known = {model.lower(): model for model in [*constructors, *(model for model, _, _ in recipes.available())]}
     if name.lower() in known:
         return known[name.lower()]
     close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
     hint = f" Did you mean {known[close[0]]!r}?" if close else ""
-    raise ValueError(f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}.")
+    raise ValueError(
+        f"no recipe for model {name!r}.{hint} Models (any case): {', '.join(sorted(set(known.values())))}."
+    )
 
 
 def preset_option(text, flag):
@@ -106,7 +110,9 @@ def folder_dataset(command, data_dir, image_size=None, channels=None):
     from keras_capsules import datasets
 
     try:
-        return datasets.register_folder(data_dir, image_size=None if image_size is None else tuple(image_size), channels=channels).name
+        return datasets.register_folder(
+            data_dir, image_size=None if image_size is None else tuple(image_size), channels=channels
+        ).name
     except (OSError, ValueError) as error:
         raise ValueError(
             f"{command}: argument `--data-dir` expected a folder of images with one subfolder per class (or train/ and test/ "
@@ -122,7 +128,9 @@ def add_folder_options(parser):
         help="with --data-dir FOLDER of images: resize every image to this size (default: the folder's most common size)",
     )  # fmt: skip
     parser.add_argument(
-        "--channels", type=int, choices=(1, 3),
+        "--channels",
+        type=int,
+        choices=(1, 3),
         help="with --data-dir FOLDER of images: 1 (gray) or 3 (RGB) (default: 1 when every image is gray, else 3)",
     )
 
@@ -142,10 +150,14 @@ def folder_for_model(command, data_dir, model, split):
     name = folder_dataset(command, data_dir, (height, width), channels)
     splits = datasets.info(name).splits
     if split == "test" and split not in splits:
-        print(f"{command}: {data_dir} has no test/ split: evaluating all its images (its training images too, if it trained the model).")
+        print(
+            f"{command}: {data_dir} has no test/ split: evaluating all its images (its training images too, if it trained the model)."
+        )
         return name, "train"
     if split not in splits:
-        raise ValueError(f"{command}: argument `--split` expected one of {list(splits)} for the folder {data_dir!r}, received {split!r}.")
+        raise ValueError(
+            f"{command}: argument `--split` expected one of {list(splits)} for the folder {data_dir!r}, received {split!r}."
+        )
     return name, split
 
 

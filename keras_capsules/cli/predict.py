@@ -39,13 +39,19 @@ def _predict(args):
     model, names = _load(args)
     shape = model.input_shape
     if not (isinstance(shape, tuple) and len(shape) == 4):
-        raise ValueError(f"predict: {args.model} takes inputs of shape {shape}; predict needs one image input (batch, height, width, channels).")
+        raise ValueError(
+            f"predict: {args.model} takes inputs of shape {shape}; predict needs one image input (batch, height, width, channels)."
+        )
     images = [image for path in args.images for image in read_images(path)]
     batch = np.stack([to_model_input(label, image, *shape[1:]) for label, image in images])
     scores = model.predict(batch, batch_size=args.batch_size, verbose=0)
     if not (isinstance(scores, np.ndarray) and scores.ndim == 2):
-        returned = f"an array of shape {scores.shape}" if isinstance(scores, np.ndarray) else f"a {type(scores).__name__}"
-        raise ValueError(f"predict: {args.model} returns {returned}; predict needs one output of class scores (batch, classes).")
+        returned = (
+            f"an array of shape {scores.shape}" if isinstance(scores, np.ndarray) else f"a {type(scores).__name__}"
+        )
+        raise ValueError(
+            f"predict: {args.model} returns {returned}; predict needs one output of class scores (batch, classes)."
+        )
     if names is None:
         unknown = f"class names unknown (no --dataset, none in the model, no metrics.json next to {args.model}): class indices shown"
         print(f"keras-capsules predict: {unknown}.", file=sys.stderr)
@@ -72,13 +78,19 @@ def add_predict_command(commands):
         "input: scaled to [0, 1], RGB to grey by luminance or grey to RGB, alpha dropped, and resized (bilinear) where its size "
         "differs, which is said on stderr.",
     )
-    predict.add_argument("model", metavar="MODEL", help="a .keras file, or a preset MODEL/NAME or MODEL:NAME, e.g. EffCapsNet/mnist")
+    predict.add_argument(
+        "model", metavar="MODEL", help="a .keras file, or a preset MODEL/NAME or MODEL:NAME, e.g. EffCapsNet/mnist"
+    )
     predict.add_argument("images", metavar="IMAGE", nargs="+", help="PNG, JPEG, GIF, BMP or .npy files")
-    predict.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="classes shown per image (default: 5 classes)")
+    predict.add_argument(
+        "--top-k", type=positive_int, default=5, metavar="K", help="classes shown per image (default: 5 classes)"
+    )
     predict.add_argument(
         "--dataset", metavar="NAME",
         help="dataset whose class names to show (default: a preset's dataset; for a .keras file the one in the metrics.json "
         "next to it, else class indices)",
     )  # fmt: skip
-    predict.add_argument("--batch-size", type=int, default=32, metavar="IMAGES", help="images per model call (default: 32 images)")
+    predict.add_argument(
+        "--batch-size", type=int, default=32, metavar="IMAGES", help="images per model call (default: 32 images)"
+    )
     predict.set_defaults(handler=_predict)

@@ -34,8 +34,12 @@ def write_png(path, image):
 def model_file(tmp_path_factory):
     """A 10-class softmax model on 8x8 grey images, with fixed random weights."""
     keras.utils.set_random_seed(7)
-    model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")])
-    model.layers[-1].set_weights([np.random.default_rng(0).normal(0, 3, (64, 10)).astype("float32"), np.zeros(10, "float32")])
+    model = keras.Sequential(
+        [keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")]
+    )
+    model.layers[-1].set_weights(
+        [np.random.default_rng(0).normal(0, 3, (64, 10)).astype("float32"), np.zeros(10, "float32")]
+    )
     path = tmp_path_factory.mktemp("predict") / "tiny.keras"
     model.save(path)
     return str(path), model
@@ -52,7 +56,17 @@ def test_png_and_npy_images_get_the_models_top_classes_with_names(model_file, tm
     rgb_png = write_png(tmp_path / "rgb.png", rgb)
     np.save(tmp_path / "rgb.npy", rgb)  # (H, W, 3): one image, not a batch of three
 
-    argv = [path, *pngs, str(tmp_path / "batch.npy"), rgb_png, str(tmp_path / "rgb.npy"), "--dataset", "fashion_mnist", "--top-k", "3"]
+    argv = [
+        path,
+        *pngs,
+        str(tmp_path / "batch.npy"),
+        rgb_png,
+        str(tmp_path / "rgb.npy"),
+        "--dataset",
+        "fashion_mnist",
+        "--top-k",
+        "3",
+    ]
     assert cli.main(["predict", *argv]) == 0
     printed = parse(capsys.readouterr().out)
     # What the model gives on the same images, prepared here: /255, luminance by hand.
@@ -103,7 +117,10 @@ def test_an_npy_file_without_images_is_a_one_line_error_naming_it(model_file, tm
         np.save(empty, np.zeros(shape, "float32"))
         assert cli.main(["predict", path, png, empty]) == 2  # a user error, as a missing file: status 2, not 1
         err = capsys.readouterr().err
-        assert err == f"keras-capsules predict: error: predict: {empty!r} holds no images: its array of shape {shape} is empty.\n"
+        assert (
+            err
+            == f"keras-capsules predict: error: predict: {empty!r} holds no images: its array of shape {shape} is empty.\n"
+        )
 
 
 def test_a_directory_is_refused_as_a_directory_not_as_a_missing_file(model_file, tmp_path, capsys):

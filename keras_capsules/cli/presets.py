@@ -27,7 +27,15 @@ def _presets(args):
             where = presets.locate(preset)
         except presets.PresetFileError:
             where = "not on this machine" + (" (--download)" if preset.url else "")
-        rows.append((f"{model}(weights={name!r})", f"{100 * preset.test_accuracy:.2f} %", preset.dataset, f"{preset.parameters:,d}", where))
+        rows.append(
+            (
+                f"{model}(weights={name!r})",
+                f"{100 * preset.test_accuracy:.2f} %",
+                preset.dataset,
+                f"{preset.parameters:,d}",
+                where,
+            )
+        )
     print(_table(rows, right=(1, 3)))
     return 0
 
@@ -37,7 +45,10 @@ def _table(rows, right=()):
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = []
     for row in rows:
-        cells = [cell.rjust(width) if column in right else cell.ljust(width) for column, (cell, width) in enumerate(zip(row, widths))]
+        cells = [
+            cell.rjust(width) if column in right else cell.ljust(width)
+            for column, (cell, width) in enumerate(zip(row, widths))
+        ]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -51,8 +62,12 @@ def add_presets_command(commands):
         "the Keras cache (~/.keras/keras_capsules).",
     )
     listing.add_argument("model", nargs="?", help="only this model's presets, any case (default: every model's)")
-    listing.add_argument("--card", metavar="MODEL/NAME", help="print the model card of one preset, in Markdown (default: the table)")
     listing.add_argument(
-        "--download", metavar="MODEL/NAME", help="download a preset that has a URL into the Keras cache (default: no download)"
+        "--card", metavar="MODEL/NAME", help="print the model card of one preset, in Markdown (default: the table)"
+    )
+    listing.add_argument(
+        "--download",
+        metavar="MODEL/NAME",
+        help="download a preset that has a URL into the Keras cache (default: no download)",
     )
     listing.set_defaults(handler=_presets)

@@ -18,9 +18,17 @@ RECIPE_FLAGS = {
     "learning_rate": (float, "RATE", "initial learning rate (onecycle: the peak)"),
     "lr_schedule": (str, "NAME", "constant, exponential, step or onecycle"),
     "lr_decay": (float, "FACTOR", "exponential schedule: learning-rate factor per epoch (1: constant)"),
-    "lr_decay_steps": (int, "STEPS", "exponential schedule: decay continuously, by --lr-decay every STEPS optimizer steps"),
+    "lr_decay_steps": (
+        int,
+        "STEPS",
+        "exponential schedule: decay continuously, by --lr-decay every STEPS optimizer steps",
+    ),
     "lr_floor": (float, "RATE", "exponential schedule: lowest learning rate (0: none)"),
-    "lr_milestones": (tuple[int], "EPOCH", "step schedule: epochs after which the learning rate is multiplied by --lr-gamma"),
+    "lr_milestones": (
+        tuple[int],
+        "EPOCH",
+        "step schedule: epochs after which the learning rate is multiplied by --lr-gamma",
+    ),
     "lr_gamma": (float, "FACTOR", "step schedule: learning-rate factor at each milestone"),
     "momentum": (float, "COEFFICIENT", "SGD momentum coefficient"),
     "weight_decay": (float, "COEFFICIENT", "decoupled weight-decay coefficient, 'none' for off"),
@@ -39,20 +47,27 @@ RECIPE_FIELDS_WITHOUT_FLAG = (
 #: The optional fields among them: 'none' gives None.
 OPTIONAL_RECIPE_FLAGS = {"steps_per_epoch", "lr_decay_steps", "weight_decay", "augmentation", "configuration"}
 #: The repeatable KEY=VALUE flags and the Recipe field each sets.
-_KEY_VALUE_FLAGS = (("loss_arg", "loss_kwargs"), ("dataset_option", "dataset_options"), ("spread_arg", "spread_schedule"))
+_KEY_VALUE_FLAGS = (
+    ("loss_arg", "loss_kwargs"),
+    ("dataset_option", "dataset_options"),
+    ("spread_arg", "spread_schedule"),
+)
 
 
 def add_recipe_flags(parser):
     """One ``--field-name`` flag per entry of :data:`RECIPE_FLAGS`, and the KEY=VALUE flags of the dictionary fields."""
     group = parser.add_argument_group(
-        "recipe overrides", "Each default is the value of the recipe trained (`keras-capsules recipes` lists them); "
-        "'none' clears an optional value."
+        "recipe overrides",
+        "Each default is the value of the recipe trained (`keras-capsules recipes` lists them); "
+        "'none' clears an optional value.",
     )
     for field, (kind, metavar, text) in RECIPE_FLAGS.items():
         flag = "--" + field.replace("_", "-")
         help = f"{text} (default: the recipe's)"
         if getattr(kind, "__origin__", None) is tuple:
-            group.add_argument(flag, nargs="*", type=kind.__args__[0], metavar=metavar, default=argparse.SUPPRESS, help=help)
+            group.add_argument(
+                flag, nargs="*", type=kind.__args__[0], metavar=metavar, default=argparse.SUPPRESS, help=help
+            )
         else:
             parse = none_or(kind) if field in OPTIONAL_RECIPE_FLAGS else kind
             group.add_argument(flag, type=parse, metavar=metavar, default=argparse.SUPPRESS, help=help)
@@ -64,10 +79,23 @@ def add_recipe_flags(parser):
         "--stage-epochs", action="extend", nargs="+", metavar="STAGE=EPOCHS",
         help="epochs per stage of a two-stage recipe, e.g. `pretrain=20 classifier=5` for AgreementGLOM (default: --epochs for every stage)",
     )  # fmt: skip
-    group.add_argument("--loss-arg", action="append", metavar="KEY=VALUE", help="loss constructor argument, repeatable (default: the recipe's)")
-    group.add_argument("--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: the recipe's)")
     group.add_argument(
-        "--spread-arg", action="append", metavar="KEY=VALUE", help="spread-margin schedule argument, repeatable (default: the recipe's)"
+        "--loss-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="loss constructor argument, repeatable (default: the recipe's)",
+    )
+    group.add_argument(
+        "--dataset-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="dataset option, repeatable (default: the recipe's)",
+    )
+    group.add_argument(
+        "--spread-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="spread-margin schedule argument, repeatable (default: the recipe's)",
     )
 
 

@@ -16,4 +16,6 @@ def test_recipe_flags_cover_every_recipe_field_with_its_type():
     for field, (kind, _, _) in RECIPE_FLAGS.items():
         declared = [t for t in typing.get_args(hints[field]) if t is not type(None)] or [hints[field]]
         assert (tuple if getattr(kind, "__origin__", None) is tuple else kind) is declared[0], field
-        assert (type(None) in typing.get_args(hints[field])) == (field in OPTIONAL_RECIPE_FLAGS), field  # 'none' accepted
+        assert (type(None) in typing.get_args(hints[field])) == (field in OPTIONAL_RECIPE_FLAGS), (
+            field
+        )  # 'none' accepted

@@ -7,7 +7,23 @@ from keras_capsules import cli
 
 def test_robustness_command_prints_the_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert cli.main(["robustness", "effcapsnet/MNIST", "--dataset", "mnist_sample", "--limit", "16", "--transform", "scale", "--json", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "robustness",
+                "effcapsnet/MNIST",
+                "--dataset",
+                "mnist_sample",
+                "--limit",
+                "16",
+                "--transform",
+                "scale",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     record = json.loads(out.read_text())
     assert (record["model"], record["examples"], list(record["table"])) == ("EffCapsNet/mnist", 16, ["scale"])

@@ -5,7 +5,14 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import os
 
-from keras_capsules.cli.options import DATA_DEFAULT, add_folder_options, folder_dataset, key_values, memory_size, model_name
+from keras_capsules.cli.options import (
+    DATA_DEFAULT,
+    add_folder_options,
+    folder_dataset,
+    key_values,
+    memory_size,
+    model_name,
+)
 from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 
 #: The dataset trained on without --dataset: the MNIST sample embedded in the package.
@@ -23,7 +30,9 @@ def training_dataset(dataset, data_dir, image_size=None, channels=None):
     if dataset is None and data_dir is not None:
         return folder_dataset("train", data_dir, image_size, channels)
     if image_size is not None or channels is not None:
-        raise ValueError("train: arguments `--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset, received them without.")
+        raise ValueError(
+            "train: arguments `--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset, received them without."
+        )
     return dataset or DEFAULT_DATASET
 
 
@@ -64,11 +73,16 @@ def _train(args):
     )
     if metrics.get("dry_run"):
         plan = metrics["plan"]
-        print(f"\nDry run: nothing trained or written{'' if plan else ' (every epoch of this run is already trained)'}.")
+        print(
+            f"\nDry run: nothing trained or written{'' if plan else ' (every epoch of this run is already trained)'}."
+        )
         return 0
     where = args.output or default_output(metrics["model"], metrics["dataset"])
 
-    scores = "; ".join(f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()) for split, result in metrics["evaluations"].items())
+    scores = "; ".join(
+        f"{split}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items())
+        for split, result in metrics["evaluations"].items()
+    )
     scores = scores or "no split evaluated (--eval-on without a split)"
     if metrics.get("already_complete"):
         print(
@@ -111,13 +125,27 @@ def add_train_command(commands):
         "with the flags below; `keras-capsules recipes` lists the recipes.",
     )
     train.add_argument("model", help="application constructor, any case, e.g. EffCapsNet or capsnet")
-    train.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {DEFAULT_DATASET}, the embedded MNIST sample)")
-    train.add_argument("--recipe", default="default", metavar="VARIANT", help="recipe variant, e.g. rem or novel_azimuth (default: default)")
     train.add_argument(
-        "--strategy", default="default", choices=("default", "mirrored", "multi_worker"), help="tf.distribute strategy (default: default)"
+        "--dataset", metavar="NAME", help=f"dataset name (default: {DEFAULT_DATASET}, the embedded MNIST sample)"
     )
-    train.add_argument("--router", metavar="NAME", help="router of the capsule layers, e.g. dynamic (default: the recipe's)")
-    train.add_argument("--routing-iterations", type=int, metavar="ITERATIONS", help="routing iterations (default: the recipe's)")
+    train.add_argument(
+        "--recipe",
+        default="default",
+        metavar="VARIANT",
+        help="recipe variant, e.g. rem or novel_azimuth (default: default)",
+    )
+    train.add_argument(
+        "--strategy",
+        default="default",
+        choices=("default", "mirrored", "multi_worker"),
+        help="tf.distribute strategy (default: default)",
+    )
+    train.add_argument(
+        "--router", metavar="NAME", help="router of the capsule layers, e.g. dynamic (default: the recipe's)"
+    )
+    train.add_argument(
+        "--routing-iterations", type=int, metavar="ITERATIONS", help="routing iterations (default: the recipe's)"
+    )
     train.add_argument(
         "--model-arg", action="append", metavar="KEY=VALUE",
         help="constructor argument, repeatable, e.g. reconstruction=False (default: the recipe's)",
@@ -142,16 +170,26 @@ def add_train_command(commands):
         help="with --weights: train only the new layers for the first EPOCHS of the epochs (default: 0)",
     )  # fmt: skip
     train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
-    train.add_argument("--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)")
-    train.add_argument("--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)")
+    train.add_argument(
+        "--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)"
+    )
+    train.add_argument(
+        "--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)"
+    )
     train.add_argument(
         "--validation-examples", type=int, metavar="IMAGES",
         help="images of the training split held out for validation after every epoch; 0 turns validation off "
         "(default: the recipe's, else min(5000, a tenth of the training images))",
     )  # fmt: skip
     train.add_argument("--output", metavar="FOLDER", help="output folder (default: runs/MODEL-DATASET)")
-    train.add_argument("--seed", type=int, default=0, help="random seed of weights, shuffling and augmentation (default: 0)")
-    train.add_argument("--no-resume", action="store_true", help="delete the checkpoints in the output folder and start over (default: resume)")
+    train.add_argument(
+        "--seed", type=int, default=0, help="random seed of weights, shuffling and augmentation (default: 0)"
+    )
+    train.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="delete the checkpoints in the output folder and start over (default: resume)",
+    )
     train.add_argument("--no-export", action="store_true", help="skip the SavedModel export (default: export)")
     train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
     train.add_argument(

@@ -15,10 +15,17 @@ def test_train_applies_every_override(overrides_run):
     _, metrics = overrides_run
     recipe = metrics["recipe"]
     assert (recipe["epochs"], recipe["batch_size"], recipe["learning_rate"], recipe["lr_decay"]) == (2, 16, 0.002, 0.5)
-    assert recipe["augmentation"] == "mnist_shift2" and recipe["model_kwargs"] == {"variant": "mnist", "reconstruction": False}
-    assert metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 6 and metrics["optimizer_iterations"] == 12
+    assert recipe["augmentation"] == "mnist_shift2" and recipe["model_kwargs"] == {
+        "variant": "mnist",
+        "reconstruction": False,
+    }
+    assert (
+        metrics["epochs_completed"] == 2 and metrics["steps_per_epoch"] == 6 and metrics["optimizer_iterations"] == 12
+    )
     assert len(metrics["history"]["loss"]) == 2
-    assert metrics["validation"]["examples"] == 0 and "val_loss" not in metrics["history"]  # --validation-examples 0: all 96 train
+    assert (
+        metrics["validation"]["examples"] == 0 and "val_loss" not in metrics["history"]
+    )  # --validation-examples 0: all 96 train
     # 12 steps reach 31.5 % on these 200 held-out images (TensorFlow 2.21, CPU); chance is 10 % (+-2.1 % std).
     assert metrics["test_accuracy"] >= 0.2
 
@@ -26,18 +33,28 @@ def test_train_applies_every_override(overrides_run):
 def test_without_dataset_train_trains_on_the_embedded_sample():
     assert cli.build_parser().parse_args(["train", "EffCapsNet"]).dataset is None
     assert training_dataset(None, None) == "mnist_sample"
-    with pytest.raises(ValueError, match=r"train: argument `--data-dir` expected a folder of images with one subfolder per class .* received 'some/folder'"):
+    with pytest.raises(
+        ValueError,
+        match=r"train: argument `--data-dir` expected a folder of images with one subfolder per class .* received 'some/folder'",
+    ):
         training_dataset(None, "some/folder")  # --data-dir alone is a folder of images: never a fall-back to the sample
-    with pytest.raises(ValueError, match=r"`--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset"):
+    with pytest.raises(
+        ValueError, match=r"`--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset"
+    ):
         training_dataset("mnist", None, (32, 32))
     assert training_dataset("fashion_mnist", None) == "fashion_mnist"
     assert training_dataset("mnist", "some/folder") == "mnist"
 
 
 def test_unknown_model_argument_is_one_line(tmp_path, capsys, small_training):
-    assert cli.main(["train", "EffCapsNet", "--output", str(tmp_path / "o"), *small_training, "--model-arg", "foo=1"]) == 2
+    assert (
+        cli.main(["train", "EffCapsNet", "--output", str(tmp_path / "o"), *small_training, "--model-arg", "foo=1"]) == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith("keras-capsules train: error: train: EffCapsNet has no constructor argument 'foo'") and err.count("\n") == 1
+    assert (
+        err.startswith("keras-capsules train: error: train: EffCapsNet has no constructor argument 'foo'")
+        and err.count("\n") == 1
+    )
     assert "routing_iterations" in err and "Traceback" not in err
     assert not os.path.exists(tmp_path / "o" / "checkpoints")  # refused before any data or model was made
 
@@ -78,7 +95,12 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, monkeypatch
 
 def test_missing_data_speaks_of_the_cli_flags(tmp_path, capsys, caplog, small_training):
     with caplog.at_level(logging.WARNING):
-        assert cli.main(["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path / "nothing"), *small_training]) == 2
+        assert (
+            cli.main(
+                ["train", "EffCapsNet", "--dataset", "mnist", "--data-dir", str(tmp_path / "nothing"), *small_training]
+            )
+            == 2
+        )
     err = capsys.readouterr().err
     assert "--download was not given" in err and "pass --data-dir FOLDER" in err and "or pass --download" in err
     assert "--dataset mnist_sample" in err and "data_dir=" not in err and "download=True" not in err
@@ -99,5 +121,8 @@ def test_max_memory_refuses_a_batch_that_does_not_fit(tmp_path, capsys):
     code = cli.main(["train", "EffCapsNet", "--max-memory", "100MB", "--output", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
-    assert "training model 'eff_capsnet' on 28x28x1 inputs at batch 16 needs about" in err and "more than the limit of 100 MB" in err
+    assert (
+        "training model 'eff_capsnet' on 28x28x1 inputs at batch 16 needs about" in err
+        and "more than the limit of 100 MB" in err
+    )
     assert "No batch fits, not even 1" in err and not (tmp_path / "o" / "checkpoints").exists()

@@ -37,16 +37,29 @@ def add_tune_command(commands):
         "search in the tuner folder is continued unless --overwrite is given.",
     )
     tune.add_argument("model", help="application constructor, any case, e.g. EffCapsNet")
-    tune.add_argument("--dataset", default="mnist_sample", metavar="NAME", help="dataset name (default: mnist_sample, the embedded MNIST sample)")
-    tune.add_argument("--max-trials", type=int, default=5, metavar="TRIALS", help="trials of the random search (default: 5 trials)")
+    tune.add_argument(
+        "--dataset",
+        default="mnist_sample",
+        metavar="NAME",
+        help="dataset name (default: mnist_sample, the embedded MNIST sample)",
+    )
+    tune.add_argument(
+        "--max-trials", type=int, default=5, metavar="TRIALS", help="trials of the random search (default: 5 trials)"
+    )
     tune.add_argument("--epochs", type=int, default=1, help="training epochs per trial (default: 1 epoch)")
-    tune.add_argument("--batch-size", type=int, metavar="IMAGES", help="images per training step (default: the recipe's)")
+    tune.add_argument(
+        "--batch-size", type=int, metavar="IMAGES", help="images per training step (default: the recipe's)"
+    )
     tune.add_argument(
         "--limit", type=int, metavar="IMAGES",
         help="use the first IMAGES training images, the last 10%% of them validating (default: all)",
     )  # fmt: skip
-    tune.add_argument("--routers", metavar="NAMES", help="comma-separated routers to search (default: the model's and dynamic)")
-    tune.add_argument("--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})")
+    tune.add_argument(
+        "--routers", metavar="NAMES", help="comma-separated routers to search (default: the model's and dynamic)"
+    )
+    tune.add_argument(
+        "--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})"
+    )
     tune.add_argument("--output", metavar="FOLDER", help="tuner folder (default: runs/tune)")
     tune.add_argument("--seed", type=int, default=0, help="random seed of the search and the trials (default: 0)")
     tune.add_argument(

@@ -29,7 +29,9 @@ def is_user_error(error):
     if last is None:
         return False
     filename = os.path.abspath(last.tb_frame.f_code.co_filename)
-    return filename.startswith(_PACKAGE_DIR + os.sep) and linecache.getline(filename, last.tb_lineno).lstrip().startswith("raise ")
+    return filename.startswith(_PACKAGE_DIR + os.sep) and linecache.getline(
+        filename, last.tb_lineno
+    ).lstrip().startswith("raise ")
 
 
 def report(error, command, verbose):

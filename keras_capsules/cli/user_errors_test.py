@@ -28,7 +28,10 @@ def test_an_internal_error_keeps_its_traceback_and_a_user_error_is_one_line(monk
     assert cli.main(["recipes"]) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "in broken" in err and "return len(model)" in err
-    assert "TypeError: object of type 'NoneType' has no len()" in err and "keras-capsules recipes: unexpected TypeError" in err
+    assert (
+        "TypeError: object of type 'NoneType' has no len()" in err
+        and "keras-capsules recipes: unexpected TypeError" in err
+    )
 
     def missing_module(model=None):
         import keras_capsules.no_such_module  # noqa: F401  (an ImportError of a broken install)

@@ -9,7 +9,12 @@ See ``docs/datasets.md``.
 """
 
 from keras_capsules.datasets.affine_mnist import AFFNIST_OR_GENERATED, evaluation_dataset  # registers affine_mnist
-from keras_capsules.datasets.augment import Augmentation, available_augmentations, get_augmentation, register_augmentation
+from keras_capsules.datasets.augment import (
+    Augmentation,
+    available_augmentations,
+    get_augmentation,
+    register_augmentation,
+)
 from keras_capsules.datasets.folders import folder_summary, from_directory, register_folder
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx

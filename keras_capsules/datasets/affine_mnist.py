@@ -50,7 +50,9 @@ AFFNIST_OR_GENERATED = "affnist|affine_mnist"
 def _check_digits(function, images):
     images = np.asarray(images)
     if images.ndim != 4 or images.shape[1:3] != (CANVAS - 2 * PAD,) * 2:
-        raise ValueError(f"affine_mnist.{function}: argument `images` expected shape (N, 28, 28, C), received shape {images.shape}.")
+        raise ValueError(
+            f"affine_mnist.{function}: argument `images` expected shape (N, 28, 28, C), received shape {images.shape}."
+        )
     return images
 
 

@@ -72,7 +72,9 @@ def test_the_ink_box_stays_inside_the_canvas_and_no_ink_is_cut(digits, generated
         corners = np.array([[a, b] for a in x for b in y]) @ p["matrix"][i].T + p["translation"][i]
         assert np.all(np.abs(corners) <= 20 + 1e-9), i
     # The same warp on an 80x80 canvas keeps all ink; the 40x40 images hold (almost) all of it.
-    wide = transforms.affine(np.pad(images[:300], ((0, 0), (26, 26), (26, 26), (0, 0))), p["matrix"][:300], p["translation"][:300])
+    wide = transforms.affine(
+        np.pad(images[:300], ((0, 0), (26, 26), (26, 26), (0, 0))), p["matrix"][:300], p["translation"][:300]
+    )
     kept = generated[0][:300].reshape(300, -1).sum(1) / wide.reshape(300, -1).sum(1)
     assert kept.min() > 0.99
 
@@ -88,7 +90,11 @@ def test_the_seed_decides_the_images(digits, generated):
 
 def test_load_serves_scaled_batches_with_the_digit_classes():
     info = datasets.info("affine_mnist")
-    assert (info.image_shape, info.classes, datasets.class_names("affine_mnist")) == ((40, 40, 1), 10, tuple("0123456789"))
+    assert (info.image_shape, info.classes, datasets.class_names("affine_mnist")) == (
+        (40, 40, 1),
+        10,
+        tuple("0123456789"),
+    )
     images, labels = next(iter(datasets.load("affine_mnist", "test", batch_size=8, base="mnist_sample", limit=8)))
     assert images.shape == (8, 40, 40, 1) and 0.0 <= float(images.numpy().min()) and float(images.numpy().max()) <= 1.0
     assert labels.dtype.name == "int32"
@@ -100,9 +106,16 @@ def test_evaluation_chooses_affnist_only_when_its_files_are_present(tmp_path, mo
     assert capsys.readouterr().out == ""
     assert datasets.evaluation_dataset(datasets.AFFNIST_OR_GENERATED, "test", tmp_path) == "affine_mnist"
     line = capsys.readouterr().out
-    assert line.count("\n") == 1 and "evaluating on affine_mnist:test" in line and "not affNIST itself" in line and str(tmp_path) in line
+    assert (
+        line.count("\n") == 1
+        and "evaluating on affine_mnist:test" in line
+        and "not affNIST itself" in line
+        and str(tmp_path) in line
+    )
     (tmp_path / "affnist" / "test_batches").mkdir(parents=True)
-    assert datasets.evaluation_dataset(datasets.AFFNIST_OR_GENERATED, "test", tmp_path) == "affine_mnist"  # an empty folder is no file
+    assert (
+        datasets.evaluation_dataset(datasets.AFFNIST_OR_GENERATED, "test", tmp_path) == "affine_mnist"
+    )  # an empty folder is no file
     (tmp_path / "affnist" / "test_batches" / "1.mat").write_bytes(b"")
     capsys.readouterr()
     assert datasets.evaluation_dataset(datasets.AFFNIST_OR_GENERATED, "test", tmp_path) == "affnist"
@@ -113,11 +126,20 @@ def test_evaluation_chooses_affnist_only_when_its_files_are_present(tmp_path, mo
 
 
 def test_bad_shapes_are_named(monkeypatch):
-    with pytest.raises(ValueError, match=r"affine_mnist\.warp: argument `images` expected shape \(N, 28, 28, C\), received shape \(2, 32, 32, 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"affine_mnist\.warp: argument `images` expected shape \(N, 28, 28, C\), received shape \(2, 32, 32, 1\)",
+    ):
         affine_mnist.warp(np.zeros((2, 32, 32, 1), np.uint8), np.broadcast_to(np.eye(2), (2, 2, 2)), np.zeros((2, 2)))
-    with pytest.raises(ValueError, match=r"affine_mnist\.warp: arguments `matrix` and `translation` expected shapes \(2, 2, 2\) and \(2, 2\), received \(2, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"affine_mnist\.warp: arguments `matrix` and `translation` expected shapes \(2, 2, 2\) and \(2, 2\), received \(2, 2\)",
+    ):
         affine_mnist.warp(np.zeros((2, 28, 28, 1), np.uint8), np.eye(2), np.zeros((2, 2)))
     colour = (np.zeros((2, 32, 32, 3), np.uint8), np.zeros(2, np.int32))
     monkeypatch.setattr(affine_mnist, "resolve_arrays", lambda *args, **kwargs: colour)
-    with pytest.raises(ValueError, match=r"option `base` of dataset 'affine_mnist' expected .*28x28 .*'cifar10' with images of shape \(32, 32, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"option `base` of dataset 'affine_mnist' expected .*28x28 .*'cifar10' with images of shape \(32, 32, 3\)",
+    ):
         datasets.load_arrays("affine_mnist", "test", base="cifar10")

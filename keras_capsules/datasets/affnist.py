@@ -52,12 +52,16 @@ def read_affnist_folder(folder, split):
         if os.path.isfile(archive):
             try:
                 with zipfile.ZipFile(archive) as zipped:
-                    names = sorted((n for n in zipped.namelist() if n.endswith(".mat")), key=lambda n: _batch_number(n) or 0)
+                    names = sorted(
+                        (n for n in zipped.namelist() if n.endswith(".mat")), key=lambda n: _batch_number(n) or 0
+                    )
                     if not names:
                         raise formats.DataFormatError(f"datasets.load: {archive!r} holds no .mat file; re-download it.")
                     return _read_parts(formats.read_affnist_mat(zipped.read(n), f"{archive}:{n}") for n in names)
             except (zipfile.BadZipFile, OSError, EOFError) as error:
-                raise formats.DataFormatError(f"datasets.load: {archive!r} is not a readable zip file ({error}); re-download it.") from None
+                raise formats.DataFormatError(
+                    f"datasets.load: {archive!r} is not a readable zip file ({error}); re-download it."
+                ) from None
     return None
 
 

@@ -86,7 +86,9 @@ def get_augmentation(name):
     if isinstance(name, Augmentation):
         return name
     if name not in _PRESETS:
-        raise ValueError(f"get_augmentation: argument `name` expected one of {available_augmentations()}, received {name!r}.")
+        raise ValueError(
+            f"get_augmentation: argument `name` expected one of {available_augmentations()}, received {name!r}."
+        )
     return _PRESETS[name]
 
 
@@ -145,7 +147,9 @@ def _eff_squish(image, seed):
 def _eff_erase(image, seed):
     size = image.shape[0]
     corner = tf.random.stateless_uniform([2], seed, 4, size - 5, dtype=tf.int32)  # rows/cols 4 .. 22 on 28x28
-    patch = tf.pad(tf.zeros([4, 4]), [[corner[0], size - corner[0] - 4], [corner[1], size - corner[1] - 4]], constant_values=1.0)
+    patch = tf.pad(
+        tf.zeros([4, 4]), [[corner[0], size - corner[0] - 4], [corner[1], size - corner[1] - 4]], constant_values=1.0
+    )
     return image * patch[..., None]
 
 
@@ -211,7 +215,9 @@ def _cifar24_train(image, seed):
 
 def _cifar24_crop_flip(image, seed):
     first, second = split_seed(seed, 2)
-    return tf.image.stateless_random_flip_left_right(tf.image.stateless_random_crop(image, (24, 24, image.shape[-1]), first), second)
+    return tf.image.stateless_random_flip_left_right(
+        tf.image.stateless_random_crop(image, (24, 24, image.shape[-1]), first), second
+    )
 
 
 def _cifar24_eval(image):

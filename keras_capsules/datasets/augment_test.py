@@ -84,7 +84,9 @@ def test_cifar24_crop_flip_is_a_24_px_window_possibly_mirrored_and_nothing_else(
 
 def test_presets_are_deterministic_per_seed_and_change_every_epoch():
     def run(seed):
-        dataset = datasets.load("mnist_sample", "test", batch_size=64, augment="mnist_shift2", training=True, shuffle=False, seed=seed)
+        dataset = datasets.load(
+            "mnist_sample", "test", batch_size=64, augment="mnist_shift2", training=True, shuffle=False, seed=seed
+        )
         return [next(iter(dataset))[0].numpy() for _ in range(2)]
 
     first, again, other = run(1), run(1), run(2)
@@ -92,7 +94,9 @@ def test_presets_are_deterministic_per_seed_and_change_every_epoch():
     np.testing.assert_array_equal(first[1], again[1])
     assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[0], other[0])
     evaluation = datasets.load("mnist_sample", "test", batch_size=8, augment="mnist_shift2", shuffle=False)
-    np.testing.assert_allclose(next(iter(evaluation))[0].numpy(), datasets.load_arrays("mnist_sample", "test")[0][:8] / 255.0, atol=1e-7)
+    np.testing.assert_allclose(
+        next(iter(evaluation))[0].numpy(), datasets.load_arrays("mnist_sample", "test")[0][:8] / 255.0, atol=1e-7
+    )
 
 
 def test_every_preset_is_documented():

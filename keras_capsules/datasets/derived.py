@@ -39,7 +39,19 @@ def _class_tables(labels, classes):
     return order, counts, offsets, present
 
 
-def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, pairs_per_image=1, pad=4, shift=4, single_probability=1 / 6, classes=10):
+def derived_examples(
+    kind,
+    images,
+    labels,
+    seed=0,
+    training=True,
+    shuffle=None,
+    pairs_per_image=1,
+    pad=4,
+    shift=4,
+    single_probability=1 / 6,
+    classes=10,
+):
     """The unbatched examples of a derived set with their provenance.
 
     Args:
@@ -59,7 +71,9 @@ def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, 
     labels = np.asarray(labels).astype("int32")
     order, counts, offsets, present = _class_tables(labels, classes)
     if kind != "expanded" and len(present) < 2:
-        raise ValueError(f"datasets.load: dataset {kind}_mnist needs digits of at least 2 classes, received classes {present.tolist()}.")
+        raise ValueError(
+            f"datasets.load: dataset {kind}_mnist needs digits of at least 2 classes, received classes {present.tolist()}."
+        )
     base_images = tf.constant(images)
     base_labels = tf.constant(labels)
     order, counts, offsets, present = (tf.constant(t) for t in (order, counts, offsets, present))
@@ -72,7 +86,14 @@ def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, 
         shifts = tf.random.stateless_uniform([4], seeds[0], -shift, shift + 1, dtype=tf.int32)
         first = place(base_images[i], shifts[0], shifts[1], pad, shift)
         if kind == "expanded":
-            return {"image": first, "label": label_a, "index_a": i, "index_b": tf.constant(-1), "shift_a": shifts[:2], "shift_b": tf.zeros([2], tf.int32)}
+            return {
+                "image": first,
+                "label": label_a,
+                "index_a": i,
+                "index_b": tf.constant(-1),
+                "shift_a": shifts[:2],
+                "shift_b": tf.zeros([2], tf.int32),
+            }
         # The partner's class is uniform over the other classes present; its digit uniform within that class.
         position = tf.argmax(tf.cast(tf.equal(present, label_a), tf.int32), output_type=tf.int32)
         step = tf.random.stateless_uniform([], seeds[1], 1, tf.size(present), dtype=tf.int32)
@@ -81,7 +102,9 @@ def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, 
         second = place(base_images[j], shifts[2], shifts[3], pad, shift)
         overlay = tf.cast(tf.minimum(tf.cast(first, tf.int32) + tf.cast(second, tf.int32), 255), tf.uint8)
         multi_hot = tf.one_hot(label_a, classes) + tf.one_hot(label_b, classes)
-        single = tf.constant(False) if kind == "multi" else tf.random.stateless_uniform([], seeds[3]) < single_probability
+        single = (
+            tf.constant(False) if kind == "multi" else tf.random.stateless_uniform([], seeds[3]) < single_probability
+        )
         return {
             "image": tf.where(single, first, overlay),
             "label": tf.where(single, tf.one_hot(label_a, classes), multi_hot),
@@ -103,14 +126,24 @@ def derived_examples(kind, images, labels, seed=0, training=True, shuffle=None, 
 
 
 def _pipeline(kind):
-    def pipeline(split, data_dir, download, seed, shuffle, limit, base="mnist", pairs_per_image=1, verify=True, **options):
+    def pipeline(
+        split, data_dir, download, seed, shuffle, limit, base="mnist", pairs_per_image=1, verify=True, **options
+    ):
         base_info = get_info(base)
         base_options = {"verify": verify} if "verify" in base_info.options else {}
         images, labels = resolve_arrays(base_info, split, data_dir, download, **base_options)
         if limit is not None:
             images, labels = images[:limit], labels[:limit]
         dataset, size = derived_examples(
-            kind, images, labels, seed=seed, training=split == "train", shuffle=shuffle, pairs_per_image=pairs_per_image, classes=base_info.classes, **options
+            kind,
+            images,
+            labels,
+            seed=seed,
+            training=split == "train",
+            shuffle=shuffle,
+            pairs_per_image=pairs_per_image,
+            classes=base_info.classes,
+            **options,
         )
         return dataset.map(lambda e: (e["image"], e["label"]), num_parallel_calls=tf.data.AUTOTUNE), size
 
@@ -151,7 +184,14 @@ register_dataset(
         ("train", "test"),
         multi_label=True,
         files=_BASE,
-        options={"base": "mnist", "verify": True, "pairs_per_image": 1, "pad": 4, "shift": 4, "single_probability": 1 / 6},
+        options={
+            "base": "mnist",
+            "verify": True,
+            "pairs_per_image": 1,
+            "pad": 4,
+            "shift": 4,
+            "single_probability": 1 / 6,
+        },
         pipeline=_pipeline("diverse"),
         description="1/6 single shifted digits, 5/6 multi_mnist overlays, 36x36, multi-hot labels (Tsai et al. 2020, App. B.2)",
     )

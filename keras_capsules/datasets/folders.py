@@ -163,7 +163,9 @@ def _scan(path, owner):
     if not os.path.exists(path):
         errors.fail(owner, "path", "an existing folder of images (one sub-folder per class)", path, FileNotFoundError)
     if not os.path.isdir(path):
-        errors.fail(owner, "path", "a folder of images (one sub-folder per class), not a file", path, NotADirectoryError)
+        errors.fail(
+            owner, "path", "a folder of images (one sub-folder per class), not a file", path, NotADirectoryError
+        )
     scan = _Scan(path)
     top = _entries(path, scan)
     names = {entry.name for entry in top if entry.is_dir()}
@@ -191,7 +193,11 @@ def _scan(path, owner):
         found = f"the single class folder {scan.class_folders[0]!r}" if scan.class_folders else "no class sub-folder"
         if not scan.class_folders and scan.skipped["outside_class_folders"]:
             found += f", only {scan.skipped['outside_class_folders']} files (put each image in its class's sub-folder)"
-        hint = "" if "test" in roots or "train" not in scan.class_folders else " (train/ is read as a split only next to test/)"
+        hint = (
+            ""
+            if "test" in roots or "train" not in scan.class_folders
+            else " (train/ is read as a split only next to test/)"
+        )
         raise DataFormatError(
             f"{owner}: argument `path` expected a folder with one sub-folder of images per class, at least 2 classes (a "
             f"classifier needs two), received {path!r}: {where} holds {found}{hint}."
@@ -232,7 +238,9 @@ def _decoded(paths, convert=None):
         contents = tf.io.read_file(path)
         image = tf.io.decode_image(contents, expand_animations=False)  # uint8 (h, w, 1..4); 16-bit PNG: the high byte
         header = tf.strings.join([tf.strings.substr(contents, 0, 25), b"\0" * 25])  # a PNG's bit depth is byte 24
-        sixteen_bit = (tf.strings.substr(header, 0, 8) == _PNG_SIGNATURE) & (tf.strings.substr(header, 24, 1) == b"\x10")
+        sixteen_bit = (tf.strings.substr(header, 0, 8) == _PNG_SIGNATURE) & (
+            tf.strings.substr(header, 24, 1) == b"\x10"
+        )
         stored = tf.concat([tf.cast(tf.shape(image), tf.int64), [tf.cast(sixteen_bit, tf.int64)]], axis=0)
         return (index, stored) if convert is None else (index, stored, convert(image))
 
@@ -269,7 +277,10 @@ def _converter(size, channels):
             luma = lambda: _to_uint8(tf.image.rgb_to_grayscale(tf.cast(image[..., :3], tf.float32)))  # noqa: E731
             image = tf.cond(color, luma, lambda: image[..., :1])
         same_size = tf.reduce_all(tf.shape(image)[:2] == size)
-        resized = lambda: _to_uint8(tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear", antialias=True))  # noqa: E731
+
+        def resized():
+            return _to_uint8(tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear", antialias=True))
+
         return tf.ensure_shape(tf.cond(same_size, lambda: image, resized), (*size, channels))
 
     return convert
@@ -294,7 +305,11 @@ def _inferred(stored, image_size, channels):
 
 def _check_settings(owner, image_size, channels):
     if image_size is not None:
-        if not (isinstance(image_size, (tuple, list)) and len(image_size) == 2 and all(errors.is_integer(s) and s > 0 for s in image_size)):
+        if not (
+            isinstance(image_size, (tuple, list))
+            and len(image_size) == 2
+            and all(errors.is_integer(s) and s > 0 for s in image_size)
+        ):
             errors.fail(owner, "image_size", "None (inferred) or (height, width), two positive integers", image_size)
         image_size = (int(image_size[0]), int(image_size[1]))
     if channels is not None:
@@ -344,7 +359,9 @@ def _read(path, image_size, channels, owner, default_name):
         )
     keep = ok & trained[labels]
     if "test" in splits and not np.any(keep & (split_of == 1)):
-        raise DataFormatError(f"{owner}: argument `path` expected images in test/'s class folders, received {path!r} whose test/ holds none that decodes.")
+        raise DataFormatError(
+            f"{owner}: argument `path` expected images in test/'s class folders, received {path!r} whose test/ holds none that decodes."
+        )
     new_label = np.cumsum(trained) - 1
     arrays = {}
     for i, split in enumerate(splits):
@@ -358,7 +375,10 @@ def _read(path, image_size, channels, owner, default_name):
         "layout": scan.layout,
         "class_names": list(class_names),
         "images": {split: len(arrays[split][1]) for split in splits},
-        "images_per_class": {split: dict(zip(class_names, np.bincount(arrays[split][1], minlength=len(class_names)).tolist())) for split in splits},
+        "images_per_class": {
+            split: dict(zip(class_names, np.bincount(arrays[split][1], minlength=len(class_names)).tolist()))
+            for split in splits
+        },
         "image_size": list(image_size),
         "image_size_from": reasons[0],
         "channels": channels,
@@ -410,7 +430,9 @@ def _summary_lines(record):
     lines.append(
         f"  size {height}x{width}: {record['image_size_from']}; {record['resized']} image(s) resized to it ({record['resize_method']})"
     )
-    lines.append(f"  channels {record['channels']} ({'gray' if record['channels'] == 1 else 'RGB'}): {record['channels_from']}")
+    lines.append(
+        f"  channels {record['channels']} ({'gray' if record['channels'] == 1 else 'RGB'}): {record['channels_from']}"
+    )
     converted = [
         f"{record[key]} {words}"
         for key, words in (
@@ -446,7 +468,11 @@ _WARNED = ("undecodable", "outside_class_folders", "broken_link", "symlink_cycle
 
 def _default_name(path, image_size, channels):
     """``"folder:<absolute path>"``, with ``"@<h>x<w>"`` and ``"@<c>ch"`` for settings that were given."""
-    return f"folder:{path}" + (f"@{image_size[0]}x{image_size[1]}" if image_size else "") + (f"@{channels}ch" if channels else "")
+    return (
+        f"folder:{path}"
+        + (f"@{image_size[0]}x{image_size[1]}" if image_size else "")
+        + (f"@{channels}ch" if channels else "")
+    )
 
 
 def register_folder(
@@ -531,11 +557,16 @@ def folder_summary(name: str) -> dict:
         if name in folder.infos and name in available() and get_info(name) is folder.infos[name]:
             return _copy(folder.record)
     folders = sorted(n for folder in _READ.values() for n in folder.infos if n in available())
-    raise ValueError(f"datasets.folder_summary: argument `name` expected the name of a registered folder ({folders or 'none registered'}), received {name!r}.")
+    raise ValueError(
+        f"datasets.folder_summary: argument `name` expected the name of a registered folder ({folders or 'none registered'}), received {name!r}."
+    )
 
 
 def _copy(record):
-    return {key: _copy(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value for key, value in record.items()}
+    return {
+        key: _copy(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+        for key, value in record.items()
+    }
 
 
 def _hold_out_size(validation, training_examples, owner):
@@ -597,17 +628,35 @@ def from_directory(
     info = register_folder(path, image_size, channels, owner=owner)
     if subset == "test":
         if "test" not in info.splits:
-            errors.fail(owner, "subset", f"'train' or 'validation' for {path!r}, which has no train/ and test/ sub-folders", subset)
+            errors.fail(
+                owner,
+                "subset",
+                f"'train' or 'validation' for {path!r}, which has no train/ and test/ sub-folders",
+                subset,
+            )
         images, labels = load_arrays(info.name, "test")
     else:
         images, labels = load_arrays(info.name, "train")
         examples = _hold_out_size(validation, len(labels), owner)
         if subset == "validation" and examples == 0:
-            errors.fail(owner, "validation", f"a hold-out of at least one image for subset='validation' ({len(labels)} training images)", validation)
+            errors.fail(
+                owner,
+                "validation",
+                f"a hold-out of at least one image for subset='validation' ({len(labels)} training images)",
+                validation,
+            )
         train_indices, validation_indices = hold_out.stratified_split_indices(labels, examples)
         rows = train_indices if subset == "train" else validation_indices
         images, labels = images[rows], labels[rows]
     training = subset == "train"
-    dataset = from_arrays(images, labels, batch_size=batch_size, augment=augment, training=training, seed=seed, shuffle=training if shuffle is None else bool(shuffle))
+    dataset = from_arrays(
+        images,
+        labels,
+        batch_size=batch_size,
+        augment=augment,
+        training=training,
+        seed=seed,
+        shuffle=training if shuffle is None else bool(shuffle),
+    )
     dataset.class_names = info.class_names
     return dataset

@@ -38,7 +38,11 @@ def _random(*shape):
 
 
 def _constant(value, height=4, width=4, channels=1):
-    return np.full((height, width, channels), value, dtype=np.uint8).squeeze(-1) if channels == 1 else np.full((height, width, channels), value, np.uint8)
+    return (
+        np.full((height, width, channels), value, dtype=np.uint8).squeeze(-1)
+        if channels == 1
+        else np.full((height, width, channels), value, np.uint8)
+    )
 
 
 def _tree(root):
@@ -63,17 +67,31 @@ def _batches(dataset):
 def test_flat_folder_pixels_labels_and_class_order(tmp_path, capsys):
     # sorted() of the names, as Keras: upper case before lower case, accents after ASCII; kept exactly.
     names = ["b", "A", "c d", "é"]
-    written = {name: [_save(str(tmp_path / name / f"{i}.png"), _random(5, 6, 3)) for i in range(2 + len(name))] for name in names}
+    written = {
+        name: [_save(str(tmp_path / name / f"{i}.png"), _random(5, 6, 3)) for i in range(2 + len(name))]
+        for name in names
+    }
     info = datasets.register_folder(tmp_path)
     assert info.class_names == ("A", "b", "c d", "é") == datasets.class_names(info.name)
-    assert info.name == f"folder:{tmp_path}" and info.splits == ("train",) and info.image_shape == (5, 6, 3) and info.classes == 4
+    assert (
+        info.name == f"folder:{tmp_path}"
+        and info.splits == ("train",)
+        and info.image_shape == (5, 6, 3)
+        and info.classes == 4
+    )
     images, labels = datasets.load_arrays(info.name)
-    expected = [(image, label) for label, name in enumerate(["A", "b", "c d", "é"]) for image in written[name]]  # files by name
+    expected = [
+        (image, label) for label, name in enumerate(["A", "b", "c d", "é"]) for image in written[name]
+    ]  # files by name
     np.testing.assert_array_equal(images, np.stack([image for image, _ in expected]))
     np.testing.assert_array_equal(labels, [label for _, label in expected])
     assert images.dtype == np.uint8 and labels.dtype == np.int32 and not images.flags.writeable
     printed = capsys.readouterr().out
-    assert "4 classes ['A', 'b', 'c d', 'é']" in printed and "images: train 14" in printed and "size 5x6: the most common size (14 of 14" in printed
+    assert (
+        "4 classes ['A', 'b', 'c d', 'é']" in printed
+        and "images: train 14" in printed
+        and "size 5x6: the most common size (14 of 14" in printed
+    )
     # The same folder and settings again: the same info, read and printed once.
     assert datasets.register_folder(str(tmp_path)) is info and capsys.readouterr().out == ""
     batches = list(datasets.load(info.name, batch_size=8, shuffle=False).as_numpy_iterator())
@@ -89,7 +107,9 @@ def test_formats_alpha_sixteen_bit_and_channels(tmp_path):
     red, blue = _constant((255, 0, 0), channels=3), _constant((0, 0, 255), channels=3)
     Image.fromarray(red).save(str(tmp_path / "b" / "moving.gif"), save_all=True, append_images=[Image.fromarray(blue)])
     smooth = (np.add.outer(np.arange(16), np.arange(16)) * 7).astype(np.uint8)
-    jpeg_rgb = _save(str(tmp_path / "c" / "rgb.jpg"), np.stack([smooth, smooth[::-1], smooth.T], -1)[:4, :4], quality=98)
+    jpeg_rgb = _save(
+        str(tmp_path / "c" / "rgb.jpg"), np.stack([smooth, smooth[::-1], smooth.T], -1)[:4, :4], quality=98
+    )
     jpeg_gray = _save(str(tmp_path / "c" / "gray.jpeg"), smooth[:4, :4], quality=98)
 
     info = datasets.register_folder(tmp_path)
@@ -100,7 +120,9 @@ def test_formats_alpha_sixteen_bit_and_channels(tmp_path):
     np.testing.assert_array_equal(images[0], np.repeat(gray[..., None], 3, -1))
     np.testing.assert_array_equal(images[1], np.repeat(np.asarray(gray_alpha)[..., :1], 3, -1))  # alpha dropped
     np.testing.assert_array_equal(images[2], rgba[..., :3])
-    np.testing.assert_array_equal(images[3], np.repeat((deep // 256).astype(np.uint8)[..., None], 3, -1))  # the high byte
+    np.testing.assert_array_equal(
+        images[3], np.repeat((deep // 256).astype(np.uint8)[..., None], 3, -1)
+    )  # the high byte
     np.testing.assert_array_equal(images[4], red)  # the first frame
     np.testing.assert_array_equal(images[5], bmp)
     assert np.abs(images[6].astype(int) - jpeg_gray[..., None]).max() <= 4  # JPEG is lossy
@@ -118,7 +140,10 @@ def test_formats_alpha_sixteen_bit_and_channels(tmp_path):
     assert np.abs(gray_images[2, ..., 0] - luma(rgba[..., :3])).max() <= 1
     assert np.abs(gray_images[5, ..., 0] - luma(bmp)).max() <= 1
     np.testing.assert_array_equal(gray_images[0, ..., 0], gray)
-    assert datasets.folder_summary(gray_info.name)["rgb_to_gray"] == 4 and datasets.folder_summary(gray_info.name)["gray_to_rgb"] == 0
+    assert (
+        datasets.folder_summary(gray_info.name)["rgb_to_gray"] == 4
+        and datasets.folder_summary(gray_info.name)["gray_to_rgb"] == 0
+    )
 
 
 def test_size_and_channels_inferred_and_resized(tmp_path):
@@ -131,14 +156,18 @@ def test_size_and_channels_inferred_and_resized(tmp_path):
     assert info.image_shape == (6, 4, 1)
     images, _ = datasets.load_arrays(info.name)
     # A constant image stays constant through a bilinear resize.
-    np.testing.assert_array_equal(images[..., 0], np.array([5, 15, 25, 200, 77], np.uint8)[:, None, None] * np.ones((6, 4), np.uint8))
+    np.testing.assert_array_equal(
+        images[..., 0], np.array([5, 15, 25, 200, 77], np.uint8)[:, None, None] * np.ones((6, 4), np.uint8)
+    )
     record = datasets.folder_summary(info.name)
     assert record["resized"] == 2 and record["image_size_from"] == "the most common size (3 of 5 images)"
     assert record["channels"] == 1 and record["channels_from"] == "every image is gray"
     # Given: every image resized, gray repeated to RGB; another name.
     given = datasets.register_folder(tmp_path, image_size=(3, 3), channels=3)
     assert given.name == f"folder:{tmp_path}@3x3@3ch" and given.image_shape == (3, 3, 3)
-    assert datasets.folder_summary(given.name)["resized"] == 5 and datasets.folder_summary(given.name)["gray_to_rgb"] == 5
+    assert (
+        datasets.folder_summary(given.name)["resized"] == 5 and datasets.folder_summary(given.name)["gray_to_rgb"] == 5
+    )
     np.testing.assert_array_equal(datasets.load_arrays(given.name)[0][3], np.full((3, 3, 3), 200, np.uint8))
 
 
@@ -163,7 +192,11 @@ def test_train_and_test_splits(tmp_path):
     np.testing.assert_array_equal(images[:, 0, 0, 0], [10, 11, 20, 21])
     np.testing.assert_array_equal(labels, [0, 0, 1, 1])
     record = datasets.folder_summary(info.name)
-    assert record["images"] == {"train": 6, "test": 4} and record["skipped"]["outside_class_folders"] == 1 and record["skipped_named"]["outside_class_folders"] == ["val"]
+    assert (
+        record["images"] == {"train": 6, "test": 4}
+        and record["skipped"]["outside_class_folders"] == 1
+        and record["skipped_named"]["outside_class_folders"] == ["val"]
+    )
     assert record["empty_classes"] == ["fish"] and record["images_of_empty_classes"] == 1
     assert record["images_per_class"] == {"train": {"cats": 3, "dogs": 3}, "test": {"cats": 2, "dogs": 2}}
     test = datasets.from_directory(tmp_path, "test", batch_size=3)
@@ -197,8 +230,12 @@ def test_stratified_counts_by_hand():
     np.testing.assert_array_equal(validation.stratified_counts([10, 6, 4], 5), [3, 1, 1])
     np.testing.assert_array_equal(validation.stratified_counts([10, 6, 4], 2), [1, 1, 0])  # shares 1.0, 0.6, 0.4
     np.testing.assert_array_equal(validation.stratified_counts([1, 9], 2), [0, 2])  # a class of one image keeps it
-    np.testing.assert_array_equal(validation.stratified_counts([1, 1, 1, 5], 4), [0, 0, 0, 4])  # twice round, the capped classes passed over
-    np.testing.assert_array_equal(validation.stratified_counts([3, 3], 5), [3, 2])  # beyond N - classes: classes are emptied
+    np.testing.assert_array_equal(
+        validation.stratified_counts([1, 1, 1, 5], 4), [0, 0, 0, 4]
+    )  # twice round, the capped classes passed over
+    np.testing.assert_array_equal(
+        validation.stratified_counts([3, 3], 5), [3, 2]
+    )  # beyond N - classes: classes are emptied
     with pytest.raises(ValueError, match=r"stratified_counts: argument `examples` expected an integer in \[0, 6\]"):
         validation.stratified_counts([3, 3], 7)
 
@@ -214,7 +251,9 @@ def test_hold_out_is_stratified_disjoint_fixed_and_the_trainers(counted_folder):
         again, _ = _ids(datasets.from_directory(counted_folder, "validation", **{"validation": 5, **kwargs}))
         np.testing.assert_array_equal(np.sort(again), np.sort(held_ids))
     # The default: min(5000, 20 // 10) = 2 images, shares 1.0, 0.6, 0.4 -> one of a, one of b.
-    np.testing.assert_array_equal(np.bincount(_ids(datasets.from_directory(counted_folder, "validation"))[1], minlength=3), [1, 1, 0])
+    np.testing.assert_array_equal(
+        np.bincount(_ids(datasets.from_directory(counted_folder, "validation"))[1], minlength=3), [1, 1, 0]
+    )
     # train's hold-out of this folder is the same images, recorded per class.
     name = datasets.register_folder(counted_folder).name
     recipe = recipes.get("EffCapsNet", "mnist_sample").replace(batch_size=8, validation_examples=5)
@@ -228,20 +267,36 @@ def test_hold_out_is_stratified_disjoint_fixed_and_the_trainers(counted_folder):
 
 def test_hold_out_arguments(counted_folder):
     for bad in (20, -1, 1.0, 0.0, 0.99, "5", True):
-        with pytest.raises(ValueError, match=r"datasets.from_directory: argument `validation` expected None .* \(N = 20 training images\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"datasets.from_directory: argument `validation` expected None .* \(N = 20 training images\)",
+        ):
             datasets.from_directory(counted_folder, validation=bad)
-    with pytest.raises(ValueError, match=r"argument `validation` expected a hold-out of at least one image for subset='validation'.*received 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `validation` expected a hold-out of at least one image for subset='validation'.*received 0",
+    ):
         datasets.from_directory(counted_folder, "validation", validation=0)
     assert len(_ids(datasets.from_directory(counted_folder, validation=0))[0]) == 20
-    with pytest.raises(ValueError, match=r"argument `subset` expected 'train' or 'validation' for .* no train/ and test/ sub-folders, received 'test'"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `subset` expected 'train' or 'validation' for .* no train/ and test/ sub-folders, received 'test'",
+    ):
         datasets.from_directory(counted_folder, "test")
-    with pytest.raises(ValueError, match=r"argument `subset` expected one of \['test', 'train', 'validation'\], received 'val'"):
+    with pytest.raises(
+        ValueError, match=r"argument `subset` expected one of \['test', 'train', 'validation'\], received 'val'"
+    ):
         datasets.from_directory(counted_folder, "val")
-    with pytest.raises(ValueError, match=r"argument `image_size` expected None \(inferred\) or \(height, width\), two positive integers, received 32"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `image_size` expected None \(inferred\) or \(height, width\), two positive integers, received 32",
+    ):
         datasets.from_directory(counted_folder, image_size=32)
     with pytest.raises(ValueError, match=r"argument `channels` expected one of \['1', '3'\], received 4"):
         datasets.register_folder(counted_folder, channels=4)
-    with pytest.raises(ValueError, match=r"datasets.folder_summary: argument `name` expected the name of a registered folder"):
+    with pytest.raises(
+        ValueError, match=r"datasets.folder_summary: argument `name` expected the name of a registered folder"
+    ):
         datasets.folder_summary("mnist")
 
 
@@ -249,36 +304,54 @@ def test_hold_out_arguments(counted_folder):
 
 
 def test_missing_empty_and_single_class_folders(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"datasets.register_folder: argument `path` expected an existing folder of images"):
+    with pytest.raises(
+        FileNotFoundError, match=r"datasets.register_folder: argument `path` expected an existing folder of images"
+    ):
         datasets.register_folder(tmp_path / "nowhere")
     _save(str(tmp_path / "files" / "picture.png"), _random(2, 2))
-    with pytest.raises(NotADirectoryError, match=r"datasets.from_directory: argument `path` expected a folder of images .* not a file"):
+    with pytest.raises(
+        NotADirectoryError, match=r"datasets.from_directory: argument `path` expected a folder of images .* not a file"
+    ):
         datasets.from_directory(tmp_path / "files" / "picture.png")
-    with pytest.raises(datasets.DataFormatError, match=r"the folder holds no class sub-folder, only 1 files \(put each image in its class's sub-folder\)"):
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"the folder holds no class sub-folder, only 1 files \(put each image in its class's sub-folder\)",
+    ):
         datasets.register_folder(tmp_path / "files")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(datasets.DataFormatError, match=r"at least 2 classes .* the folder holds no class sub-folder\.$"):
+    with pytest.raises(
+        datasets.DataFormatError, match=r"at least 2 classes .* the folder holds no class sub-folder\.$"
+    ):
         datasets.register_folder(tmp_path / "empty")
     _save(str(tmp_path / "one" / "cats" / "0.png"), _random(2, 2))
     with pytest.raises(datasets.DataFormatError, match=r"a classifier needs two.*the single class folder 'cats'"):
         datasets.register_folder(tmp_path / "one")
     _save(str(tmp_path / "split" / "train" / "cats" / "0.png"), _random(2, 2))
     _save(str(tmp_path / "split" / "train" / "dogs" / "0.png"), _random(2, 2))
-    with pytest.raises(datasets.DataFormatError, match=r"single class folder 'train' \(train/ is read as a split only next to test/\)"):
+    with pytest.raises(
+        datasets.DataFormatError, match=r"single class folder 'train' \(train/ is read as a split only next to test/\)"
+    ):
         datasets.register_folder(tmp_path / "split")
     _save(str(tmp_path / "split" / "test" / "cats" / "0.png"), _random(2, 2))
     _save(str(tmp_path / "split" / "test" / "birds" / "0.png"), _random(2, 2))
-    with pytest.raises(datasets.DataFormatError, match=r"same class folders .* \['dogs'\] only in train/ and \['birds'\] only in test/"):
+    with pytest.raises(
+        datasets.DataFormatError, match=r"same class folders .* \['dogs'\] only in train/ and \['birds'\] only in test/"
+    ):
         datasets.register_folder(tmp_path / "split")
     os.rename(tmp_path / "split" / "test" / "birds", tmp_path / "split" / "test" / "dogs")
     (tmp_path / "split" / "test" / "dogs" / "0.png").write_bytes(b"")
     (tmp_path / "split" / "test" / "cats" / "0.png").write_bytes(b"")
-    with pytest.raises(datasets.DataFormatError, match=r"expected images in test/'s class folders, .* whose test/ holds none that decodes"):
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"expected images in test/'s class folders, .* whose test/ holds none that decodes",
+    ):
         datasets.register_folder(tmp_path / "split")
     (tmp_path / "texts" / "a").mkdir(parents=True)
     (tmp_path / "texts" / "b").mkdir()
     (tmp_path / "texts" / "a" / "notes.txt").write_text("no image")
-    with pytest.raises(datasets.DataFormatError, match=r"expected image files .* hold none \(1 files that are not PNG/JPEG/BMP/GIF\)"):
+    with pytest.raises(
+        datasets.DataFormatError, match=r"expected image files .* hold none \(1 files that are not PNG/JPEG/BMP/GIF\)"
+    ):
         datasets.register_folder(tmp_path / "texts")
 
 
@@ -312,8 +385,13 @@ def test_corrupt_files_empty_classes_and_junk_are_skipped_and_counted(tmp_path, 
     assert record["skipped_named"]["undecodable"] == ["a/empty.gif", "a/text.png", "a/truncated.jpg"]  # the first three
     assert record["empty_classes"] == ["c_empty", "d_only_corrupt"] and record["images_of_empty_classes"] == 0
     printed = capsys.readouterr().out
-    assert "warning: skipped 4 files that do not decode (corrupt, truncated or another format): a/empty.gif, a/text.png, a/truncated.jpg, ..." in printed
-    assert "warning: skipped the class folders without a readable training image ['c_empty', 'd_only_corrupt']" in printed
+    assert (
+        "warning: skipped 4 files that do not decode (corrupt, truncated or another format): a/empty.gif, a/text.png, a/truncated.jpg, ..."
+        in printed
+    )
+    assert (
+        "warning: skipped the class folders without a readable training image ['c_empty', 'd_only_corrupt']" in printed
+    )
     assert "skipped 2 files that are not PNG/JPEG/BMP/GIF: .db 1, .txt 1" in printed
     assert _tree(root) == before  # nothing written, nothing touched
 
@@ -321,7 +399,10 @@ def test_corrupt_files_empty_classes_and_junk_are_skipped_and_counted(tmp_path, 
     for name in ("a", "b"):
         (bad / name).mkdir(parents=True)
         (bad / name / "0.jpg").write_bytes(jpeg_bytes[:40])
-    with pytest.raises(datasets.DataFormatError, match=r"expected images that TensorFlow decodes .* 2 image files all fail to decode .* e\.g\. a/0\.jpg"):
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"expected images that TensorFlow decodes .* 2 image files all fail to decode .* e\.g\. a/0\.jpg",
+    ):
         datasets.register_folder(bad)
 
 
@@ -357,7 +438,9 @@ def test_registration_names(counted_folder):
     assert datasets.folder_summary("my images")["images"] == {"train": 20}
     with pytest.raises(ValueError, match=r"register_dataset: dataset 'mnist' is already registered"):
         datasets.register_folder(counted_folder, name="mnist")
-    with pytest.raises(TypeError, match=r"datasets.register_folder: argument `name` expected None or a non-empty string, received 3"):
+    with pytest.raises(
+        TypeError, match=r"datasets.register_folder: argument `name` expected None or a non-empty string, received 3"
+    ):
         datasets.register_folder(counted_folder, name=3)
     with pytest.raises(TypeError, match=r"datasets.register_folder: argument `path` expected a folder path"):
         datasets.register_folder(None)

@@ -27,7 +27,9 @@ def read_bytes(path):
             raw = handle.read()
         return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     except (OSError, EOFError, zlib.error) as error:
-        raise DataFormatError(f"read_bytes: {path!r} is not a readable (gzip) file ({error}); re-download it.") from None
+        raise DataFormatError(
+            f"read_bytes: {path!r} is not a readable (gzip) file ({error}); re-download it."
+        ) from None
 
 
 # --------------------------------------------------------------------------------------- CIFAR
@@ -90,7 +92,9 @@ def read_cifar_pickle(raw, label_key, where):
         data = np.asarray(batch[b"data"], np.uint8)
         labels = np.asarray(batch[label_key], np.int32)
     except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError) as error:
-        raise DataFormatError(f"read_cifar_pickle: {where!r} is not a CIFAR python batch ({error}); re-download it.") from None
+        raise DataFormatError(
+            f"read_cifar_pickle: {where!r} is not a CIFAR python batch ({error}); re-download it."
+        ) from None
     if data.ndim != 2 or data.shape[1] != CIFAR_RECORD or len(data) != len(labels):
         raise DataFormatError(
             f"read_cifar_pickle: {where!r} holds data of shape {data.shape} and {len(labels)} labels; "
@@ -116,7 +120,9 @@ def read_members(archive, names):
                     if member.isfile() and base in names:
                         found[base] = tar.extractfile(member).read()
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error) as error:
-        raise DataFormatError(f"read_members: {archive!r} is not a readable archive ({error}); re-download it.") from None
+        raise DataFormatError(
+            f"read_members: {archive!r} is not a readable archive ({error}); re-download it."
+        ) from None
     missing = sorted(set(names) - set(found))
     if missing:
         raise DataFormatError(f"read_members: {archive!r} lacks {missing}; re-download it.")
@@ -149,11 +155,15 @@ def load_mat(raw, where):
     try:
         from scipy import io as scipy_io
     except ImportError as error:
-        raise ImportError(f'load_mat: reading {where!r} needs scipy, the mat extra: pip install "keras-capsules[mat]".') from error
+        raise ImportError(
+            f'load_mat: reading {where!r} needs scipy, the mat extra: pip install "keras-capsules[mat]".'
+        ) from error
     try:
         return scipy_io.loadmat(io.BytesIO(raw))
     except Exception as error:  # scipy raises many types (ValueError, IndexError, ...) on damaged files
-        raise DataFormatError(f"load_mat: {where!r} is not a readable MATLAB v5 file ({type(error).__name__}: {error}); re-download it.") from error
+        raise DataFormatError(
+            f"load_mat: {where!r} is not a readable MATLAB v5 file ({type(error).__name__}: {error}); re-download it."
+        ) from error
 
 
 def read_svhn_mat(raw, where):
@@ -164,11 +174,15 @@ def read_svhn_mat(raw, where):
     """
     mat = load_mat(raw, where)
     if "X" not in mat or "y" not in mat:
-        raise DataFormatError(f"read_svhn_mat: {where!r} has no 'X'/'y' variables (found {sorted(k for k in mat if not k.startswith('__'))}).")
+        raise DataFormatError(
+            f"read_svhn_mat: {where!r} has no 'X'/'y' variables (found {sorted(k for k in mat if not k.startswith('__'))})."
+        )
     images = np.asarray(mat["X"], np.uint8)
     labels = whole_labels(mat["y"], "read_svhn_mat", where)
     if images.ndim != 4 or images.shape[:3] != (32, 32, 3) or images.shape[3] != len(labels):
-        raise DataFormatError(f"read_svhn_mat: {where!r} has X of shape {images.shape} and {len(labels)} labels; expected (32, 32, 3, N).")
+        raise DataFormatError(
+            f"read_svhn_mat: {where!r} has X of shape {images.shape} and {len(labels)} labels; expected (32, 32, 3, N)."
+        )
     return np.ascontiguousarray(images.transpose(3, 0, 1, 2)), labels % 10
 
 
@@ -184,17 +198,26 @@ def read_affnist_mat(raw, where):
         images = np.asarray(data["image"][0, 0], np.uint8)
         labels = np.asarray(data["label_int"][0, 0])
     except (KeyError, ValueError, IndexError, TypeError) as error:
-        raise DataFormatError(f"read_affnist_mat: {where!r} has no affNISTdata struct with 'image' and 'label_int' ({error}).") from None
+        raise DataFormatError(
+            f"read_affnist_mat: {where!r} has no affNISTdata struct with 'image' and 'label_int' ({error})."
+        ) from None
     labels = whole_labels(labels, "read_affnist_mat", where)
     if images.ndim != 2 or images.shape[0] != 1600 or images.shape[1] != len(labels):
-        raise DataFormatError(f"read_affnist_mat: {where!r} has images of shape {images.shape} and {len(labels)} labels; expected (1600, N).")
+        raise DataFormatError(
+            f"read_affnist_mat: {where!r} has images of shape {images.shape} and {len(labels)} labels; expected (1600, N)."
+        )
     return np.ascontiguousarray(images.T.reshape(-1, 40, 40, 1)), labels
 
 
 # ------------------------------------------------------------------------------- NORB matrices
 
 #: NORB binary matrix magic numbers (little-endian int32) -> element dtype.
-NORB_MAGIC = {0x1E3D4C55: np.uint8, 0x1E3D4C54: np.dtype("<i4"), 0x1E3D4C51: np.dtype("<f4"), 0x1E3D4C53: np.dtype("<f8")}
+NORB_MAGIC = {
+    0x1E3D4C55: np.uint8,
+    0x1E3D4C54: np.dtype("<i4"),
+    0x1E3D4C51: np.dtype("<f4"),
+    0x1E3D4C53: np.dtype("<f8"),
+}
 
 
 def read_norb_matrix(raw, where):

@@ -113,7 +113,9 @@ def test_svhn_mat_maps_label_10_to_digit_0(tmp_path):
 
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)
-    scipy_io.savemat(tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10], [1], [9], [10]])})
+    scipy_io.savemat(
+        tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10], [1], [9], [10]])}
+    )
     x, y = datasets.load_arrays("svhn", "test", data_dir=tmp_path)
     np.testing.assert_array_equal(x, images)
     assert y.tolist() == [0, 1, 9, 0]
@@ -127,21 +129,31 @@ def test_mat_labels_must_be_whole_numbers(tmp_path):
 
     images = np.zeros((2, 32, 32, 3), np.uint8)
     scipy_io.savemat(tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10.0], [2.5]])})
-    with pytest.raises(formats.DataFormatError, match=r"read_svhn_mat: .*test_32x32\.mat' holds labels that are not whole numbers \(1 of 2, first 2\.5 at index 1\)"):
+    with pytest.raises(
+        formats.DataFormatError,
+        match=r"read_svhn_mat: .*test_32x32\.mat' holds labels that are not whole numbers \(1 of 2, first 2\.5 at index 1\)",
+    ):
         datasets.load_arrays("svhn", "test", data_dir=tmp_path)
-    scipy_io.savemat(tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10.0], [2.0]])})  # MATLAB doubles
+    scipy_io.savemat(
+        tmp_path / "test_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": np.array([[10.0], [2.0]])}
+    )  # MATLAB doubles
     assert datasets.load_arrays("svhn", "test", data_dir=tmp_path)[1].tolist() == [0, 2]
     folder = tmp_path / "affnist"
     folder.mkdir()
     _affnist_mat(folder / "test.mat", np.zeros((2, 40, 40), np.uint8), np.array([3.0, 7.25]))
-    with pytest.raises(formats.DataFormatError, match=r"read_affnist_mat: .*test\.mat' holds labels that are not whole numbers .*first 7\.25"):
+    with pytest.raises(
+        formats.DataFormatError,
+        match=r"read_affnist_mat: .*test\.mat' holds labels that are not whole numbers .*first 7\.25",
+    ):
         datasets.load_arrays("affnist", "test", data_dir=tmp_path)
 
 
 def _affnist_mat(path, images, labels):
     from scipy import io as scipy_io
 
-    scipy_io.savemat(path, {"affNISTdata": {"image": images.reshape(len(images), 1600).T, "label_int": labels[None, :]}})
+    scipy_io.savemat(
+        path, {"affNISTdata": {"image": images.reshape(len(images), 1600).T, "label_int": labels[None, :]}}
+    )
 
 
 def test_affnist_single_file_batches_and_zip(tmp_path):
@@ -184,7 +196,11 @@ def test_norb_matrix_header_and_truncation():
     raw += b"".join(n.to_bytes(4, "little") for n in (2, 3, 4)) + data.tobytes()
     np.testing.assert_array_equal(formats.read_norb_matrix(raw, "x"), data)
     # ndim 1 still stores 3 sizes (the smallNORB -cat files).
-    cat = (0x1E3D4C54).to_bytes(4, "little") + (1).to_bytes(4, "little") + b"".join(n.to_bytes(4, "little") for n in (3, 1, 1))
+    cat = (
+        (0x1E3D4C54).to_bytes(4, "little")
+        + (1).to_bytes(4, "little")
+        + b"".join(n.to_bytes(4, "little") for n in (3, 1, 1))
+    )
     np.testing.assert_array_equal(formats.read_norb_matrix(cat + np.array([4, 0, 2], "<i4").tobytes(), "c"), [4, 0, 2])
     with pytest.raises(formats.DataFormatError, match=r"'x'.*truncated or corrupt.*\(2, 3, 4\)"):
         formats.read_norb_matrix(raw[:-1], "x")

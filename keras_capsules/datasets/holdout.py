@@ -35,7 +35,12 @@ def resolve_size(requested, split_size, owner="train"):
     if requested is None:
         return default_size(split_size)
     if not errors.is_integer(requested) or not 0 <= requested < split_size:
-        errors.fail(owner, "validation_examples", f"None or an integer in [0, {split_size}) (the training split's size)", requested)
+        errors.fail(
+            owner,
+            "validation_examples",
+            f"None or an integer in [0, {split_size}) (the training split's size)",
+            requested,
+        )
     return int(requested)
 
 
@@ -76,7 +81,9 @@ def stratified_counts(class_counts, examples):
     counts = np.asarray(class_counts, dtype=np.int64)
     total = int(counts.sum())
     if not errors.is_integer(examples) or not 0 <= examples <= total:
-        errors.fail("stratified_counts", "examples", f"an integer in [0, {total}] (the examples of all classes)", examples)
+        errors.fail(
+            "stratified_counts", "examples", f"an integer in [0, {total}] (the examples of all classes)", examples
+        )
     owed = examples * counts
     quota = owed // total
     caps = counts - 1 if examples <= total - len(counts) else counts
@@ -141,4 +148,8 @@ def record(examples, seed=VALIDATION_SEED, reason=None):
     """What ``metrics.json`` records about the hold-out: ``{"examples", "seed", "selection"}`` (and ``reason`` when off)."""
     if examples == 0:
         return {"examples": 0, "seed": None, "selection": "none", "reason": reason or "validation_examples=0"}
-    return {"examples": int(examples), "seed": seed, "selection": "uniform draw without replacement from the training split"}
+    return {
+        "examples": int(examples),
+        "seed": seed,
+        "selection": "uniform draw without replacement from the training split",
+    }

@@ -42,7 +42,9 @@ def read_idx_with_digest(path):
     except (OSError, EOFError, zlib.error) as error:
         raise IdxFormatError(f"read_idx: {path!r} is not a readable gzip file ({error}); re-download it.") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _DTYPES:
-        raise IdxFormatError(f"read_idx: {path!r} has no IDX magic number (expected 0x0000080n, found {raw[:4].hex()}).")
+        raise IdxFormatError(
+            f"read_idx: {path!r} has no IDX magic number (expected 0x0000080n, found {raw[:4].hex()})."
+        )
     ndim = raw[3]
     header = 4 + 4 * ndim
     if len(raw) < header:

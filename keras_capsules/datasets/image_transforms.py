@@ -72,7 +72,9 @@ def rotate(image, degrees):
     cos, sin = tf.cos(angle), tf.sin(angle)
     cy, cx = (height - 1) / 2.0, (width - 1) / 2.0
     # Output pixel (x, y) samples the input at R(-angle) (x - c) + c.
-    return _project(image, tf.stack([cos, -sin, cx - cos * cx + sin * cy, sin, cos, cy - sin * cx - cos * cy, 0.0, 0.0]))
+    return _project(
+        image, tf.stack([cos, -sin, cx - cos * cx + sin * cy, sin, cos, cy - sin * cx - cos * cy, 0.0, 0.0])
+    )
 
 
 def translate(image, seed, fraction):

@@ -16,7 +16,9 @@ def test_rotate_by_90_degrees_matches_rot90():
 
 def test_pad_to_and_translate_against_numpy():
     image = np.random.default_rng(1).uniform(size=(28, 28, 1)).astype("float32")
-    np.testing.assert_array_equal(image_transforms.pad_to(tf.constant(image), (32, 32)).numpy(), np.pad(image, ((2, 2), (2, 2), (0, 0))))
+    np.testing.assert_array_equal(
+        image_transforms.pad_to(tf.constant(image), (32, 32)).numpy(), np.pad(image, ((2, 2), (2, 2), (0, 0)))
+    )
     dot = np.zeros((20, 20, 1), "float32")
     dot[10, 10] = 1.0
     rows, cols = np.mgrid[:20, :20]
@@ -28,7 +30,9 @@ def test_pad_to_and_translate_against_numpy():
         assert abs(dy) <= 2.0 + 1e-5 and abs(dx) <= 2.0 + 1e-5  # at most 10% of 20 pixels
         shifts.add((round(float(dy), 3), round(float(dx), 3)))
     assert len(shifts) == 6
-    np.testing.assert_array_equal(image_transforms.translate(tf.constant(dot), tf.constant([0, 1], tf.int64), 0.0).numpy(), dot)
+    np.testing.assert_array_equal(
+        image_transforms.translate(tf.constant(dot), tf.constant([0, 1], tf.int64), 0.0).numpy(), dot
+    )
 
 
 def test_standardize_matches_numpy_and_keeps_a_flat_image_finite():

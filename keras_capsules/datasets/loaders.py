@@ -15,7 +15,14 @@ from keras_capsules import errors
 # Importing the dataset modules registers them.
 from keras_capsules.datasets import affnist, derived, smallnorb, standard  # noqa: F401
 from keras_capsules.datasets.augment import get_augmentation
-from keras_capsules.datasets.registry import available, check_data_dir, check_options, check_split, get_info, resolve_arrays
+from keras_capsules.datasets.registry import (
+    available,
+    check_data_dir,
+    check_options,
+    check_split,
+    get_info,
+    resolve_arrays,
+)
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -124,7 +131,17 @@ def load(
     return _scaled_transformed_batched(dataset, preset, training, seed, batch_size, drop_remainder)
 
 
-def from_arrays(images, labels, batch_size=32, augment=None, training=False, seed=0, shuffle=False, drop_remainder=False, classes=None):
+def from_arrays(
+    images,
+    labels,
+    batch_size=32,
+    augment=None,
+    training=False,
+    seed=0,
+    shuffle=False,
+    drop_remainder=False,
+    classes=None,
+):
     """Arrays in :func:`load_arrays`' form as :func:`load` serves them: a batched ``tf.data.Dataset``.
 
     The labels are checked here, where their values are visible: a model compiled on the returned
@@ -153,11 +170,17 @@ def from_arrays(images, labels, batch_size=32, augment=None, training=False, see
     import tensorflow as tf
 
     if not errors.is_integer(batch_size) or batch_size < 1:
-        raise ValueError(f"datasets.from_arrays: argument `batch_size` expected a positive integer, received {batch_size!r}.")
+        raise ValueError(
+            f"datasets.from_arrays: argument `batch_size` expected a positive integer, received {batch_size!r}."
+        )
     if classes is not None:
         classes = errors.check_positive_int("datasets.from_arrays", "classes", classes)
     label_values = errors.concrete_value(labels)
-    if label_values is not None and label_values.dtype.kind in "iuf" and (label_values.ndim == 1 or label_values.shape[1:] == (1,)):
+    if (
+        label_values is not None
+        and label_values.dtype.kind in "iuf"
+        and (label_values.ndim == 1 or label_values.shape[1:] == (1,))
+    ):
         errors.check_whole_labels("datasets.from_arrays", "labels", label_values)
         errors.check_label_range("datasets.from_arrays", "labels", label_values, classes)
     preset = None if augment is None else get_augmentation(augment)
@@ -175,7 +198,9 @@ def _scaled_transformed_batched(dataset, preset, training, seed, batch_size, dro
         return tf.cast(x, tf.float32) / 255.0, y
 
     if preset is None:
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder).map(
+            to_float, num_parallel_calls=tf.data.AUTOTUNE
+        )
     else:
         dataset = preset.apply(dataset.map(to_float, num_parallel_calls=tf.data.AUTOTUNE), training, seed)
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)

@@ -14,7 +14,9 @@ from keras_capsules import datasets
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("KERAS_CAPSULES_DATA") or os.path.join(ROOT, "..", "shared", "data")
 HAVE_SHARED = os.path.isfile(os.path.join(SHARED, "mnist", "train-images-idx3-ubyte.gz"))
-needs_shared = pytest.mark.skipif(not HAVE_SHARED, reason=f"real MNIST files absent from {SHARED} (set KERAS_CAPSULES_DATA)")
+needs_shared = pytest.mark.skipif(
+    not HAVE_SHARED, reason=f"real MNIST files absent from {SHARED} (set KERAS_CAPSULES_DATA)"
+)
 
 
 SAMPLE_DIR = os.path.join(ROOT, "keras_capsules", "datasets", "sample")
@@ -73,12 +75,18 @@ def test_mnist_files_are_never_served_as_fashion_mnist(offline):
     shutil.copy(os.path.join(SAMPLE_DIR, "t10k-images-idx3-ubyte.gz"), folder)
     with gzip.open(os.path.join(SAMPLE_DIR, "t10k-labels-idx1-ubyte.gz")) as handle:
         (folder / "t10k-labels-idx1-ubyte").write_bytes(handle.read())
-    with pytest.raises(datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's"):
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"t10k-images-idx3-ubyte\.gz' is mnist's t10k-images-idx3-ubyte file, not fashion_mnist's",
+    ):
         datasets.load_arrays("fashion_mnist", "test", data_dir=folder)
     with pytest.raises(datasets.DataFormatError, match=r"is mnist's .* not fashion_mnist's"):
         datasets.load("multi_mnist", "test", base="fashion_mnist", data_dir=folder)
     x, y = datasets.load_arrays("mnist", "test", data_dir=folder)
-    sample_train, sample_test = datasets.load_arrays("mnist_sample", "train"), datasets.load_arrays("mnist_sample", "test")
+    sample_train, sample_test = (
+        datasets.load_arrays("mnist_sample", "train"),
+        datasets.load_arrays("mnist_sample", "test"),
+    )
     np.testing.assert_array_equal(x, np.concatenate([sample_train[0], sample_test[0]]))
     np.testing.assert_array_equal(y, np.concatenate([sample_train[1], sample_test[1]]))
 
@@ -119,11 +127,19 @@ def test_images_of_another_shape_are_refused_even_with_verify_false(offline):
 def test_fractional_labels_are_refused_in_files_and_arrays(offline):
     folder = _write_test_split(offline / "float_labels", np.zeros((3, 28, 28)), [1, 2, 3])
     # IDX float64 labels (type code 0x0E, big-endian): 1.0, 2.7, 3.0.
-    (folder / "t10k-labels-idx1-ubyte").write_bytes(bytes([0, 0, 0x0E, 1]) + (3).to_bytes(4, "big") + np.array([1.0, 2.7, 3.0], ">f8").tobytes())
-    with pytest.raises(datasets.DataFormatError, match=r"datasets\.load: .*t10k-labels-idx1-ubyte' holds labels that are not whole numbers \(1 of 3, first 2\.7 at index 1\)"):
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(
+        bytes([0, 0, 0x0E, 1]) + (3).to_bytes(4, "big") + np.array([1.0, 2.7, 3.0], ">f8").tobytes()
+    )
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"datasets\.load: .*t10k-labels-idx1-ubyte' holds labels that are not whole numbers \(1 of 3, first 2\.7 at index 1\)",
+    ):
         datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
     images = np.zeros((3, 28, 28, 1), np.uint8)
-    with pytest.raises(ValueError, match=r"datasets\.from_arrays: argument `labels` expected class indices that are whole numbers .*such as 2\.7"):
+    with pytest.raises(
+        ValueError,
+        match=r"datasets\.from_arrays: argument `labels` expected class indices that are whole numbers .*such as 2\.7",
+    ):
         datasets.from_arrays(images, np.array([1.0, 2.7, 3.0]))
     with pytest.raises(ValueError, match=r"such as 0\.5"):
         datasets.from_arrays(images, np.array([[0.5], [1.0], [2.0]], "float32"))
@@ -150,29 +166,43 @@ def test_idx_label_file_with_a_label_past_the_classes_is_refused_by_name(offline
 def test_from_arrays_refuses_labels_outside_the_classes(offline):
     images = np.zeros((8, 28, 28, 1), np.uint8)
     high, negative = np.arange(10, 18), np.array([0, 1, -1, 3, 4, 5, 6, 7])
-    expected = r"datasets\.from_arrays: argument `labels` expected class indices in 0\.\.9 \(10 classes\), received '{}'"
+    expected = (
+        r"datasets\.from_arrays: argument `labels` expected class indices in 0\.\.9 \(10 classes\), received '{}'"
+    )
     with pytest.raises(ValueError, match=expected.format(r"8 of 8 label\(s\), values 10, 11, 12, 13, 14, \.\.\.")):
         datasets.from_arrays(images, high, classes=10)
     with pytest.raises(ValueError, match=expected.format(r"2 of 8 label\(s\), values 10\.0, 17\.0")):
         datasets.from_arrays(images, np.array([[0.0], [10.0], [1], [2], [3], [17.0], [4], [5]]), classes=10)
     for classes in (None, 10):
-        with pytest.raises(ValueError, match=r"expected class indices (>= 0|in 0\.\.9 \(10 classes\)), received '1 of 8 label\(s\), values -1'"):
+        with pytest.raises(
+            ValueError,
+            match=r"expected class indices (>= 0|in 0\.\.9 \(10 classes\)), received '1 of 8 label\(s\), values -1'",
+        ):
             datasets.from_arrays(images, negative, classes=classes)
     # Without classes the upper end is unknown: 10..17 pass; with classes, 9 is the last class.
-    assert [y.tolist() for _, y in datasets.from_arrays(images, high, batch_size=8).as_numpy_iterator()] == [list(range(10, 18))]
+    assert [y.tolist() for _, y in datasets.from_arrays(images, high, batch_size=8).as_numpy_iterator()] == [
+        list(range(10, 18))
+    ]
     nines = np.full(8, 9)
-    assert [y.tolist() for _, y in datasets.from_arrays(images, nines, batch_size=8, classes=10).as_numpy_iterator()] == [[9] * 8]
+    assert [
+        y.tolist() for _, y in datasets.from_arrays(images, nines, batch_size=8, classes=10).as_numpy_iterator()
+    ] == [[9] * 8]
     multi_hot = np.tile(np.array([[0.0, 1.0, 1.0]], "float32"), (8, 1))  # (N, classes) targets are not class indices
     assert len(list(datasets.from_arrays(images, multi_hot, batch_size=8, classes=3))) == 1
     for bad in (0, 2.5, True):
-        with pytest.raises((TypeError, ValueError), match=r"datasets\.from_arrays: argument `classes` expected an integer >= 1"):
+        with pytest.raises(
+            (TypeError, ValueError), match=r"datasets\.from_arrays: argument `classes` expected an integer >= 1"
+        ):
             datasets.from_arrays(images, nines, classes=bad)
 
 
 def test_numpy_integer_batch_size_and_limit(offline):
     batch = next(iter(datasets.load("mnist_sample", "test", batch_size=np.int64(4), limit=np.uint8(6))))
     assert tuple(batch[0].shape) == (4, 28, 28, 1)
-    assert [len(y) for _, y in datasets.load("mnist_sample", "test", batch_size=np.int32(4), limit=np.int64(6)).as_numpy_iterator()] == [4, 2]
+    assert [
+        len(y)
+        for _, y in datasets.load("mnist_sample", "test", batch_size=np.int32(4), limit=np.int64(6)).as_numpy_iterator()
+    ] == [4, 2]
     assert len(list(datasets.from_arrays(np.zeros((5, 2, 2, 1), np.uint8), np.arange(5), batch_size=np.int64(2)))) == 3
     for bad in (True, 2.0):
         with pytest.raises(ValueError, match=r"datasets\.load: argument `batch_size` expected a positive integer"):
@@ -182,14 +212,21 @@ def test_numpy_integer_batch_size_and_limit(offline):
 def test_bad_labels_empty_files_and_bad_data_dir(offline):
     folder = _write_test_split(offline / "bad", np.zeros((3, 28, 28)), [1, 13, 2])
     for verify in (True, False):
-        with pytest.raises(datasets.DataFormatError, match=r"t10k-labels-idx1-ubyte' holding labels outside them: 1 of 3 label\(s\), values 13\."):
+        with pytest.raises(
+            datasets.DataFormatError,
+            match=r"t10k-labels-idx1-ubyte' holding labels outside them: 1 of 3 label\(s\), values 13\.",
+        ):
             datasets.load_arrays("fashion_mnist", "test", data_dir=folder, verify=verify)
     folder = _write_test_split(offline / "empty", np.zeros((0, 28, 28)), np.zeros((0,)))
-    with pytest.raises(datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' and .*t10k-labels-idx1-ubyte' hold no examples"):
+    with pytest.raises(
+        datasets.DataFormatError, match=r"t10k-images-idx3-ubyte\.gz' and .*t10k-labels-idx1-ubyte' hold no examples"
+    ):
         datasets.load_arrays("mnist", "test", data_dir=folder, verify=False)
     for call in (datasets.load, datasets.load_arrays):
         for name in ("mnist", "mnist_sample"):
-            with pytest.raises(TypeError, match=r"datasets\.load: argument `data_dir` expected None or a folder path .*received 123"):
+            with pytest.raises(
+                TypeError, match=r"datasets\.load: argument `data_dir` expected None or a folder path .*received 123"
+            ):
                 call(name, "test", data_dir=123)
 
 
@@ -204,7 +241,9 @@ def test_shuffle_is_deterministic_per_seed():
     assert not np.array_equal(*epochs)  # reshuffled every epoch
 
 
-@pytest.mark.parametrize("name", ["mnist", "cifar10", "cifar100", "svhn", "smallnorb", "fashion_mnist", "affnist", "multi_mnist"])
+@pytest.mark.parametrize(
+    "name", ["mnist", "cifar10", "cifar100", "svhn", "smallnorb", "fashion_mnist", "affnist", "multi_mnist"]
+)
 def test_missing_dataset_fails_fast_naming_files_and_folders(offline, name):
     start = time.time()
     with pytest.raises(FileNotFoundError) as error:
@@ -220,7 +259,11 @@ def test_missing_dataset_fails_fast_naming_files_and_folders(offline, name):
 
 def test_tfds_fallback_with_mock_data(offline):
     with tfds.testing.mock_data(num_examples=12):
-        for name, shape, classes in (("cifar10", (32, 32, 3), 10), ("cifar100", (32, 32, 3), 100), ("svhn", (32, 32, 3), 10)):
+        for name, shape, classes in (
+            ("cifar10", (32, 32, 3), 10),
+            ("cifar100", (32, 32, 3), 100),
+            ("svhn", (32, 32, 3), 10),
+        ):
             x, y = datasets.load_arrays(name, "train")
             assert x.shape == (12,) + shape and x.dtype == np.uint8
             assert y.dtype == np.int32 and 0 <= y.min() and y.max() < classes
@@ -257,7 +300,11 @@ def test_from_arrays_serves_arrays_as_load_does_with_the_evaluation_transform():
     np.testing.assert_array_equal(np.concatenate([x for x, _ in plain]), images.astype("float32") / np.float32(255.0))
     # cifar24's evaluation transform: the central 24 x 24 crop of the 32 x 32 image, by hand.
     cropped = list(datasets.from_arrays(images, labels, batch_size=4, augment="cifar24").as_numpy_iterator())
-    np.testing.assert_array_equal(np.concatenate([x for x, _ in cropped]), images[:, 4:28, 4:28].astype("float32") / np.float32(255.0))
+    np.testing.assert_array_equal(
+        np.concatenate([x for x, _ in cropped]), images[:, 4:28, 4:28].astype("float32") / np.float32(255.0)
+    )
     np.testing.assert_array_equal(np.concatenate([y for _, y in cropped]), labels)
-    with pytest.raises(ValueError, match=r"datasets.from_arrays: argument `batch_size` expected a positive integer, received 0"):
+    with pytest.raises(
+        ValueError, match=r"datasets.from_arrays: argument `batch_size` expected a positive integer, received 0"
+    ):
         datasets.from_arrays(images, labels, batch_size=0)

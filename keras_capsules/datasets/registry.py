@@ -105,7 +105,18 @@ BUILTIN_CLASS_NAMES = {
     "mnist_sample": _DIGITS,
     "affnist": _DIGITS,
     "svhn": _DIGITS,  # label 10 of the .mat files is read as digit 0
-    "fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+    "fashion_mnist": (
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),
     "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
     "cifar100": tuple(
         "apple aquarium_fish baby bear beaver bed bee beetle bicycle bottle bowl boy bridge bus butterfly camel can castle "
@@ -176,7 +187,9 @@ def _unknown(function, name):
 
 def check_split(info, split):
     if split not in info.splits:
-        raise ValueError(f"datasets.load: argument `split` expected one of {info.splits} for dataset {info.name!r}, received {split!r}.")
+        raise ValueError(
+            f"datasets.load: argument `split` expected one of {info.splits} for dataset {info.name!r}, received {split!r}."
+        )
 
 
 def check_options(info, options):
@@ -192,7 +205,9 @@ def check_options(info, options):
 def check_data_dir(data_dir):
     """Checks that ``data_dir`` is ``None`` or a path (``str`` or ``os.PathLike``)."""
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-        raise TypeError(f"datasets.load: argument `data_dir` expected None or a folder path (str or os.PathLike), received {data_dir!r}.")
+        raise TypeError(
+            f"datasets.load: argument `data_dir` expected None or a folder path (str or os.PathLike), received {data_dir!r}."
+        )
     return data_dir
 
 
@@ -228,7 +243,10 @@ def resolve_arrays(info, split, data_dir, download, **options):
 
 def missing_error(info, split, searched, reason=None):
     """The ``FileNotFoundError`` raised when a dataset has no local files and no TFDS copy."""
-    where = "\n".join(f"  - {folder}" for folder in searched) or f"  ({spelled('no_data_dir')} and $KERAS_CAPSULES_DATA is not set)"
+    where = (
+        "\n".join(f"  - {folder}" for folder in searched)
+        or f"  ({spelled('no_data_dir')} and $KERAS_CAPSULES_DATA is not set)"
+    )
     lines = [
         f"datasets.load: dataset {info.name!r} ({split} split) was not found and {spelled('download_off')}.",
         f"Expected {info.files} in one of:\n{where}",

@@ -24,7 +24,16 @@ from keras_capsules.datasets.tfds_source import tfds_arrays
 #: Familiar azimuths and elevations (degrees) of the novel-viewpoint protocol.
 FAMILIAR_AZIMUTHS = (300, 320, 340, 0, 20, 40)
 FAMILIAR_ELEVATIONS = (30, 35, 40)
-SPLITS = ("train", "test", "azimuth_train", "azimuth_familiar", "azimuth_novel", "elevation_train", "elevation_familiar", "elevation_novel")
+SPLITS = (
+    "train",
+    "test",
+    "azimuth_train",
+    "azimuth_familiar",
+    "azimuth_novel",
+    "elevation_train",
+    "elevation_familiar",
+    "elevation_novel",
+)
 
 FILE_STEMS = {
     "train": "smallnorb-5x46789x9x18x6x2x96x96-training",
@@ -52,7 +61,9 @@ def read_norb_folder(folder, split):
     paths = {}
     for kind in ("dat", "cat", "info"):
         stem = f"{FILE_STEMS[split]}-{kind}.mat"
-        path = next((p for p in (os.path.join(folder, stem), os.path.join(folder, stem + ".gz")) if os.path.isfile(p)), None)
+        path = next(
+            (p for p in (os.path.join(folder, stem), os.path.join(folder, stem + ".gz")) if os.path.isfile(p)), None
+        )
         if path is None:
             return None
         paths[kind] = path
@@ -64,7 +75,12 @@ def read_norb_folder(folder, split):
             f"expected (N, 2, 96, 96), (N,), (N, 4)."
         )
     # info columns: instance, elevation index (0-8), azimuth (0, 2, ..., 34; x10 degrees), lighting.
-    return dat.transpose(0, 2, 3, 1), cat.reshape(-1).astype("int32"), info[:, 2].astype("int32") * 10, 30 + 5 * info[:, 1].astype("int32")
+    return (
+        dat.transpose(0, 2, 3, 1),
+        cat.reshape(-1).astype("int32"),
+        info[:, 2].astype("int32") * 10,
+        30 + 5 * info[:, 1].astype("int32"),
+    )
 
 
 def read_norb_tfds(split, download):

@@ -23,7 +23,10 @@ def offline(monkeypatch, tmp_path):
 
 def test_protocol_constants_cover_all_viewpoints():
     assert FAMILIAR_AZIMUTHS | NOVEL_AZIMUTHS == set(range(0, 341, 20)) and len(NOVEL_AZIMUTHS) == 12
-    assert set(smallnorb.FAMILIAR_AZIMUTHS) == FAMILIAR_AZIMUTHS and set(smallnorb.FAMILIAR_ELEVATIONS) == FAMILIAR_ELEVATIONS
+    assert (
+        set(smallnorb.FAMILIAR_AZIMUTHS) == FAMILIAR_AZIMUTHS
+        and set(smallnorb.FAMILIAR_ELEVATIONS) == FAMILIAR_ELEVATIONS
+    )
 
 
 def test_viewpoint_splits_with_tfds_mock_data(offline):
@@ -56,7 +59,9 @@ def test_viewpoint_splits_with_tfds_mock_data(offline):
 
         em = next(iter(datasets.load("smallnorb", "azimuth_train", batch_size=8, augment="smallnorb_em")))[0].numpy()
         assert em.shape == (8, 32, 32, 1)
-        eff = next(iter(datasets.load("smallnorb", "azimuth_novel", batch_size=8, augment="smallnorb_effcapsnet")))[0].numpy()
+        eff = next(iter(datasets.load("smallnorb", "azimuth_novel", batch_size=8, augment="smallnorb_effcapsnet")))[
+            0
+        ].numpy()
         assert eff.shape == (8, 48, 48, 2)
         # Evaluation: per-image standardisation then a centre crop (mean ~0 before cropping).
         assert abs(float(eff.mean())) < 0.5
@@ -82,7 +87,9 @@ def test_nyu_norb_files(offline):
     _norb_file(folder / f"{stem}-info.mat", 0x1E3D4C54, info, (4, 4, 1))
     x, y, azimuth, elevation = smallnorb.load_viewpoints("train", data_dir=offline)
     np.testing.assert_array_equal(x, dat.transpose(0, 2, 3, 1))
-    assert y.tolist() == [0, 4, 2, 1] and azimuth.tolist() == [300, 60, 0, 340] and elevation.tolist() == [30, 40, 45, 70]
+    assert (
+        y.tolist() == [0, 4, 2, 1] and azimuth.tolist() == [300, 60, 0, 340] and elevation.tolist() == [30, 40, 45, 70]
+    )
     _, y_azimuth = datasets.load_arrays("smallnorb", "azimuth_train", data_dir=offline)
     _, y_elevation = datasets.load_arrays("smallnorb", "elevation_train", data_dir=offline)
     assert y_azimuth.tolist() == [0, 2, 1] and y_elevation.tolist() == [0, 4]

@@ -83,14 +83,19 @@ def _idx_reader(name):
         images_path, labels_path = (_find(folder, stem) for stem in stems)
         if not (images_path and labels_path):
             return None
-        (images, images_digest), (labels, labels_digest) = read_idx_with_digest(images_path), read_idx_with_digest(labels_path)
+        (images, images_digest), (labels, labels_digest) = (
+            read_idx_with_digest(images_path),
+            read_idx_with_digest(labels_path),
+        )
         if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
             raise formats.DataFormatError(
                 f"datasets.load: {images_path} holds images of shape {images.shape} and {labels_path} labels of shape "
                 f"{labels.shape}; expected (N, 28, 28) and (N,)."
             )
         if len(labels) == 0:
-            raise formats.DataFormatError(f"datasets.load: {images_path!r} and {labels_path!r} hold no examples (their headers say 0).")
+            raise formats.DataFormatError(
+                f"datasets.load: {images_path!r} and {labels_path!r} hold no examples (their headers say 0)."
+            )
         dataset_info = get_info(name)
         size = tuple(dataset_info.image_shape[:2])
         if images.shape[1:] != size:
@@ -198,7 +203,10 @@ def _cifar_reader(binary_dir, python_dir, archives, binary_files, python_files, 
             if all(os.path.isfile(p) for p in paths):
                 parts = [formats.read_cifar_pickle(formats.read_bytes(p), label_key, p) for p in paths]
                 return _concat(parts)
-        for archive, names, binary in ((archives[0], binary_files[split], True), (archives[1], python_files[split], False)):
+        for archive, names, binary in (
+            (archives[0], binary_files[split], True),
+            (archives[1], python_files[split], False),
+        ):
             path = os.path.join(folder, archive)
             if os.path.isfile(path):
                 members = formats.read_members(path, names)

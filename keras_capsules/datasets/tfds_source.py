@@ -14,7 +14,6 @@ import os
 
 import numpy as np
 
-
 #: How to install the optional TensorFlow Datasets dependency.
 TFDS_INSTALL = 'pip install "keras-capsules[tfds]"'
 
@@ -32,9 +31,13 @@ def _import_tfds(tfds_name, download):
     try:
         import tensorflow_datasets
     except ImportError as error:
-        missing = f"tensorflow-datasets is not installed ({type(error).__name__}: {error}); install it with {TFDS_INSTALL}"
+        missing = (
+            f"tensorflow-datasets is not installed ({type(error).__name__}: {error}); install it with {TFDS_INSTALL}"
+        )
         if download:
-            raise TfdsNotInstalled(f"datasets.load: downloading {tfds_name!r} from TensorFlow Datasets needs the tfds extra: {missing}.") from error
+            raise TfdsNotInstalled(
+                f"datasets.load: downloading {tfds_name!r} from TensorFlow Datasets needs the tfds extra: {missing}."
+            ) from error
         raise TfdsNotPrepared(f"no TFDS copy of {tfds_name!r} was looked for: {missing}") from None
     return tensorflow_datasets
 

@@ -9,6 +9,21 @@
 """
 
 from keras_capsules.evaluation import transforms
-from keras_capsules.evaluation.robustness import TRANSFORMS, RobustnessResult, Transform, plot_comparison, robustness, transformed_images
+from keras_capsules.evaluation.robustness import (
+    TRANSFORMS,
+    RobustnessResult,
+    Transform,
+    plot_comparison,
+    robustness,
+    transformed_images,
+)
 
-__all__ = ["TRANSFORMS", "RobustnessResult", "Transform", "plot_comparison", "robustness", "transformed_images", "transforms"]
+__all__ = [
+    "TRANSFORMS",
+    "RobustnessResult",
+    "Transform",
+    "plot_comparison",
+    "robustness",
+    "transformed_images",
+    "transforms",
+]

@@ -44,17 +44,38 @@ TRANSFORMS = {
     transform.name: transform
     for transform in (
         Transform(
-            "rotation", (0, 15, 30, 45, 60), "degrees", 2, "each image turned +m or -m degrees (counter-clockwise is +), the sign drawn per image",
+            "rotation",
+            (0, 15, 30, 45, 60),
+            "degrees",
+            2,
+            "each image turned +m or -m degrees (counter-clockwise is +), the sign drawn per image",
             lambda images, m, choice: _transforms.rotate(images, m * _SIGNS[choice]),
         ),
-        Transform("scale", (0.6, 0.8, 1.0, 1.2, 1.4), "factor", 1, "every image scaled by m about its centre", lambda images, m, choice: _transforms.scale(images, m)),
         Transform(
-            "shear", (0, 0.1, 0.2, 0.3, 0.4), "factor", 2, "each image sheared (x, y) -> (x + s m y, y), the sign s = +1 or -1 drawn per image",
+            "scale",
+            (0.6, 0.8, 1.0, 1.2, 1.4),
+            "factor",
+            1,
+            "every image scaled by m about its centre",
+            lambda images, m, choice: _transforms.scale(images, m),
+        ),
+        Transform(
+            "shear",
+            (0, 0.1, 0.2, 0.3, 0.4),
+            "factor",
+            2,
+            "each image sheared (x, y) -> (x + s m y, y), the sign s = +1 or -1 drawn per image",
             lambda images, m, choice: _transforms.shear(images, m * _SIGNS[choice]),
         ),
         Transform(
-            "translation", (0, 2, 4, 6, 8), "pixels", 4, "each image moved m pixels right, down, left or up, the direction drawn per image",
-            lambda images, m, choice: _transforms.translate(images, m * _DIRECTIONS[choice, 0], m * _DIRECTIONS[choice, 1]),
+            "translation",
+            (0, 2, 4, 6, 8),
+            "pixels",
+            4,
+            "each image moved m pixels right, down, left or up, the direction drawn per image",
+            lambda images, m, choice: _transforms.translate(
+                images, m * _DIRECTIONS[choice, 0], m * _DIRECTIONS[choice, 1]
+            ),
         ),
     )
 }
@@ -70,20 +91,28 @@ def _resolve_transforms(transforms):
     if transforms is None:
         transforms = list(TRANSFORMS)
     if isinstance(transforms, str) or not isinstance(transforms, (list, tuple, dict)):
-        raise TypeError(f"robustness: argument `transforms` expected None, a list of names or a {{name: magnitudes}} dict, received {transforms!r}.")
+        raise TypeError(
+            f"robustness: argument `transforms` expected None, a list of names or a {{name: magnitudes}} dict, received {transforms!r}."
+        )
     if not isinstance(transforms, dict):
         transforms = {name: None for name in transforms}
     resolved = {}
     for name, magnitudes in transforms.items():
         if name not in TRANSFORMS:
-            raise ValueError(f"robustness: argument `transforms` expected names from {list(TRANSFORMS)}, received {name!r}.")
+            raise ValueError(
+                f"robustness: argument `transforms` expected names from {list(TRANSFORMS)}, received {name!r}."
+            )
         magnitudes = TRANSFORMS[name].magnitudes if magnitudes is None else magnitudes
         try:
             resolved[name] = tuple(float(m) for m in magnitudes)
         except (TypeError, ValueError):
-            raise ValueError(f"robustness: argument `transforms` expected a list of numbers for {name!r}, received {magnitudes!r}.") from None
+            raise ValueError(
+                f"robustness: argument `transforms` expected a list of numbers for {name!r}, received {magnitudes!r}."
+            ) from None
         if not resolved[name]:
-            raise ValueError(f"robustness: argument `transforms` expected at least one magnitude for {name!r}, received none.")
+            raise ValueError(
+                f"robustness: argument `transforms` expected at least one magnitude for {name!r}, received none."
+            )
     return resolved
 
 
@@ -100,7 +129,9 @@ def transformed_images(images, transform, magnitude, seed=0):
         float32 ``(N, H, W, C)``, before any padding to the model's input size.
     """
     if transform not in TRANSFORMS:
-        raise ValueError(f"transformed_images: argument `transform` expected one of {list(TRANSFORMS)}, received {transform!r}.")
+        raise ValueError(
+            f"transformed_images: argument `transform` expected one of {list(TRANSFORMS)}, received {transform!r}."
+        )
     transform = TRANSFORMS[transform]
     return transform.function(images, float(magnitude), _choices(transform, seed, len(images)))
 
@@ -145,13 +176,17 @@ class RobustnessResult:
         ]
         for name, rows in self.table.items():
             for index, (magnitude, accuracy) in enumerate(rows):
-                lines.append(f"{name if index == 0 else '':<12}{f'{magnitude:g} {self.units[name]}':>16}{f'{100 * accuracy:.2f} %':>12}")
+                lines.append(
+                    f"{name if index == 0 else '':<12}{f'{magnitude:g} {self.units[name]}':>16}{f'{100 * accuracy:.2f} %':>12}"
+                )
         lines += [f"{name}: {draw}" for name, draw in self.draws.items()]
         if self.augment:
             lines.append(f"after the transform, the evaluation transform of augmentation preset {self.augment!r}")
         if self.padding:
             (top, bottom), (left, right) = self.padding
-            lines.append(f"after the transform, images zero-padded by {top}/{bottom} rows and {left}/{right} columns (top/bottom, left/right) to the model's input size")
+            lines.append(
+                f"after the transform, images zero-padded by {top}/{bottom} rows and {left}/{right} columns (top/bottom, left/right) to the model's input size"
+            )
         return "\n".join(lines)
 
     def to_dict(self):
@@ -192,7 +227,9 @@ def plot_comparison(results, path=None):
     """
     results = list(results)
     if not results or not all(isinstance(result, RobustnessResult) for result in results):
-        raise TypeError(f"plot_comparison: argument `results` expected one or more RobustnessResult, received {results!r}.")
+        raise TypeError(
+            f"plot_comparison: argument `results` expected one or more RobustnessResult, received {results!r}."
+        )
     images = {(r.dataset, r.split, r.examples, r.seed) for r in results}
     if len(images) > 1:
         raise ValueError(
@@ -236,7 +273,9 @@ def _resolve_model(model):
             f"robustness: argument `model` expected a Keras model, a .keras file or a preset MODEL/NAME "
             f"(one of {', '.join(presets.available())}), received {text!r}."
         )
-    raise TypeError(f"robustness: argument `model` expected a Keras model, a .keras file or a preset name, received {model!r}.")
+    raise TypeError(
+        f"robustness: argument `model` expected a Keras model, a .keras file or a preset name, received {model!r}."
+    )
 
 
 def _padding(model, image_shape):
@@ -244,12 +283,18 @@ def _padding(model, image_shape):
     if not getattr(model, "inputs", None):
         return None
     shape = tuple(model.inputs[0].shape[1:])
-    if len(shape) != 3 or shape[2] not in (None, image_shape[2]) or any(s is not None and s < i for s, i in zip(shape[:2], image_shape[:2])):
+    if (
+        len(shape) != 3
+        or shape[2] not in (None, image_shape[2])
+        or any(s is not None and s < i for s, i in zip(shape[:2], image_shape[:2]))
+    ):
         raise ValueError(
             f"robustness: the model's input shape {shape} does not take the dataset's {image_shape} images "
             "(same channels and at least their height and width expected)."
         )
-    pads = tuple((0, 0) if s is None else ((s - i) // 2, s - i - (s - i) // 2) for s, i in zip(shape[:2], image_shape[:2]))
+    pads = tuple(
+        (0, 0) if s is None else ((s - i) // 2, s - i - (s - i) // 2) for s, i in zip(shape[:2], image_shape[:2])
+    )
     return pads if any(any(pair) for pair in pads) else None
 
 
@@ -259,7 +304,9 @@ def _load_images(dataset, split, limit, data_dir, download):
     images, labels = datasets.load_arrays(dataset, split, data_dir=data_dir, download=download)
     labels = np.asarray(labels)
     if labels.ndim != 1:
-        raise ValueError(f"robustness: argument `dataset` expected a single-label dataset, received {dataset!r} with labels of shape {labels.shape}.")
+        raise ValueError(
+            f"robustness: argument `dataset` expected a single-label dataset, received {dataset!r} with labels of shape {labels.shape}."
+        )
     if limit is not None:
         if not errors.is_integer(limit) or limit < 1:
             raise ValueError(f"robustness: argument `limit` expected a positive integer or None, received {limit!r}.")
@@ -279,10 +326,23 @@ def _evaluation_transform(augment):
         return lambda images: images
     import tensorflow as tf
 
-    return lambda images: next(iter(tf.data.Dataset.from_tensor_slices(images).map(evaluate).batch(len(images)))).numpy()
+    return lambda images: next(
+        iter(tf.data.Dataset.from_tensor_slices(images).map(evaluate).batch(len(images)))
+    ).numpy()
 
 
-def robustness(model, dataset="mnist", split="test", transforms=None, limit=None, batch_size=256, data_dir=None, seed=0, download=False, augment=None):
+def robustness(
+    model,
+    dataset="mnist",
+    split="test",
+    transforms=None,
+    limit=None,
+    batch_size=256,
+    data_dir=None,
+    seed=0,
+    download=False,
+    augment=None,
+):
     """Accuracy of ``model`` on deterministic transformed copies of a dataset split.
 
     Args:
@@ -330,8 +390,12 @@ def robustness(model, dataset="mnist", split="test", transforms=None, limit=None
                 batch = np.pad(batch, ((0, 0), *padding, (0, 0)))
             scores = model.predict_on_batch(batch)
             if not hasattr(scores, "shape") or len(scores.shape) != 2:
-                raise ValueError(f"robustness: the model's output expected class scores of shape (N, classes), received {scores!r:.200}.")
-            correct += int(np.sum(np.argmax(keras.ops.convert_to_numpy(scores), axis=-1) == labels[start : start + batch_size]))
+                raise ValueError(
+                    f"robustness: the model's output expected class scores of shape (N, classes), received {scores!r:.200}."
+                )
+            correct += int(
+                np.sum(np.argmax(keras.ops.convert_to_numpy(scores), axis=-1) == labels[start : start + batch_size])
+            )
         return correct / len(images)
 
     table = {t: [(m, accuracy(TRANSFORMS[t], m)) for m in values] for t, values in magnitudes.items()}
@@ -351,12 +415,34 @@ def robustness(model, dataset="mnist", split="test", transforms=None, limit=None
 
 
 def report(
-    model, dataset="mnist", split="test", transforms=None, limit=None, batch_size=256, data_dir=None, seed=0, download=False, augment=None,
-    plot=None, json_path=None, stream=None,
+    model,
+    dataset="mnist",
+    split="test",
+    transforms=None,
+    limit=None,
+    batch_size=256,
+    data_dir=None,
+    seed=0,
+    download=False,
+    augment=None,
+    plot=None,
+    json_path=None,
+    stream=None,
 ):
     """What ``keras-capsules robustness`` runs: :func:`robustness`, its table printed to ``stream`` (stdout),
     the plot written to ``plot`` (PNG) and the result to ``json_path`` when given. Returns the result."""
-    result = robustness(model, dataset, split, transforms=transforms, limit=limit, batch_size=batch_size, data_dir=data_dir, seed=seed, download=download, augment=augment)
+    result = robustness(
+        model,
+        dataset,
+        split,
+        transforms=transforms,
+        limit=limit,
+        batch_size=batch_size,
+        data_dir=data_dir,
+        seed=seed,
+        download=download,
+        augment=augment,
+    )
     print(result.to_text(), file=stream or sys.stdout)
     if plot is not None:
         result.plot(plot)

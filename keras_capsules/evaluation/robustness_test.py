@@ -42,7 +42,9 @@ def _constant_model(size=28, recorder=None):
     """Always predicts class 0 (zero kernel, bias one-hot at 0); ``recorder`` sees its inputs."""
     inputs = keras.Input((size, size, 1))
     x = keras.layers.Flatten()(inputs if recorder is None else recorder(inputs))
-    dense = keras.layers.Dense(10, kernel_initializer="zeros", bias_initializer=keras.initializers.Constant(np.eye(10)[0]))
+    dense = keras.layers.Dense(
+        10, kernel_initializer="zeros", bias_initializer=keras.initializers.Constant(np.eye(10)[0])
+    )
     model = keras.Model(inputs, dense(x), name=f"constant{size}")
     if recorder is not None:
         model.compile(run_eagerly=True)
@@ -78,7 +80,10 @@ def test_identity_rows_and_a_half_turn_match_numpy(sample):
     images, labels = sample
     kernel = np.random.default_rng(1).normal(size=(784, 10)).astype("float32")
     result = robustness(
-        _linear_model(kernel), "mnist_sample", limit=LIMIT, batch_size=40,
+        _linear_model(kernel),
+        "mnist_sample",
+        limit=LIMIT,
+        batch_size=40,
         transforms={"rotation": [0, 180], "scale": [1.0], "shear": [0], "translation": [0]},
     )
 
@@ -91,15 +96,22 @@ def test_identity_rows_and_a_half_turn_match_numpy(sample):
     for name in ("scale", "shear", "translation"):
         assert result.table[name] == [(pytest.approx(1.0 if name == "scale" else 0.0), pytest.approx(plain))]
     # +180 and -180 degrees are the same half turn, whatever sign each image drew.
-    assert result.table["rotation"] == [(0.0, pytest.approx(plain)), (180.0, pytest.approx(numpy_accuracy(images[:, ::-1, ::-1])))]
+    assert result.table["rotation"] == [
+        (0.0, pytest.approx(plain)),
+        (180.0, pytest.approx(numpy_accuracy(images[:, ::-1, ::-1]))),
+    ]
 
 
 def test_every_model_sees_the_same_images_and_the_seed_decides_them(sample):
     transforms = {"rotation": [30], "translation": [4]}
     small, large = Record(), Record()
     robustness(_constant_model(28, small), "mnist_sample", limit=LIMIT, batch_size=24, transforms=transforms, seed=5)
-    result = robustness(_constant_model(32, large), "mnist_sample", limit=LIMIT, batch_size=24, transforms=transforms, seed=5)
-    whole = [transformed_images(sample[0], name, m, seed=5) for name, values in transforms.items() for m in values] + [sample[0]]
+    result = robustness(
+        _constant_model(32, large), "mnist_sample", limit=LIMIT, batch_size=24, transforms=transforms, seed=5
+    )
+    whole = [transformed_images(sample[0], name, m, seed=5) for name, values in transforms.items() for m in values] + [
+        sample[0]
+    ]
 
     def batch_hashes(sets, pad=0):
         sets = [np.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0))) for images in sets]
@@ -114,7 +126,12 @@ def test_every_model_sees_the_same_images_and_the_seed_decides_them(sample):
 def test_an_evaluation_transform_follows_the_geometric_one(sample):
     recorder = Record()
     result = robustness(
-        _constant_model(32, recorder), "mnist_sample", limit=16, batch_size=16, transforms={"shear": [0.3]}, augment="glom_mnist"
+        _constant_model(32, recorder),
+        "mnist_sample",
+        limit=16,
+        batch_size=16,
+        transforms={"shear": [0.3]},
+        augment="glom_mnist",
     )
     sheared = transformed_images(sample[0][:16], "shear", 0.3)
     # glom_mnist's evaluation transform zero-pads 28x28 to 32x32 itself: no padding of ours on top.
@@ -126,11 +143,17 @@ def test_an_evaluation_transform_follows_the_geometric_one(sample):
 def test_each_image_draws_a_rotation_sign_and_a_translation_direction(sample):
     images = sample[0]
     turned = transformed_images(images, "rotation", 90, seed=0)
-    signs = [[k for k in (1, -1) if np.allclose(out, np.rot90(image, k, axes=(0, 1)), atol=1e-6)] for image, out in zip(images, turned)]
+    signs = [
+        [k for k in (1, -1) if np.allclose(out, np.rot90(image, k, axes=(0, 1)), atol=1e-6)]
+        for image, out in zip(images, turned)
+    ]
     assert all(len(sign) == 1 for sign in signs) and {sign[0] for sign in signs} == {1, -1}
     moved = transformed_images(images, "translation", 3, seed=0)
     shifts = [(0, 3), (3, 0), (0, -3), (-3, 0)]  # (dy, dx): right, down, left, up
-    directions = [[k for k, (dy, dx) in enumerate(shifts) if np.allclose(out, _shift(image, dy, dx), atol=1e-6)] for image, out in zip(images, moved)]
+    directions = [
+        [k for k, (dy, dx) in enumerate(shifts) if np.allclose(out, _shift(image, dy, dx), atol=1e-6)]
+        for image, out in zip(images, moved)
+    ]
     assert all(len(d) == 1 for d in directions) and {d[0] for d in directions} == {0, 1, 2, 3}
     # An image's draw depends on its index, not on how many images are evaluated.
     np.testing.assert_array_equal(transformed_images(images[:16], "translation", 3, seed=0), moved[:16])
@@ -139,7 +162,9 @@ def test_each_image_draws_a_rotation_sign_and_a_translation_direction(sample):
 def _shift(image, dy, dx):
     out = np.zeros_like(image)
     height, width = image.shape[:2]
-    out[max(dy, 0) : height + min(dy, 0), max(dx, 0) : width + min(dx, 0)] = image[max(-dy, 0) : height + min(-dy, 0), max(-dx, 0) : width + min(-dx, 0)]
+    out[max(dy, 0) : height + min(dy, 0), max(dx, 0) : width + min(dx, 0)] = image[
+        max(-dy, 0) : height + min(-dy, 0), max(-dx, 0) : width + min(-dx, 0)
+    ]
     return out
 
 
@@ -168,7 +193,9 @@ def test_text_and_json(constant_result):
 
 
 def test_numpy_integer_arguments_give_the_same_json_record(constant_result):
-    result = robustness(_constant_model(), "mnist_sample", limit=np.int64(LIMIT), batch_size=np.int32(24), seed=np.uint8(0))
+    result = robustness(
+        _constant_model(), "mnist_sample", limit=np.int64(LIMIT), batch_size=np.int32(24), seed=np.uint8(0)
+    )
     assert json.dumps(result.to_dict()) == json.dumps(constant_result.to_dict())  # Python ints, so JSON-serialisable
     with pytest.raises(ValueError, match=r"robustness: argument `seed` expected a non-negative integer, received True"):
         robustness(_constant_model(), "mnist_sample", limit=LIMIT, seed=True)
@@ -181,7 +208,9 @@ def test_plots(tmp_path, constant_result):
     other = RobustnessResult.from_dict(dict(constant_result.to_dict(), model="other"))
     both = plot_comparison([constant_result, other])
     assert all(len(ax.get_lines()) == 2 for ax in both.axes)
-    with pytest.raises(ValueError, match="plot_comparison: argument `results` expected results on the same transformed images"):
+    with pytest.raises(
+        ValueError, match="plot_comparison: argument `results` expected results on the same transformed images"
+    ):
         plot_comparison([constant_result, RobustnessResult.from_dict(dict(constant_result.to_dict(), seed=1))])
 
 
@@ -194,7 +223,14 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch, constant_result):
 def test_report_prints_and_writes(tmp_path, capsys):
     from keras_capsules.evaluation.robustness import report
 
-    report(_constant_model(), "mnist_sample", limit=16, transforms=["scale"], plot=str(tmp_path / "p.png"), json_path=str(tmp_path / "r.json"))
+    report(
+        _constant_model(),
+        "mnist_sample",
+        limit=16,
+        transforms=["scale"],
+        plot=str(tmp_path / "p.png"),
+        json_path=str(tmp_path / "r.json"),
+    )
     assert "scale" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text())["examples"] == 16
     assert (tmp_path / "p.png").is_file()
@@ -203,9 +239,15 @@ def test_report_prints_and_writes(tmp_path, capsys):
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="robustness: argument `transforms` expected names from"):
         robustness(_constant_model(), "mnist_sample", transforms=["blur"])
-    with pytest.raises(ValueError, match="robustness: argument `model` expected a Keras model, a .keras file or a preset MODEL/NAME"):
+    with pytest.raises(
+        ValueError, match="robustness: argument `model` expected a Keras model, a .keras file or a preset MODEL/NAME"
+    ):
         robustness("NoSuchModel/mnist", "mnist_sample")
     with pytest.raises(ValueError, match="robustness: argument `seed` expected a non-negative integer"):
         robustness(_constant_model(), "mnist_sample", seed=-1)
     with pytest.raises(ValueError, match=r"robustness: the model's input shape \(20, 20, 1\) does not take"):
-        robustness(keras.Sequential([keras.Input((20, 20, 1)), keras.layers.Flatten(), keras.layers.Dense(10)]), "mnist_sample", limit=4)
+        robustness(
+            keras.Sequential([keras.Input((20, 20, 1)), keras.layers.Flatten(), keras.layers.Dense(10)]),
+            "mnist_sample",
+            limit=4,
+        )

@@ -27,7 +27,9 @@ _SNAP_DECIMALS = 9
 def _check_images(function, images):
     images = np.asarray(images)
     if images.ndim != 4:
-        raise ValueError(f"{function}: argument `images` expected a batch of shape (N, H, W, C), received shape {images.shape}.")
+        raise ValueError(
+            f"{function}: argument `images` expected a batch of shape (N, H, W, C), received shape {images.shape}."
+        )
     return images.astype("float32", copy=False)
 
 
@@ -37,7 +39,9 @@ def _per_image(function, argument, value, count):
     if value.ndim == 0:
         value = np.full((count,), float(value))
     if value.shape != (count,):
-        raise ValueError(f"{function}: argument `{argument}` expected a number or one per image, shape ({count},), received shape {value.shape}.")
+        raise ValueError(
+            f"{function}: argument `{argument}` expected a number or one per image, shape ({count},), received shape {value.shape}."
+        )
     if not np.all(np.isfinite(value)):
         raise ValueError(f"{function}: argument `{argument}` expected finite numbers, received {value}.")
     return value

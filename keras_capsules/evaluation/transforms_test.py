@@ -24,7 +24,12 @@ def test_a_marked_pixel_turns_counter_clockwise():
 
 
 def test_identities_return_the_input():
-    for out in (transforms.rotate(IMAGE, 0.0), transforms.scale(IMAGE, 1.0), transforms.shear(IMAGE, 0.0), transforms.translate(IMAGE, 0, 0)):
+    for out in (
+        transforms.rotate(IMAGE, 0.0),
+        transforms.scale(IMAGE, 1.0),
+        transforms.shear(IMAGE, 0.0),
+        transforms.translate(IMAGE, 0, 0),
+    ):
         np.testing.assert_allclose(out, IMAGE, atol=1e-6)
 
 

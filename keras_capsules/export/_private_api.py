@@ -33,4 +33,6 @@ def tf2onnx_convert(model, path):
     signature = keras.tree.map_structure(make_tf_tensor_spec, get_input_signature(model))
     concrete = tf.function(lambda *inputs: model(*inputs, training=False)).get_concrete_function(*signature)
     patch_tf2onnx()
-    tf2onnx.convert.from_function(_FrozenFunction(convert_variables_to_constants_v2(concrete)), signature, output_path=path)
+    tf2onnx.convert.from_function(
+        _FrozenFunction(convert_variables_to_constants_v2(concrete)), signature, output_path=path
+    )

@@ -14,7 +14,6 @@ from keras_capsules.introspection import all_layers
 from keras_capsules.routing import Router
 from keras_capsules.saving import atomic, check_output_file, check_output_folder, load_model
 
-
 #: Formats of :func:`export_model`: a SavedModel folder, an ONNX file, a LiteRT (``.tflite``) file.
 EXPORT_FORMATS = ("savedmodel", "onnx", "litert")
 _FILE_SUFFIXES = {"onnx": ".onnx", "litert": ".tflite"}
@@ -108,7 +107,9 @@ def _unsupported(model, format, ops_found, detail):
     text = " ".join(ops_found) + " " + detail
     holders = []
     for layer in all_layers(model):
-        if layer.name and any(f"/{layer.name}{end}" in text or text.startswith(f"{layer.name}/") for end in ("/", "_1/")):
+        if layer.name and any(
+            f"/{layer.name}{end}" in text or text.startswith(f"{layer.name}/") for end in ("/", "_1/")
+        ):
             kind = f"router {layer.router_name!r}" if isinstance(layer, Router) else type(layer).__name__
             holders.append(f"{layer.name} ({kind})")
     where = f" in {', '.join(holders)}" if holders else ""
@@ -151,12 +152,16 @@ def _export_litert(model, path):
     import tensorflow as tf
 
     try:
-        model.export(path, format="litert", verbose=False, target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]})
+        model.export(
+            path, format="litert", verbose=False, target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]}
+        )
     except Exception as error:  # the converter raises its own ConverterError with the ops and their locations
         if "ConverterError" not in type(error).__name__ and "converter" not in type(error).__module__:
             raise
         message = str(error)
-        ops_found = sorted({line.split("'tf.", 1)[1].split("'", 1)[0] for line in message.splitlines() if "'tf." in line})
+        ops_found = sorted(
+            {line.split("'tf.", 1)[1].split("'", 1)[0] for line in message.splitlines() if "'tf." in line}
+        )
         raise _unsupported(model, "litert", [f"tf.{op}" for op in ops_found], message) from None
 
 

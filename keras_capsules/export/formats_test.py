@@ -17,20 +17,21 @@ import numpy as np
 import onnx
 import pytest
 
+from keras_capsules import applications, cli
+from keras_capsules.export import export_keras_file, export_model
+from keras_capsules.layers import conv_caps
+from keras_capsules.saving import save_model
 from keras_capsules.testing.glom import with_trained_offsets
 from keras_capsules.testing.isolation import BLOCK_LIBRARY
 from keras_capsules.testing.tiers import large
-from keras_capsules import applications, cli
-from keras_capsules.layers import conv_caps
-from keras_capsules.export import export_keras_file, export_model
-from keras_capsules.saving import save_model
 
 pytestmark = [
-    pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="ONNX/LiteRT export here is TensorFlow-specific"),
+    pytest.mark.skipif(
+        keras.backend.backend() != "tensorflow", reason="ONNX/LiteRT export here is TensorFlow-specific"
+    ),
     # Under pytest-xdist (--dist loadgroup) the module-scoped export of every application runs once: every test here on one worker.
     pytest.mark.xdist_group("export_formats"),
 ]
-
 
 
 #: One tiny configuration per constructor; together they cover every router the applications use.
@@ -39,14 +40,22 @@ TINY = {
         applications.AgreementGLOM(input_shape=(16, 16, 1), classes=3, embedding_dim=8, projection_dim=8, window=2)
     ),
     "CapsNet": lambda: applications.CapsNet(input_shape=(20, 20, 1), classes=3),
-    "ConsensusCapsNet-kernel": lambda: applications.ConsensusCapsNet(router="kernel", input_shape=(32, 32, 1), classes=3),
+    "ConsensusCapsNet-kernel": lambda: applications.ConsensusCapsNet(
+        router="kernel", input_shape=(32, 32, 1), classes=3
+    ),
     "ConsensusCapsNet-lstm": lambda: applications.ConsensusCapsNet(router="lstm", input_shape=(32, 32, 1), classes=3),
     "EffCapsNet-reconstruction": lambda: applications.EffCapsNet(variant="mnist", reconstruction=True),
     "EffConvCapsNet": lambda: applications.EffConvCapsNet(input_shape=(33, 33, 1), classes=3),
     "FMCapsNet": lambda: applications.FMCapsNet(variant="affnist", input_shape=(16, 16, 1), classes=3),
-    "InvertedAttentionCapsNet": lambda: applications.InvertedAttentionCapsNet(variant="cifar10-simple", include_preprocessing=True, routing_iterations=2),
-    "MatrixCapsNet": lambda: applications.MatrixCapsNet(variant="small", input_shape=(16, 16, 1), classes=3, routing_iterations=2),
-    "ConsensusCapsNet-dynamic-row-chunks": lambda: applications.ConsensusCapsNet(router="dynamic", input_shape=(24, 24, 1), classes=3),
+    "InvertedAttentionCapsNet": lambda: applications.InvertedAttentionCapsNet(
+        variant="cifar10-simple", include_preprocessing=True, routing_iterations=2
+    ),
+    "MatrixCapsNet": lambda: applications.MatrixCapsNet(
+        variant="small", input_shape=(16, 16, 1), classes=3, routing_iterations=2
+    ),
+    "ConsensusCapsNet-dynamic-row-chunks": lambda: applications.ConsensusCapsNet(
+        router="dynamic", input_shape=(24, 24, 1), classes=3
+    ),
 }
 #: Exported with a 1-byte vote budget: their convolutional capsules predict one output row after another (unrolled).
 ROW_CHUNKED = ("ConsensusCapsNet-dynamic-row-chunks",)
@@ -115,7 +124,9 @@ def served(request, tmp_path_factory):
             export_model(model, str(folder / f"{name}.onnx"), format="onnx")
             export_model(model, str(folder / f"{name}.tflite"), format="litert")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=600, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return names, json.loads(next(line for line in done.stdout.splitlines() if line.startswith("REPORT "))[7:])
 
@@ -148,16 +159,22 @@ def _model(layer=None):
 def test_unsupported_ops_raise_an_error_naming_model_layer_format_and_op(tmp_path, format, suffix):
     path = tmp_path / f"model{suffix}"
     path.write_bytes(b"previous")
-    with pytest.raises(ValueError, match=rf"model 'tiny_model' cannot be exported to format='{format}'.* in erf_layer .*Erfinv"):
+    with pytest.raises(
+        ValueError, match=rf"model 'tiny_model' cannot be exported to format='{format}'.* in erf_layer .*Erfinv"
+    ):
         export_model(_model(Unexportable(name="erf_layer")), str(path), format=format, overwrite=True)
-    assert path.read_bytes() == b"previous" and os.listdir(tmp_path) == [path.name]  # nothing replaced, no temporary left
+    assert path.read_bytes() == b"previous" and os.listdir(tmp_path) == [
+        path.name
+    ]  # nothing replaced, no temporary left
 
 
 def test_single_file_exports_never_destroy_user_files(tmp_path):
     model = _model()
     with pytest.raises(ValueError, match=r"expected a file name ending in '\.onnx' for format='onnx'"):
         export_model(model, str(tmp_path / "model.tflite"), format="onnx")
-    with pytest.raises(ValueError, match=r"argument `format` expected one of \['litert', 'onnx', 'savedmodel'\], received 'tflite'"):
+    with pytest.raises(
+        ValueError, match=r"argument `format` expected one of \['litert', 'onnx', 'savedmodel'\], received 'tflite'"
+    ):
         export_model(model, str(tmp_path / "model.tflite"), format="tflite")
     folder = tmp_path / "model.onnx"
     folder.mkdir()
@@ -176,5 +193,7 @@ def test_single_file_exports_never_destroy_user_files(tmp_path):
         export_keras_file(model_path, model_path, overwrite=True, format="onnx")
     assert cli.main(["export", model_path, str(tmp_path / "cli.onnx"), "--format", "onnx"]) == 0
     onnx.checker.check_model(str(tmp_path / "cli.onnx"))
-    assert cli.main(["export", model_path, str(tmp_path / "cli.onnx"), "--format", "onnx"]) == 2  # exists, no --overwrite
+    assert (
+        cli.main(["export", model_path, str(tmp_path / "cli.onnx"), "--format", "onnx"]) == 2
+    )  # exists, no --overwrite
     assert sorted(os.listdir(tmp_path)) == ["cli.onnx", "model.keras", "model.onnx", "model.tflite"]

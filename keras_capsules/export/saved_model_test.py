@@ -8,7 +8,9 @@ import pytest
 from keras_capsules.export import export_keras_file, export_saved_model
 from keras_capsules.saving import save_model
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-specific")
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-specific"
+)
 
 
 def _model():

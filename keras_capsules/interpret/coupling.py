@@ -58,10 +58,15 @@ def routed_layer_calls(model):
     for ``(poses, activations)``).
     """
     graph = routing_graph(model)
-    found = [(layer, layer.input) for layer in graph.operations if isinstance(layer, (RoutedCapsules, ConcurrentRouting))]
+    found = [
+        (layer, layer.input) for layer in graph.operations if isinstance(layer, (RoutedCapsules, ConcurrentRouting))
+    ]
     if not found:
         errors.fail(
-            "interpret.routed_layer_calls", "model", "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer", model.name
+            "interpret.routed_layer_calls",
+            "model",
+            "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer",
+            model.name,
         )
     return found
 
@@ -167,7 +172,12 @@ class LayerRouting:
     def class_coupling(self):
         """FcCaps coupling in the children's layout: ``(batch, [H, W,] types, out_caps)``."""
         if self.layer_type != "FcCaps":
-            errors.fail("LayerRouting.class_coupling", "layer", "an FcCaps layer (parents are classes)", f"{self.layer_type} '{self.name}'")
+            errors.fail(
+                "LayerRouting.class_coupling",
+                "layer",
+                "an FcCaps layer (parents are classes)",
+                f"{self.layer_type} '{self.name}'",
+            )
         return self.coupling.reshape(self.input_poses.shape[:-1] + (self.coupling.shape[-1],))
 
 

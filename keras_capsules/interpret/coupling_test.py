@@ -62,13 +62,17 @@ def test_trace_of_inverted_attention_capsnet_reads_the_concurrent_stack(tmp_path
     x = images(2, (32, 32, 3))
     trace = routing_trace(model, x)
     stack = model.get_layer("capsules")
-    assert routing_layer_names(model) == [layer.name for layer in stack.capsule_layers] == [r.name for r in trace.layers]
+    assert (
+        routing_layer_names(model) == [layer.name for layer in stack.capsule_layers] == [r.name for r in trace.layers]
+    )
     assert [r.layer_type for r in trace.layers] == ["ConvCaps", "ConvCaps", "FcCaps"]
     # the final sweep's tensors, as the stack computes them from the primary capsules
     primary = keras.Model(model.inputs, model.get_layer("primary_caps").output)(x)
     for record, entry in zip(trace.layers, stack.routing_tensors(primary)):
         np.testing.assert_allclose(record.coupling, keras.ops.convert_to_numpy(entry["coupling"]), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(record.input_poses, keras.ops.convert_to_numpy(entry["input_poses"]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            record.input_poses, keras.ops.convert_to_numpy(entry["input_poses"]), rtol=1e-5, atol=1e-6
+        )
         np.testing.assert_allclose(record.coupling.sum(-1), 1.0, rtol=1e-5)  # softmax over parents
     assert trace.last.class_coupling().shape[-1] == 4 and trace.last.grid_input
     np.testing.assert_allclose(trace.scores, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-6)

@@ -21,10 +21,14 @@ def check_pictures(num_images):
         try:
             require_matplotlib()
         except ImportError as error:
-            raise ImportError(f"{error} Or pass num_images=0 (CLI: --num-images 0) to write entropy.json only.") from None
+            raise ImportError(
+                f"{error} Or pass num_images=0 (CLI: --num-images 0) to write entropy.json only."
+            ) from None
 
 
-def explain(model, dataset, output_dir, levels=11, quantize=True, num_images=8, max_batches=None, include_dictionaries=False):
+def explain(
+    model, dataset, output_dir, levels=11, quantize=True, num_images=8, max_batches=None, include_dictionaries=False
+):
     """Writes ``entropy.json``, ``saliency.png`` and ``parse_tree_<i>.png`` for ``model`` on ``dataset``.
 
     - ``entropy.json``: :func:`~keras_capsules.interpret.parse_tree_report` (accuracy, per-class
@@ -49,7 +53,9 @@ def explain(model, dataset, output_dir, levels=11, quantize=True, num_images=8, 
     """
     check_pictures(num_images)  # before the entropy pass and before output_dir is made
     os.makedirs(output_dir, exist_ok=True)
-    report = parse_tree_report(model, dataset, levels, quantize, max_batches=max_batches, include_dictionaries=include_dictionaries)
+    report = parse_tree_report(
+        model, dataset, levels, quantize, max_batches=max_batches, include_dictionaries=include_dictionaries
+    )
     try:
         report["sparsity"] = sparsity(model)["sparsity"]
     except ValueError:
@@ -73,4 +79,3 @@ def explain(model, dataset, output_dir, levels=11, quantize=True, num_images=8, 
     with open(os.path.join(output_dir, "entropy.json"), "w") as handle:
         json.dump(report, handle, indent=2)
     return report
-

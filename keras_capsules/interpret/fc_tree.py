@@ -20,7 +20,11 @@ MAX_DRAWN_CAPSULES = 48
 
 def fc_routing_chain(trace, layers=None):
     """The consecutive FcCaps layers of a trace (each one's parents are the next one's children)."""
-    chain = [trace[name] for name in layers] if layers is not None else [r for r in trace.layers if r.layer_type == "FcCaps"]
+    chain = (
+        [trace[name] for name in layers]
+        if layers is not None
+        else [r for r in trace.layers if r.layer_type == "FcCaps"]
+    )
     if not chain:
         errors.fail("interpret.fc_routing_chain", "trace", "at least one FcCaps layer", [r.name for r in trace.layers])
     for below, above in zip(chain, chain[1:]):
@@ -99,16 +103,27 @@ def plot_parse_tree(tree, path, title=None):
         kept = set(level["kept"])
         for node, (px, py) in place.items():
             value = level["activations"][node]
-            axis.scatter(px, py, s=120 if node in kept else 50, color=cmap(min(max(value, 0.0), 1.0)),
-                         edgecolors="black" if node in kept else "none", linewidths=0.8, zorder=3)
+            axis.scatter(
+                px,
+                py,
+                s=120 if node in kept else 50,
+                color=cmap(min(max(value, 0.0), 1.0)),
+                edgecolors="black" if node in kept else "none",
+                linewidths=0.8,
+                zorder=3,
+            )
             if len(shown) <= MAX_DRAWN_CAPSULES:
                 axis.annotate(str(node), (px, py), xytext=(6, 0), textcoords="offset points", fontsize=6, va="center")
         label = level["name"] if size <= MAX_DRAWN_CAPSULES else f"{level['name']}\n({len(shown)} of {size} shown)"
         axis.text(x, 1.02, label, ha="center", va="bottom", fontsize=8)
     for k, child, parent, coupling in tree["edges"]:
         (x0, y0), (x1, y1) = positions[k][child], positions[k + 1][parent]
-        axis.plot([x0, x1], [y0, y1], color="tab:red", alpha=0.15 * coupling + 0.05, linewidth=1.0 + 8.0 * coupling, zorder=1)
-        axis.plot([x0, x1], [y0, y1], color="tab:red", alpha=0.35 + 0.6 * coupling, linewidth=0.4 + 1.5 * coupling, zorder=2)
+        axis.plot(
+            [x0, x1], [y0, y1], color="tab:red", alpha=0.15 * coupling + 0.05, linewidth=1.0 + 8.0 * coupling, zorder=1
+        )
+        axis.plot(
+            [x0, x1], [y0, y1], color="tab:red", alpha=0.35 + 0.6 * coupling, linewidth=0.4 + 1.5 * coupling, zorder=2
+        )
     axis.set_xlim(-0.5, len(levels) - 0.3)
     axis.set_ylim(-0.02, 1.12)
     axis.set_axis_off()

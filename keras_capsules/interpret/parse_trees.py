@@ -30,7 +30,9 @@ def _split_batch(batch):
     return batch, None
 
 
-def parse_tree_report(model, dataset, levels=11, quantize=True, layer=None, max_batches=None, include_dictionaries=False):
+def parse_tree_report(
+    model, dataset, levels=11, quantize=True, layer=None, max_batches=None, include_dictionaries=False
+):
     """Parse-tree dictionaries, entropy and accuracy of ``model`` over a whole dataset.
 
     Args:
@@ -73,4 +75,3 @@ def parse_tree_report(model, dataset, levels=11, quantize=True, layer=None, max_
     report = {"layer": layer, "quantized": bool(quantize), "accuracy": correct / labelled if labelled else None}
     report.update(dictionary.summary(include_dictionaries))
     return report
-

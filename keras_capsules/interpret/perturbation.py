@@ -19,10 +19,17 @@ DEFAULT_OFFSETS = tuple(np.round(np.arange(-0.25, 0.2501, 0.05), 2))
 def _pose_model(model, layer):
     names = [item.name for item in model.layers]
     if layer not in names:
-        errors.fail("dimension_perturbations", "layer", f"the name of the class-capsule layer of the model ({names})", layer)
+        errors.fail(
+            "dimension_perturbations", "layer", f"the name of the class-capsule layer of the model ({names})", layer
+        )
     poses = keras.tree.flatten(model.get_layer(layer).output)[0]
     if len(poses.shape) != 3:
-        errors.fail("dimension_perturbations", "layer", "a layer whose first output is poses (batch, classes, capsule_dim)", f"{layer} with shape {poses.shape}")
+        errors.fail(
+            "dimension_perturbations",
+            "layer",
+            "a layer whose first output is poses (batch, classes, capsule_dim)",
+            f"{layer} with shape {poses.shape}",
+        )
     return keras.Model(model.inputs, [keras.tree.flatten(model.outputs)[0], poses])
 
 
@@ -45,7 +52,12 @@ def dimension_perturbations(model, image, offsets=DEFAULT_OFFSETS, capsule=None,
     """
     decoder = getattr(model, "decoder", None)
     if decoder is None:
-        errors.fail("dimension_perturbations", "model", "a model with a reconstruction decoder (build it with reconstruction=True)", model.name)
+        errors.fail(
+            "dimension_perturbations",
+            "model",
+            "a model with a reconstruction decoder (build it with reconstruction=True)",
+            model.name,
+        )
     image = np.asarray(image, dtype="float32")
     expected = tuple(model.inputs[0].shape[1:])
     if image.shape != expected:
@@ -80,7 +92,12 @@ def plot_dimension_perturbations(grid, path, offsets=DEFAULT_OFFSETS, title=None
     """
     grid = np.asarray(grid)
     if grid.ndim != 5 or grid.shape[1] != len(offsets):
-        errors.fail("plot_dimension_perturbations", "grid", f"an array (capsule_dim, {len(offsets)}, H, W, C)", f"shape {grid.shape}")
+        errors.fail(
+            "plot_dimension_perturbations",
+            "grid",
+            f"an array (capsule_dim, {len(offsets)}, H, W, C)",
+            f"shape {grid.shape}",
+        )
     rows, cols = grid.shape[:2]
     figure = plotting.new_figure((0.55 * cols + 0.6, 0.55 * rows + 0.6))
     axes = figure.subplots(rows, cols, squeeze=False)

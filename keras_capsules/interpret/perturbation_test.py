@@ -29,7 +29,10 @@ def test_grid_matches_hand_built_perturbations(model):
     image = np.random.default_rng(0).uniform(size=(28, 28, 1)).astype("float32")
     grid, capsule = dimension_perturbations(model, image)
     assert grid.shape == (16, len(DEFAULT_OFFSETS), 28, 28, 1)
-    probe = keras.Model(model.inputs, [keras.tree.flatten(model.outputs)[0], keras.tree.flatten(model.get_layer("class_caps").output)[0]])
+    probe = keras.Model(
+        model.inputs,
+        [keras.tree.flatten(model.outputs)[0], keras.tree.flatten(model.get_layer("class_caps").output)[0]],
+    )
     scores, poses = (np.asarray(t)[0] for t in probe(image[None]))
     assert capsule == int(np.argmax(scores))
     np.testing.assert_allclose(DEFAULT_OFFSETS, np.linspace(-0.25, 0.25, 11), atol=1e-9)
@@ -51,7 +54,10 @@ def test_chosen_capsule_and_errors(model, tmp_path):
     assert capsule == 3 and grid.shape == (16, 2, 28, 28, 1)
     with pytest.raises(ValueError, match=r"argument `capsule` expected a class index in \[0, 10\), received 10"):
         dimension_perturbations(model, image, capsule=10)
-    with pytest.raises(ValueError, match=r"argument `image` expected one image of shape \(28, 28, 1\), received 'shape \(1, 28, 28, 1\)'"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `image` expected one image of shape \(28, 28, 1\), received 'shape \(1, 28, 28, 1\)'",
+    ):
         dimension_perturbations(model, image[None])
     with pytest.raises(ValueError, match=r"argument `model` expected a model with a reconstruction decoder"):
         dimension_perturbations(applications.EffCapsNet(), image)

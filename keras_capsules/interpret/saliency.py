@@ -22,7 +22,12 @@ def saliency_layer(trace, layer=None):
     if layer is not None:
         record = trace[layer]
         if record.layer_type != "FcCaps" or not record.grid_input:
-            errors.fail("interpret.saliency_layer", "layer", "an FcCaps layer whose children form a grid (primary or conv capsules)", layer)
+            errors.fail(
+                "interpret.saliency_layer",
+                "layer",
+                "an FcCaps layer whose children form a grid (primary or conv capsules)",
+                layer,
+            )
         return record
     candidates = [r for r in trace.layers if r.layer_type == "FcCaps" and r.grid_input]
     if not candidates:

@@ -70,7 +70,9 @@ def test_saliency_is_eq_16_upsampled():
 def _record(name, coupling, in_acts, out_acts):
     coupling = np.asarray(coupling, "float32")[None]
     poses = np.zeros(coupling.shape[:2] + (2,), "float32")
-    return LayerRouting(name, "FcCaps", coupling, poses, np.asarray(in_acts, "float32")[None], np.asarray(out_acts, "float32")[None])
+    return LayerRouting(
+        name, "FcCaps", coupling, poses, np.asarray(in_acts, "float32")[None], np.asarray(out_acts, "float32")[None]
+    )
 
 
 def test_fc_parse_tree_backtracks_with_the_in_degree_rule():
@@ -84,8 +86,13 @@ def test_fc_parse_tree_backtracks_with_the_in_degree_rule():
     tree = fc_parse_tree(trace, index=0)
     assert tree["predicted"] == 1 and tree["thresholds"] == [0.5, 0.5]
     assert tree["levels"][1]["in_degree"] == [2, 1] and tree["levels"][2]["in_degree"] == [0, 2]
-    assert tree["edges"] == [(0, 0, 0, pytest.approx(0.9)), (0, 1, 1, pytest.approx(0.8)), (0, 2, 0, pytest.approx(0.6)),
-                             (1, 0, 1, pytest.approx(0.7)), (1, 1, 1, pytest.approx(0.55))]
+    assert tree["edges"] == [
+        (0, 0, 0, pytest.approx(0.9)),
+        (0, 1, 1, pytest.approx(0.8)),
+        (0, 2, 0, pytest.approx(0.6)),
+        (1, 0, 1, pytest.approx(0.7)),
+        (1, 1, 1, pytest.approx(0.55)),
+    ]
     assert [level["kept"] for level in tree["levels"]] == [[0, 1, 2], [0, 1], [1]]
 
     # A capsule with in-degree 0 sends no edges: at threshold 0.85 hidden capsule 1 receives nothing,
@@ -122,7 +129,23 @@ def test_explain_command_writes_the_report_and_pictures(tmp_path, capsys):
     path = str(tmp_path / "tiny.keras")
     keras.Model(inputs, layers.Length()(poses)).save(path)
     out = tmp_path / "explain"
-    code = main(["explain", path, "--limit", "40", "--batch-size", "16", "--num-images", "2", "--levels", "6", "--output", str(out), "--dictionaries"])
+    code = main(
+        [
+            "explain",
+            path,
+            "--limit",
+            "40",
+            "--batch-size",
+            "16",
+            "--num-images",
+            "2",
+            "--levels",
+            "6",
+            "--output",
+            str(out),
+            "--dictionaries",
+        ]
+    )
     assert code == 0 and "routing entropy" in capsys.readouterr().out
     report = json.loads((out / "entropy.json").read_text())
     assert report["num_samples"] == 40 and report["levels"] == 6 and report["quantized"]

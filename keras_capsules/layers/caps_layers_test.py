@@ -39,7 +39,9 @@ def test_primary_caps_is_conv_reshaped_and_squashed():
 
 def test_primary_caps_official_scale_adds_the_bias_after_dividing_the_convolution_by_32():
     x = np.random.default_rng(5).normal(size=(2, 9, 9, 3)).astype("float32")
-    layer = PrimaryCaps(4, 6, kernel_size=3, strides=2, pose_scale=1 / 32, bias_initializer=keras.initializers.Constant(0.1))
+    layer = PrimaryCaps(
+        4, 6, kernel_size=3, strides=2, pose_scale=1 / 32, bias_initializer=keras.initializers.Constant(0.1)
+    )
     poses, acts = (keras.ops.convert_to_numpy(t) for t in layer(x))
     w, b = keras.ops.convert_to_numpy(layer.pose_conv.kernel), keras.ops.convert_to_numpy(layer.pose_bias)
     assert layer.pose_conv.bias is None and b.shape == (4, 6) and np.all(b == np.float32(0.1))
@@ -48,7 +50,12 @@ def test_primary_caps_official_scale_adds_the_bias_after_dividing_the_convolutio
     np.testing.assert_allclose(acts, np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-6)
     assert layer.count_params() == 3 * 3 * 3 * 24 + 24  # as with the bias inside the convolution
     three = np.concatenate([x, x[:1]])
-    run_layer_test(PrimaryCaps, {"num_capsules": 4, "capsule_dim": 6, "kernel_size": 3, "pose_scale": 0.25}, three, [(3, 7, 7, 4, 6), (3, 7, 7, 4)])
+    run_layer_test(
+        PrimaryCaps,
+        {"num_capsules": 4, "capsule_dim": 6, "kernel_size": 3, "pose_scale": 0.25},
+        three,
+        [(3, 7, 7, 4, 6), (3, 7, 7, 4)],
+    )
     for bad in (0, -1.0, float("inf"), True):
         with pytest.raises(ValueError, match=r"PrimaryCaps.*pose_scale.*a finite number > 0"):
             PrimaryCaps(4, 6, pose_scale=bad)
@@ -97,7 +104,12 @@ def test_fc_caps_equals_votes_then_dynamic_routing():
 def test_fc_caps_contract(router):
     u = np.random.default_rng(4).normal(size=(3, 5, 4)).astype("float32")
     acts = np.random.default_rng(5).uniform(size=(3, 5)).astype("float32")
-    run_layer_test(FcCaps, {"num_capsules": 2, "capsule_dim": 3, "router": router}, (u, acts), expected_output_shapes=[(3, 2, 3), (3, 2)])
+    run_layer_test(
+        FcCaps,
+        {"num_capsules": 2, "capsule_dim": 3, "router": router},
+        (u, acts),
+        expected_output_shapes=[(3, 2, 3), (3, 2)],
+    )
 
 
 def test_fc_caps_flattens_grids_and_returns_coupling():
@@ -129,8 +141,12 @@ def test_conv_caps_routes_each_receptive_field(strides):
     fc.vote_transform.kernel.assign(layer.vote_transform.kernel)
     expected, _, expected_c = fc(children, return_coupling=True)
     oh = (5 - 3) // strides + 1
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(poses).reshape(-1, 2, 4), keras.ops.convert_to_numpy(expected), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(coupling), keras.ops.convert_to_numpy(expected_c), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(poses).reshape(-1, 2, 4), keras.ops.convert_to_numpy(expected), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(coupling), keras.ops.convert_to_numpy(expected_c), rtol=1e-5, atol=1e-6
+    )
     assert tuple(poses.shape) == (2, oh, oh, 2, 4)
 
 
@@ -161,23 +177,43 @@ def test_capsule_layer_errors_name_layer_and_argument():
         FcCaps(2, transform="matrix")(np.zeros((2, 6, 8), "float32"))
     with pytest.raises(ValueError, match=r"FcCaps.*router.*iterations.*single pass"):
         FcCaps(2, 4, router=routing.SelfAttentionRouter(), routing_iterations=2)
-    with pytest.raises(ValueError, match=r"ConvCaps 'conv_caps.*': argument `kernel_size` expected .*input's height x width, 2x2 .*received 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"ConvCaps 'conv_caps.*': argument `kernel_size` expected .*input's height x width, 2x2 .*received 3",
+    ):
         ConvCaps(2, 4, kernel_size=3)(np.zeros((1, 2, 2, 2, 4), "float32"))
 
 
 def test_primary_caps_kernel_larger_than_its_input_is_named_at_build_time():
     for kernel, received in ((9, "9"), ((3, 6), r"\(3, 6\)")):
         layer = PrimaryCaps(4, 8, kernel_size=kernel, name="primary")
-        with pytest.raises(ValueError, match=rf"PrimaryCaps 'primary': argument `kernel_size` expected .*height x width, 5x5 \(input shape \(None, 5, 5, 3\)\).*received {received}"):
+        with pytest.raises(
+            ValueError,
+            match=rf"PrimaryCaps 'primary': argument `kernel_size` expected .*height x width, 5x5 \(input shape \(None, 5, 5, 3\)\).*received {received}",
+        ):
             layer.build((None, 5, 5, 3))
-    assert PrimaryCaps(4, 8, kernel_size=5)(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (1, 1, 1, 4, 8)  # fits exactly
-    assert PrimaryCaps(4, 8, kernel_size=9, padding="same")(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (1, 5, 5, 4, 8)
+    assert PrimaryCaps(4, 8, kernel_size=5)(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (
+        1,
+        1,
+        1,
+        4,
+        8,
+    )  # fits exactly
+    assert PrimaryCaps(4, 8, kernel_size=9, padding="same")(np.zeros((1, 5, 5, 3), "float32"))[0].shape == (
+        1,
+        5,
+        5,
+        4,
+        8,
+    )
 
 
 @pytest.mark.parametrize("integer", [np.int64, np.int32, np.uint8])
 def test_numpy_integer_sizes_are_accepted_and_stored_as_python_ints(integer):
     layers = [
-        PrimaryCaps(integer(16), integer(16), kernel_size=integer(3), strides=(integer(2), integer(2))),  # 16 * 16 overflows uint8
+        PrimaryCaps(
+            integer(16), integer(16), kernel_size=integer(3), strides=(integer(2), integer(2))
+        ),  # 16 * 16 overflows uint8
         ConvCaps(integer(2), integer(4), kernel_size=integer(3), strides=integer(1)),
         FcCaps(integer(3), integer(4), routing_iterations=integer(2)),
     ]

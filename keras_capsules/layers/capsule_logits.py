@@ -25,11 +25,17 @@ class CapsuleLogits(keras.layers.Layer):
         if dim is None:
             errors.fail(self, "inputs", "a known capsule_dim (last axis)", f"shape {tuple(input_shape)}")
         limit = 1.0 / math.sqrt(dim)
-        self.kernel = self.add_weight(shape=(dim, 1), initializer=keras.initializers.RandomUniform(-limit, limit), name="kernel")
-        self.bias = self.add_weight(shape=(1,), initializer=keras.initializers.RandomUniform(-limit, limit), name="bias")
+        self.kernel = self.add_weight(
+            shape=(dim, 1), initializer=keras.initializers.RandomUniform(-limit, limit), name="kernel"
+        )
+        self.bias = self.add_weight(
+            shape=(1,), initializer=keras.initializers.RandomUniform(-limit, limit), name="bias"
+        )
 
     def call(self, poses):
-        return ops.squeeze(ops.matmul(poses, ops.cast(self.kernel, poses.dtype)), axis=-1) + ops.cast(self.bias, poses.dtype)
+        return ops.squeeze(ops.matmul(poses, ops.cast(self.kernel, poses.dtype)), axis=-1) + ops.cast(
+            self.bias, poses.dtype
+        )
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2])

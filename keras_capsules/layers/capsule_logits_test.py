@@ -19,7 +19,10 @@ def test_logits_are_one_shared_linear_map_of_each_class_pose():
 
 def test_layer_contract():
     run_layer_test(
-        CapsuleLogits, {}, np.random.default_rng(1).normal(size=(3, 4, 9)).astype("float32"), expected_output_shapes=[(3, 4)]
+        CapsuleLogits,
+        {},
+        np.random.default_rng(1).normal(size=(3, 4, 9)).astype("float32"),
+        expected_output_shapes=[(3, 4)],
     )
 
 

@@ -19,7 +19,9 @@ def unpack_capsules(owner, inputs):
     """
     if isinstance(inputs, (list, tuple)):
         if len(inputs) != 2:
-            errors.fail(owner, "inputs", "a poses tensor or a (poses, activations) pair", f"a sequence of {len(inputs)} items")
+            errors.fail(
+                owner, "inputs", "a poses tensor or a (poses, activations) pair", f"a sequence of {len(inputs)} items"
+            )
         return as_float(owner, inputs[0]), (None if inputs[1] is None else as_float(owner, inputs[1]))
     return as_float(owner, inputs), None
 
@@ -41,7 +43,12 @@ def unpack_shapes(owner, input_shape):
         if len(input_shape) != 2:
             errors.fail(owner, "inputs", "a poses tensor or a (poses, activations) pair", f"{len(input_shape)} shapes")
         return tuple(input_shape[0]), (None if input_shape[1] is None else tuple(input_shape[1]))
-    if isinstance(input_shape, (list, tuple)) and len(input_shape) == 2 and input_shape[1] is None and isinstance(input_shape[0], (list, tuple)):
+    if (
+        isinstance(input_shape, (list, tuple))
+        and len(input_shape) == 2
+        and input_shape[1] is None
+        and isinstance(input_shape[0], (list, tuple))
+    ):
         return tuple(input_shape[0]), None
     return tuple(input_shape), None
 
@@ -54,4 +61,9 @@ def check_activations_shape(owner, poses_shape, activations_shape):
     if len(activations_shape) != len(expected) or any(
         a is not None and e is not None and a != e for a, e in zip(activations_shape, expected)
     ):
-        errors.fail(owner, "activations", f"shape {expected} (the poses' shape without capsule_dim)", f"shape {tuple(activations_shape)}")
+        errors.fail(
+            owner,
+            "activations",
+            f"shape {expected} (the poses' shape without capsule_dim)",
+            f"shape {tuple(activations_shape)}",
+        )

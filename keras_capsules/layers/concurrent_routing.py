@@ -78,7 +78,9 @@ class ConcurrentRouting(keras.layers.Layer):
         super().__init__(**kwargs)
         if not isinstance(capsule_layers, (list, tuple)) or not capsule_layers:
             errors.fail(self, "capsule_layers", "a non-empty list of ConvCaps/FcCaps layers", capsule_layers)
-        capsule_layers = [keras.saving.deserialize_keras_object(l) if isinstance(l, dict) else l for l in capsule_layers]
+        capsule_layers = [
+            keras.saving.deserialize_keras_object(l) if isinstance(l, dict) else l for l in capsule_layers
+        ]
         for i, layer in enumerate(capsule_layers):
             if not isinstance(layer, (ConvCaps, FcCaps)):
                 errors.fail(self, f"capsule_layers[{i}]", "a ConvCaps or FcCaps layer", type(layer).__name__, TypeError)
@@ -119,7 +121,9 @@ class ConcurrentRouting(keras.layers.Layer):
             out_h, out_w = layer.output_grid
             if parents is not None:
                 routing["initial_poses"] = ops.reshape(parents, (-1, layer.num_capsules, layer.out_dim))
-            out_poses, out_acts, coupling = layer.route_positions(poses, activations, **routing)  # votes recomputed in backward
+            out_poses, out_acts, coupling = layer.route_positions(
+                poses, activations, **routing
+            )  # votes recomputed in backward
             out_poses = ops.reshape(out_poses, (batch, out_h, out_w, layer.num_capsules, layer.out_dim))
             out_acts = ops.reshape(out_acts, (batch, out_h, out_w, layer.num_capsules))
         else:

@@ -72,7 +72,9 @@ def np_concurrent(layers, geometry, primary, t):
     for layer, g in zip(layers, geometry):
         values.append(np_layer_step(layer, values[-1], None, g)[0])
     for _ in range(t - 1):
-        values = [primary] + [np_layer_step(layer, values[i], values[i + 1], g)[0] for i, (layer, g) in enumerate(zip(layers, geometry))]
+        values = [primary] + [
+            np_layer_step(layer, values[i], values[i + 1], g)[0] for i, (layer, g) in enumerate(zip(layers, geometry))
+        ]
     return values[-1]
 
 
@@ -230,13 +232,18 @@ def test_routing_tensors_are_the_final_pass(sequential):
         values = [primary]
         for layer, g in zip(stack.capsule_layers, geometry):
             values.append(np_layer_step(layer, values[-1], None, g)[0])
-        expected = [(values[i], np_layer_step(layer, values[i], values[i + 1], g)[1]) for i, (layer, g) in enumerate(zip(stack.capsule_layers, geometry))]
+        expected = [
+            (values[i], np_layer_step(layer, values[i], values[i + 1], g)[1])
+            for i, (layer, g) in enumerate(zip(stack.capsule_layers, geometry))
+        ]
     tensors = stack.routing_tensors(PRIMARY)
     assert len(tensors) == 3 and "input_activations" not in tensors[0]  # bare primary poses in
     assert all(tuple(t["input_activations"].shape) == t["input_poses"].shape[:-1] for t in tensors[1:])
     for entry, (inputs, coupling) in zip(tensors, expected):
         np.testing.assert_allclose(to_np(entry["input_poses"]), inputs, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(to_np(entry["coupling"]), coupling.reshape(-1, *coupling.shape[-2:]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            to_np(entry["coupling"]), coupling.reshape(-1, *coupling.shape[-2:]), rtol=1e-4, atol=1e-5
+        )
     _, top_shares, couplings = stack(PRIMARY, return_coupling=True)
     np.testing.assert_allclose(to_np(tensors[-1]["output_activations"]), to_np(top_shares), rtol=1e-6)
     with_acts = stack.routing_tensors((PRIMARY, np.ones(PRIMARY.shape[:-1], "float32")))
@@ -245,7 +252,9 @@ def test_routing_tensors_are_the_final_pass(sequential):
 
 def test_other_routers_run_sequentially_only():
     layers = [ConvCaps(3, 6, kernel_size=3, router="dynamic"), FcCaps(2, 8, router="dynamic")]
-    with pytest.raises(ValueError, match=r"ConcurrentRouting.*capsule_layers\[0\].*initial parent poses.*sequential=True"):
+    with pytest.raises(
+        ValueError, match=r"ConcurrentRouting.*capsule_layers\[0\].*initial parent poses.*sequential=True"
+    ):
         ConcurrentRouting(layers)
     stack = ConcurrentRouting(layers, iterations=2, sequential=True)
     poses, lengths = stack(np.random.default_rng(2).normal(size=(2, 5, 5, 2, 4)).astype("float32"))
@@ -255,7 +264,10 @@ def test_other_routers_run_sequentially_only():
 
 def test_layer_contract():
     stack, _ = tiny_stack(2)
-    init = {"capsule_layers": [keras.saving.serialize_keras_object(layer) for layer in stack.capsule_layers], "iterations": 2}
+    init = {
+        "capsule_layers": [keras.saving.serialize_keras_object(layer) for layer in stack.capsule_layers],
+        "iterations": 2,
+    }
     poses = np.concatenate([PRIMARY, PRIMARY[:1]])  # a batch of 3
     grid = (poses, np.ones(poses.shape[:-1], "float32"))
     run_layer_test(ConcurrentRouting, init, grid, expected_output_shapes=[(3, 4, 4), (3, 4)])

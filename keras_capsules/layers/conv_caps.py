@@ -148,7 +148,9 @@ class ConvCaps(RoutedCapsules):
         children = self.kernel_size * self.kernel_size * self._poses_shape[2]  # K*K*types per receptive field
         row_bytes = out_w * children * self.num_capsules * self.out_dim * 4
         if self.routes_across_positions():
-            rows = max(d for d in range(1, out_h + 1) if out_h % d == 0 and (d == 1 or d * row_bytes <= CHUNK_VOTE_BYTES))
+            rows = max(
+                d for d in range(1, out_h + 1) if out_h % d == 0 and (d == 1 or d * row_bytes <= CHUNK_VOTE_BYTES)
+            )
             return [(row, row + rows) for row in range(0, out_h, rows)]
         if not self.remat or getattr(self.router, "child_grid", None) is not None:
             return [(0, out_h)]
@@ -270,7 +272,9 @@ class ConvCaps(RoutedCapsules):
             if initial is not None:
                 per_example = initial[:, rows[0] * out_w : rows[1] * out_w]
                 kwargs["initial_poses"] = ops.reshape(per_example, (-1,) + tuple(initial.shape[2:]))
-            return tuple(self.vote_and_route(self._take_fields(flat_poses, rows), acts, False, return_coupling, **kwargs))
+            return tuple(
+                self.vote_and_route(self._take_fields(flat_poses, rows), acts, False, return_coupling, **kwargs)
+            )
 
         flat_poses = self._flat_grid(poses)
         outputs = in_turn(route_chunk, [(flat_poses, rows) for rows in chunks])
@@ -279,7 +283,9 @@ class ConvCaps(RoutedCapsules):
     def _join_rows(self, parts, chunks):
         """Each chunk's outputs ``(batch * rows * W_out, ...)``, in row order -> ``(batch * H_out * W_out, ...)``."""
         trailing, out_w = tuple(parts[0].shape[1:]), self.output_grid[1]
-        per_example = [ops.reshape(part, (-1, (stop - first) * out_w) + trailing) for part, (first, stop) in zip(parts, chunks)]
+        per_example = [
+            ops.reshape(part, (-1, (stop - first) * out_w) + trailing) for part, (first, stop) in zip(parts, chunks)
+        ]
         return ops.reshape(ops.concatenate(per_example, axis=1), (-1,) + trailing)
 
     def call(self, inputs, training=None, return_coupling=False):
@@ -294,5 +300,7 @@ class ConvCaps(RoutedCapsules):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding, "remat": self.remat})
+        config.update(
+            {"kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding, "remat": self.remat}
+        )
         return config

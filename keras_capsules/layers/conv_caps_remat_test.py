@@ -105,8 +105,12 @@ def test_remat_only_in_training_and_never_with_random_or_moving_state():
     layer = ConvCaps(2, 4, router="inverted_dot_product")
     layer(np.ones((1, 5, 4, 1, 4), "float32"))
     assert layer.remat and layer.rematerializes(True) and not layer.rematerializes(False)
-    assert layer.row_chunks(True) == [(0, 1), (1, 2), (2, 3)] and layer.row_chunks(False) == [(0, 3)]  # one output row at a time
-    spatial = ConvCaps(2, transform="matrix", router={"name": "em", "child_grid": [5, 4], "kernel_size": 3, "strides": 1})
+    assert layer.row_chunks(True) == [(0, 1), (1, 2), (2, 3)] and layer.row_chunks(False) == [
+        (0, 3)
+    ]  # one output row at a time
+    spatial = ConvCaps(
+        2, transform="matrix", router={"name": "em", "child_grid": [5, 4], "kernel_size": 3, "strides": 1}
+    )
     spatial(np.ones((1, 5, 4, 1, 4), "float32"))
     # EM's E-step couples the positions: chunks of rows within the vote budget, in training and at inference.
     assert spatial.rematerializes(True) and spatial.row_chunks(True) == spatial.row_chunks(False) == [(0, 3)]
@@ -127,13 +131,16 @@ def test_remat_config_round_trip_and_type_check():
 
 # --- EM routing across positions (child_grid): chunk by chunk, the votes made anew in every iteration ---
 
+
 def _em_model(remat, strides=1, activations=True, dtype=None):
     """ConvCaps with EM across positions on a 7x6 grid of 2 types of 4x4 poses; outputs poses, activations, coupling."""
     grid = (7, 6)
     poses = keras.Input(grid + (2, 16))
     acts = keras.Input(grid + (2,))
     router = {"name": "em", "iterations": 3, "child_grid": list(grid), "kernel_size": 3, "strides": strides}
-    layer = ConvCaps(3, kernel_size=3, strides=strides, transform="matrix", router=router, remat=remat, dtype=dtype, name="conv")
+    layer = ConvCaps(
+        3, kernel_size=3, strides=strides, transform="matrix", router=router, remat=remat, dtype=dtype, name="conv"
+    )
     if not activations:
         return keras.Model(poses, list(layer(poses, return_coupling=True)))
     return keras.Model([poses, acts], list(layer((poses, acts), return_coupling=True)))
@@ -168,7 +175,11 @@ def _em_float64_reference(layer, x, strides):
 # The default tier: training through strided chunks with activations; the other five cases in the large tier.
 @pytest.mark.parametrize(
     "strides, activations, training",
-    [(2, True, True)] + [pytest.param(*case, marks=large) for case in [(2, True, False), (1, True, True), (1, True, False), (1, False, True), (1, False, False)]],
+    [(2, True, True)]
+    + [
+        pytest.param(*case, marks=large)
+        for case in [(2, True, False), (1, True, True), (1, True, False), (1, False, True), (1, False, False)]
+    ],
 )
 def test_em_across_positions_chunk_by_chunk_matches_the_whole_vote_tensor(monkeypatch, strides, activations, training):
     """remat=False routes the whole vote tensor (the router's own call); remat=True one output row at a
@@ -226,7 +237,9 @@ def test_em_across_positions_chunks_follow_the_vote_budget(monkeypatch):
     layer = _em_model(True).get_layer("conv")  # 5 x 4 output positions, 9 * 2 children, 3 parents, 16 entries
     row_bytes = 4 * (9 * 2) * 3 * 16 * 4
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 2 * row_bytes + 1)
-    assert layer.row_chunks(True) == layer.row_chunks(False) == [(r, r + 1) for r in range(5)]  # equal chunks: 5 rows, 1 each
+    assert (
+        layer.row_chunks(True) == layer.row_chunks(False) == [(r, r + 1) for r in range(5)]
+    )  # equal chunks: 5 rows, 1 each
     strided = _em_model(True, strides=2).get_layer("conv")  # 3 x 2 output positions
     strided_row_bytes = 2 * (9 * 2) * 3 * 16 * 4
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 2 * strided_row_bytes)
@@ -263,7 +276,9 @@ def test_em_across_positions_chunks_are_traced_once_per_iteration_whatever_their
     assert traces[5] == traces[1], traces
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors"
+)
 @large
 def test_em_across_positions_training_step_keeps_far_less_than_the_vote_tensor(monkeypatch):
     """The chunks take turns (each waits for the previous one, forward and backward), so a training
@@ -292,13 +307,16 @@ def test_em_across_positions_training_step_keeps_far_less_than_the_vote_tensor(m
 
         step.get_concrete_function()
         tf.config.experimental.reset_memory_stats("CPU:0")
-        held = tf.config.experimental.get_memory_info("CPU:0")["current"]  # tensors other tests of this process still hold
+        held = tf.config.experimental.get_memory_info("CPU:0")[
+            "current"
+        ]  # tensors other tests of this process still hold
         step()
         peaks[remat] = tf.config.experimental.get_memory_info("CPU:0")["peak"] - held
     assert peaks[True] < 2 * votes_bytes and peaks[False] > 5 * votes_bytes, (peaks, votes_bytes)
 
 
 # --- routers that route each position on its own: one output row after another, in a loop ---
+
 
 def _row_step(layer, poses):
     """A tf.function training step of ``layer`` alone: the gradient of its outputs' sum with respect to its weights."""
@@ -332,7 +350,9 @@ def test_rows_route_in_a_loop_traced_once_whatever_the_number_of_rows():
     assert traces[5] == traces[14] <= 3, traces
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="TensorFlow's allocator statistics measure the live tensors"
+)
 def test_rows_take_turns_so_a_training_step_keeps_about_one_rows_votes():
     """Rows routed in turn, forward and backward: a training step's live tensors are one row's routing
     temporaries (a few row-sized tensors) and the gathered receptive fields, far below the layer's
@@ -355,10 +375,14 @@ def test_rows_take_turns_so_a_training_step_keeps_about_one_rows_votes():
 
 # --- at inference: chunks of rows within the vote budget, one after another, unrolled ---
 
+
 def _chunk_pair(router, transform="vector", dim=4, strides=2, padding="valid"):
     """ConvCaps on a 7x6 grid of 3 types with ``router``, remat on (chunks at inference) and off (the whole tensor), same weights."""
+
     def build(remat):
-        layer = ConvCaps(2, dim, kernel_size=3, strides=strides, padding=padding, transform=transform, router=router, remat=remat)
+        layer = ConvCaps(
+            2, dim, kernel_size=3, strides=strides, padding=padding, transform=transform, router=router, remat=remat
+        )
         layer(_chunk_inputs(dim))
         return layer
 
@@ -401,7 +425,9 @@ def test_inference_chunks_match_numpy_dynamic_routing_of_every_position(monkeypa
     bias = keras.ops.convert_to_numpy(layer.router.bias).astype("float64")
     expected, expected_coupling = np_dynamic_routing(votes.astype("float64"), layer.router.iterations, bias=bias)
     np.testing.assert_allclose(out_poses.reshape(expected.shape), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(out_acts.reshape(expected.shape[:2]), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        out_acts.reshape(expected.shape[:2]), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5
+    )
     np.testing.assert_allclose(coupling, expected_coupling, rtol=1e-4, atol=1e-5)
 
 
@@ -465,10 +491,14 @@ def test_inference_chunks_take_concurrent_routings_initial_poses(monkeypatch):
     monkeypatch.setattr(conv_caps, "CHUNK_VOTE_BYTES", 1)
     chunked, whole = _pair(_concurrent_model)
     x = np.random.default_rng(6).normal(size=(2, 6, 6, 2, 4)).astype("float32")
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(chunked(x)), keras.ops.convert_to_numpy(whole(x)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(chunked(x)), keras.ops.convert_to_numpy(whole(x)), rtol=1e-6, atol=1e-6
+    )
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="reads a TensorFlow graph and its allocator statistics")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="reads a TensorFlow graph and its allocator statistics"
+)
 def test_inference_chunks_have_no_loop_and_keep_about_one_chunks_votes(monkeypatch):
     """Unrolled (no While op, for the ONNX and LiteRT converters) and chained, so an inference call's
     live tensors are one chunk's routing temporaries, far below the whole vote tensor (85 MB), which
@@ -496,4 +526,6 @@ def test_inference_chunks_have_no_loop_and_keep_about_one_chunks_votes(monkeypat
     # chunk's share of those (a sixth), with the previous chunk's outputs and the gathered fields beside it: below
     # two shares. (oneDNN's kernels, on by default on AVX-512 CPUs, hold more scratch: 42.5 MB of 85 MB of votes
     # there, 32 MB without them; the whole path 183 and 236 MB.)
-    assert peaks[False] > 1.5 * votes_bytes and peaks[True] < 2 * peaks[False] / 6 and peaks[True] < 0.6 * votes_bytes, (peaks, votes_bytes)
+    assert (
+        peaks[False] > 1.5 * votes_bytes and peaks[True] < 2 * peaks[False] / 6 and peaks[True] < 0.6 * votes_bytes
+    ), (peaks, votes_bytes)

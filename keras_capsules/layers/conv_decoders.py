@@ -115,7 +115,12 @@ class DeconvDecoder(keras.layers.Layer):
         side = 4 * self.base
         if len(self.image_shape) != 3 or self.image_shape[:2] != (side, side):
             errors.fail(self, "image_shape", f"({side}, {side}, C) for base={self.base}", image_shape)
-        conv = dict(kernel_size=5, padding="same", kernel_initializer="he_normal", kernel_regularizer=keras.regularizers.L2(self.weight_decay))
+        conv = dict(
+            kernel_size=5,
+            padding="same",
+            kernel_initializer="he_normal",
+            kernel_regularizer=keras.regularizers.L2(self.weight_decay),
+        )
         self.stack = [
             keras.layers.Dense(self.base * self.base * self.filters, name="dense"),
             keras.layers.BatchNormalization(name="dense_bn"),
@@ -133,7 +138,12 @@ class DeconvDecoder(keras.layers.Layer):
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 2, "(batch, classes * capsule_dim)")
         if input_shape[-1] is not None and input_shape[-1] % self.capsule_dim:
-            errors.fail(self, "inputs", f"a last axis that is a multiple of capsule_dim={self.capsule_dim}", f"shape {tuple(input_shape)}")
+            errors.fail(
+                self,
+                "inputs",
+                f"a last axis that is a multiple of capsule_dim={self.capsule_dim}",
+                f"shape {tuple(input_shape)}",
+            )
         shape = (input_shape[0], self.capsule_dim)
         for layer in self.stack:
             layer.build(shape)

@@ -37,7 +37,9 @@ def test_deconv_decoder_reads_the_masked_capsule_and_counts():
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5)  # same pose, different class slot
     assert decoder.compute_output_shape((None, 160)) == (None, 40, 40, 1)
     # Dense 16 -> 6400, BN 6400, ConvT 5x5 64 -> 32, BN 32, ConvT 32 -> 16, BN 16, ConvT 16 -> 1
-    trainable = (16 * 6400 + 6400) + 2 * 6400 + (25 * 64 * 32 + 32) + 2 * 32 + (25 * 32 * 16 + 16) + 2 * 16 + (25 * 16 + 1)
+    trainable = (
+        (16 * 6400 + 6400) + 2 * 6400 + (25 * 64 * 32 + 32) + 2 * 32 + (25 * 32 * 16 + 16) + 2 * 16 + (25 * 16 + 1)
+    )
     assert count(decoder.trainable_weights) == trainable == 186_145
     assert count(decoder.weights) - trainable == 2 * (6400 + 32 + 16)  # moving statistics
     assert len(decoder.losses) == 3  # L2 on the three transposed-convolution kernels

@@ -75,7 +75,9 @@ class FcCaps(RoutedCapsules):
     ) -> None:
         by_position = isinstance(shared_weights, str) and shared_weights == "positions"
         if not (by_position or isinstance(shared_weights, bool)):
-            errors.fail(f"FcCaps '{kwargs.get('name')}'", "shared_weights", "False, True or 'positions'", shared_weights)
+            errors.fail(
+                f"FcCaps '{kwargs.get('name')}'", "shared_weights", "False, True or 'positions'", shared_weights
+            )
         super().__init__(
             num_capsules,
             capsule_dim,
@@ -101,8 +103,12 @@ class FcCaps(RoutedCapsules):
         poses_shape, acts_shape = unpack_shapes(self, input_shape)
         if self.shared_weights == "positions" or self.coordinate_addition:
             options = f"shared_weights={self.shared_weights!r}, coordinate_addition={self.coordinate_addition}"
-            errors.check_rank(self, "inputs", poses_shape, 5, f"(batch, H, W, types, in_dim): a capsule grid, for {options}")
-        errors.check_rank(self, "inputs", poses_shape, (3, 5), "(batch, in_caps, in_dim) or (batch, H, W, types, in_dim)")
+            errors.check_rank(
+                self, "inputs", poses_shape, 5, f"(batch, H, W, types, in_dim): a capsule grid, for {options}"
+            )
+        errors.check_rank(
+            self, "inputs", poses_shape, (3, 5), "(batch, in_caps, in_dim) or (batch, H, W, types, in_dim)"
+        )
         check_activations_shape(self, poses_shape, acts_shape)
         if any(d is None for d in poses_shape[1:]):
             errors.fail(self, "inputs", "fully defined non-batch dimensions", f"shape {poses_shape}")
@@ -116,7 +122,12 @@ class FcCaps(RoutedCapsules):
         else:
             # The transform sees one position's ``types`` children; the router all H*W*types.
             if self.transform == "matrix" and self.capsule_dim is not None and self.capsule_dim != in_dim:
-                errors.fail(self, "capsule_dim", f"the input pose size {in_dim} (matrix votes keep the pose size)", self.capsule_dim)
+                errors.fail(
+                    self,
+                    "capsule_dim",
+                    f"the input pose size {in_dim} (matrix votes keep the pose size)",
+                    self.capsule_dim,
+                )
             children_shape = (None, poses_shape[3], in_dim)
             if not self.vote_transform.built:
                 self.vote_transform.build(children_shape)
@@ -178,7 +189,9 @@ class FcCaps(RoutedCapsules):
                 activations = ops.reshape(activations, (batch, in_caps))
             return self.vote_and_route(children, activations, training, return_coupling, **router_kwargs)
         votes, activations = self.compute_votes(inputs)
-        return tuple(self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs))
+        return tuple(
+            self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs)
+        )
 
     def call(self, inputs, training=None, return_coupling=False):
         return self.route_inputs(inputs, training, return_coupling)

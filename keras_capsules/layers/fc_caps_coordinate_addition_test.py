@@ -25,7 +25,9 @@ def test_offsets_are_ibms():
             expected[3] = (w + 0.5) / 4  # column centre -> row 0, column 3
             expected[7] = (h + 0.5) / 3  # row centre -> row 1, column 3
             np.testing.assert_allclose(offsets[h, w], expected)
-    assert coordinate_offsets(2, 2, 9)[1, 0, 2] == 0.25 and coordinate_offsets(2, 2, 9)[1, 0, 5] == 0.75  # 3x3: elements 2, 5
+    assert (
+        coordinate_offsets(2, 2, 9)[1, 0, 2] == 0.25 and coordinate_offsets(2, 2, 9)[1, 0, 5] == 0.75
+    )  # 3x3: elements 2, 5
 
 
 def test_position_shared_votes_and_coordinate_addition_match_numpy():

@@ -55,7 +55,12 @@ class Length(keras.layers.Layer):
     def build(self, input_shape):
         poses_shape, _ = unpack_shapes(self, input_shape)
         if len(poses_shape) < 2:  # a rank-1 tensor would give one scalar length for the whole batch
-            errors.fail(self, "inputs", "poses of rank >= 2, (batch, ..., capsule_dim)", f"shape {poses_shape} (rank {len(poses_shape)})")
+            errors.fail(
+                self,
+                "inputs",
+                "poses of rank >= 2, (batch, ..., capsule_dim)",
+                f"shape {poses_shape} (rank {len(poses_shape)})",
+            )
 
     def call(self, inputs):
         poses, _ = unpack_capsules(self, inputs)
@@ -89,7 +94,9 @@ class Mask(keras.layers.Layer):
     def call(self, inputs, labels=None):
         poses, _ = unpack_capsules(self, inputs)
         if len(poses.shape) != 3:
-            errors.fail(self, "inputs", "poses of rank 3 (batch, num_capsules, capsule_dim)", f"shape {tuple(poses.shape)}")
+            errors.fail(
+                self, "inputs", "poses of rank 3 (batch, num_capsules, capsule_dim)", f"shape {tuple(poses.shape)}"
+            )
         num_capsules = poses.shape[1]
         if labels is None:
             if num_capsules is not None and self.top_k > num_capsules:
@@ -128,11 +135,21 @@ def class_mask(owner, argument, labels, num_classes, dtype, batch=None):
     values = errors.concrete_value(labels)
     if values is not None:
         if hot and not np.all((values >= 0) & (values <= 1)):
-            errors.fail(owner, argument, f"one-/multi-hot labels with values in [0, 1] for {num_classes} classes", f"values in [{values.min().item()}, {values.max().item()}]")
+            errors.fail(
+                owner,
+                argument,
+                f"one-/multi-hot labels with values in [0, 1] for {num_classes} classes",
+                f"values in [{values.min().item()}, {values.max().item()}]",
+            )
         if not hot:
             bad = values[(values < 0) | (values >= num_classes) | (values != np.round(values))]
             if bad.size:
-                errors.fail(owner, argument, f"class indices in [0, {num_classes})", f"{bad.size} label(s) such as {bad.reshape(-1)[0].item()!r}")
+                errors.fail(
+                    owner,
+                    argument,
+                    f"class indices in [0, {num_classes})",
+                    f"{bad.size} label(s) such as {bad.reshape(-1)[0].item()!r}",
+                )
     if hot:
         return ops.cast(labels, dtype)
     labels = ops.reshape(labels, (-1,))

@@ -15,9 +15,14 @@ def test_length_and_squash_layers():
 
 def test_length_refuses_rank_one_naming_the_expected_rank():
     for x in (np.ones((3,), "float32"), keras.Input(shape=(), batch_size=3)):
-        with pytest.raises(ValueError, match=r"Length 'length.*': argument `inputs` expected poses of rank >= 2, \(batch, \.\.\., capsule_dim\), received 'shape \(3,\) \(rank 1\)'"):
+        with pytest.raises(
+            ValueError,
+            match=r"Length 'length.*': argument `inputs` expected poses of rank >= 2, \(batch, \.\.\., capsule_dim\), received 'shape \(3,\) \(rank 1\)'",
+        ):
             Length()(x)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(Length()(np.array([[3.0, 4.0]], "float32"))), [5.0], rtol=1e-5)  # (batch, dim)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(Length()(np.array([[3.0, 4.0]], "float32"))), [5.0], rtol=1e-5
+    )  # (batch, dim)
 
 
 def test_mask_by_label_and_by_length():
@@ -41,7 +46,9 @@ def test_decoder_parameters_and_shape():
     out = decoder(np.zeros((2, 160), "float32"))
     assert tuple(out.shape) == (2, 28, 28, 1)
     assert decoder.count_params() == 1_411_344  # docs/reference/models.md#effcapsnet / Sabour decoder
-    run_layer_test(CapsuleDecoder, {"image_shape": (4, 4, 1), "hidden_units": (8,)}, np.ones((3, 6), "float32"), run_export=False)
+    run_layer_test(
+        CapsuleDecoder, {"image_shape": (4, 4, 1), "hidden_units": (8,)}, np.ones((3, 6), "float32"), run_export=False
+    )
     with pytest.raises(ValueError, match="image_shape"):
         CapsuleDecoder((0, 28))
 
@@ -55,7 +62,9 @@ def test_mask_and_labels_errors_name_the_argument():
             Mask()(poses, np.array([0, bad]))
     with pytest.raises(ValueError, match=r"`labels` expected 2 labels, one per example"):
         Mask()(poses, np.array([1, 2, 3]))
-    with pytest.raises(ValueError, match=r"`labels` expected class indices \(batch,\) or \(batch, 1\), or one-hot \(batch, 10\)"):
+    with pytest.raises(
+        ValueError, match=r"`labels` expected class indices \(batch,\) or \(batch, 1\), or one-hot \(batch, 10\)"
+    ):
         Mask()(poses, np.zeros((2, 5)))
 
 

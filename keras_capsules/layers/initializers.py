@@ -33,7 +33,9 @@ class IdentityPlusUniform(keras.initializers.RandomUniform):
     def __call__(self, shape, dtype=None):
         shape = tuple(shape)
         if len(shape) < 2 or shape[-1] != shape[-2]:
-            errors.fail("IdentityPlusUniform", "shape", "a shape whose last two axes are equal (square matrices)", shape)
+            errors.fail(
+                "IdentityPlusUniform", "shape", "a shape whose last two axes are equal (square matrices)", shape
+            )
         noise = super().__call__(shape, dtype=dtype)
         return noise + ops.eye(shape[-1], dtype=noise.dtype)
 

@@ -19,12 +19,16 @@ def test_seeded_draws_are_reproducible_and_config_round_trips():
     config = keras.initializers.serialize(init)
     revived = keras.initializers.get(config)
     assert isinstance(revived, IdentityPlusUniform) and revived.scale == 0.05
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(init((3, 2, 2))), keras.ops.convert_to_numpy(revived((3, 2, 2))))
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(init((3, 2, 2))), keras.ops.convert_to_numpy(revived((3, 2, 2)))
+    )
     assert keras.initializers.get("keras_capsules>IdentityPlusUniform").scale == 0.1
 
 
 def test_used_by_matrix_capsules_and_saved_in_config():
-    layer = FcCaps(3, transform="matrix", matrix_side="left", normalize_weights=True, kernel_initializer=IdentityPlusUniform())
+    layer = FcCaps(
+        3, transform="matrix", matrix_side="left", normalize_weights=True, kernel_initializer=IdentityPlusUniform()
+    )
     layer(np.zeros((1, 5, 16), "float32"))
     kernel = keras.ops.convert_to_numpy(layer.vote_transform.kernel)
     assert np.all(np.abs(kernel - np.eye(4)) <= 0.1 + 1e-7)

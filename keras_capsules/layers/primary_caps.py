@@ -116,30 +116,41 @@ class PrimaryCaps(keras.layers.Layer):
         )
         if self.depthwise:
             self.pose_conv = keras.layers.DepthwiseConv2D(
-                depth_multiplier=1, depthwise_initializer=self.kernel_initializer, name="pose_conv",
+                depth_multiplier=1,
+                depthwise_initializer=self.kernel_initializer,
+                name="pose_conv",
                 **{k: v for k, v in conv_args.items() if k != "kernel_regularizer"},
                 depthwise_regularizer=self.kernel_regularizer,
             )
         else:
             self.pose_conv = keras.layers.Conv2D(
-                self.num_capsules * self.capsule_dim, kernel_initializer=self.kernel_initializer, name="pose_conv", **conv_args
+                self.num_capsules * self.capsule_dim,
+                kernel_initializer=self.kernel_initializer,
+                name="pose_conv",
+                **conv_args,
             )
         self.activation_conv = None
         self.layer_norm = None
         if self.activation == "sigmoid":
             self.activation_conv = keras.layers.Conv2D(
-                self.num_capsules, activation="sigmoid", kernel_initializer=self.kernel_initializer, name="activation_conv",
+                self.num_capsules,
+                activation="sigmoid",
+                kernel_initializer=self.kernel_initializer,
+                name="activation_conv",
                 **{**conv_args, "use_bias": True, "bias_initializer": "zeros"},
             )
         if self.activation == "layer_norm":
-            self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-5, name="layer_norm", dtype=self.dtype_policy)
+            self.layer_norm = keras.layers.LayerNormalization(
+                axis=-1, epsilon=1e-5, name="layer_norm", dtype=self.dtype_policy
+            )
 
     def build(self, input_shape):
         errors.check_rank(self, "inputs", input_shape, 4, "(batch, H, W, channels)")
         channels = input_shape[-1]
         if self.depthwise and channels != self.num_capsules * self.capsule_dim:
             errors.fail(
-                self, "inputs",
+                self,
+                "inputs",
                 f"channels = num_capsules * capsule_dim = {self.num_capsules * self.capsule_dim} for depthwise=True",
                 f"shape {tuple(input_shape)}",
             )

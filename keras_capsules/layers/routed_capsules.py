@@ -68,8 +68,12 @@ class RoutedCapsules(keras.layers.Layer):
         )
         if transform not in self.router.pose_kinds:
             fitting = routing.available(pose=transform)
-            errors.fail(self, "router", f"a router that routes {transform} poses (routing.available(pose={transform!r}): {fitting})",
-                        f"{type(self.router).__name__}, which routes {'/'.join(self.router.pose_kinds)} poses only")
+            errors.fail(
+                self,
+                "router",
+                f"a router that routes {transform} poses (routing.available(pose={transform!r}): {fitting})",
+                f"{type(self.router).__name__}, which routes {'/'.join(self.router.pose_kinds)} poses only",
+            )
 
     def record_input_shape(self, poses_shape):
         """Called by ``build``: the non-batch poses shape every later call must have."""
@@ -80,7 +84,9 @@ class RoutedCapsules(keras.layers.Layer):
         expected = getattr(self, "_poses_shape", None)
         if expected is not None and tuple(poses.shape[1:]) != expected:
             errors.fail(
-                self, "inputs", f"poses of shape (batch, {', '.join(map(str, expected))}) (the shape the layer was built for)",
+                self,
+                "inputs",
+                f"poses of shape (batch, {', '.join(map(str, expected))}) (the shape the layer was built for)",
                 f"shape {tuple(poses.shape)}",
             )
 
@@ -88,7 +94,9 @@ class RoutedCapsules(keras.layers.Layer):
         """Builds votes and router for children ``(batch, in_caps, in_dim)``."""
         in_dim = children_shape[-1]
         if self.transform == "matrix" and self.capsule_dim is not None and self.capsule_dim != in_dim:
-            errors.fail(self, "capsule_dim", f"the input pose size {in_dim} (matrix votes keep the pose size)", self.capsule_dim)
+            errors.fail(
+                self, "capsule_dim", f"the input pose size {in_dim} (matrix votes keep the pose size)", self.capsule_dim
+            )
         if not self.vote_transform.built:
             self.vote_transform.build(children_shape)
         votes_shape = self.vote_transform.compute_output_shape(children_shape)
@@ -121,7 +129,9 @@ class RoutedCapsules(keras.layers.Layer):
             router_kwargs["votes_layout"] = "parent_major"
         else:
             votes = self.vote_transform(children)
-        return tuple(self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs))
+        return tuple(
+            self.router(votes, activations, training=training, return_coupling=return_coupling, **router_kwargs)
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -33,7 +33,12 @@ class _VoteTransform(keras.layers.Layer):
         if built is None:
             self._children_shape = received
         elif received != built:
-            errors.fail(self, "inputs", f"children of shape (batch, {built[0]}, {built[1]}) (the shape the layer was built for)", f"shape {tuple(input_shape)}")
+            errors.fail(
+                self,
+                "inputs",
+                f"children of shape (batch, {built[0]}, {built[1]}) (the shape the layer was built for)",
+                f"shape {tuple(input_shape)}",
+            )
 
     def add_kernel(self, in_caps, parent_shape):
         """``W`` of shape ``(num_capsules,) + parent_shape``, with a leading ``in_caps`` axis unless shared."""
@@ -107,7 +112,9 @@ class VectorVotes(_VoteTransform):
             return ops.einsum("bid,ode->boie" if parent_major else "bid,ode->bioe", poses, kernel)
         # One (batch, in_dim) @ (in_dim, out_caps*out_dim) product per child, children as the matmul batch.
         in_caps, in_dim = poses.shape[1], poses.shape[2]
-        kernel = ops.reshape(ops.transpose(kernel, (0, 2, 1, 3)), (in_caps, in_dim, self.num_capsules * self.capsule_dim))
+        kernel = ops.reshape(
+            ops.transpose(kernel, (0, 2, 1, 3)), (in_caps, in_dim, self.num_capsules * self.capsule_dim)
+        )
         votes = ops.matmul(ops.transpose(poses, (1, 0, 2)), kernel)
         votes = ops.reshape(votes, (in_caps, -1, self.num_capsules, self.capsule_dim))  # (in, batch, out, d)
         return ops.transpose(votes, (1, 2, 0, 3) if parent_major else (1, 0, 2, 3))
@@ -179,7 +186,12 @@ class MatrixVotes(_VoteTransform):
         _, in_caps, in_dim = input_shape
         side = math.isqrt(in_dim) if in_dim else 0
         if not in_dim or side * side != in_dim:
-            errors.fail(self, "inputs", "a capsule_dim that is a perfect square p*p (a flat p x p matrix pose)", f"capsule_dim {in_dim}")
+            errors.fail(
+                self,
+                "inputs",
+                "a capsule_dim that is a perfect square p*p (a flat p x p matrix pose)",
+                f"capsule_dim {in_dim}",
+            )
         self.pose_side = side
         self.check_children(input_shape)
         self.add_kernel(in_caps, (side, side))
@@ -238,7 +250,11 @@ class MatrixVotes(_VoteTransform):
         kernel = self.transform_matrices("float32")
         if self.shared:
             totals = ops.sum(matrices, axis=1)
-            sums = ops.einsum("bxy,oyz->boxz", totals, kernel) if self.side == "right" else ops.einsum("oxy,byz->boxz", kernel, totals)
+            sums = (
+                ops.einsum("bxy,oyz->boxz", totals, kernel)
+                if self.side == "right"
+                else ops.einsum("oxy,byz->boxz", kernel, totals)
+            )
         elif self.side == "right":
             sums = ops.einsum("bixy,ioyz->boxz", matrices, kernel)
         else:
@@ -254,7 +270,18 @@ class MatrixVotes(_VoteTransform):
         return config
 
 
-def make_votes(owner, transform, num_capsules, capsule_dim, shared, matrix_side, normalize_weights, kernel_initializer, kernel_regularizer, name):
+def make_votes(
+    owner,
+    transform,
+    num_capsules,
+    capsule_dim,
+    shared,
+    matrix_side,
+    normalize_weights,
+    kernel_initializer,
+    kernel_regularizer,
+    name,
+):
     """Builds the vote-transform sublayer of a capsule layer from its arguments (with the owner's dtype policy)."""
     errors.check_one_of(owner, "transform", transform, ("vector", "matrix"))
     common = dict(
@@ -269,6 +296,11 @@ def make_votes(owner, transform, num_capsules, capsule_dim, shared, matrix_side,
         if capsule_dim is None:
             errors.fail(owner, "capsule_dim", "an integer for transform='vector'", capsule_dim)
         if normalize_weights:
-            errors.fail(owner, "normalize_weights", "False for transform='vector' (Frobenius normalisation is for matrix poses)", normalize_weights)
+            errors.fail(
+                owner,
+                "normalize_weights",
+                "False for transform='vector' (Frobenius normalisation is for matrix poses)",
+                normalize_weights,
+            )
         return VectorVotes(capsule_dim=capsule_dim, **common)
     return MatrixVotes(side=matrix_side, normalize=normalize_weights, **common)

@@ -77,7 +77,9 @@ def test_matrix_votes_gradients(side, parent_major):
     layer = MatrixVotes(5, side=side)
     layer.build(poses.shape)
     d_poses = input_gradient(lambda x: layer(x, parent_major=parent_major) * upstream, poses)
-    g = (upstream.transpose(0, 2, 1, 3) if parent_major else upstream).reshape(3, 4, 5, 4, 4).astype("float64")  # (b, i, j, 4, 4)
+    g = (
+        (upstream.transpose(0, 2, 1, 3) if parent_major else upstream).reshape(3, 4, 5, 4, 4).astype("float64")
+    )  # (b, i, j, 4, 4)
     p = poses.reshape(3, 4, 4, 4).astype("float64")
     w = keras.ops.convert_to_numpy(layer.kernel).astype("float64")  # (i, j, 4, 4)
     if side == "left":  # V = W P
@@ -107,9 +109,17 @@ def test_identity_matrix_votes_are_copies():
 
 def test_layer_contracts_and_errors():
     u = np.random.default_rng(4).normal(size=(3, 4, 16)).astype("float32")
-    run_layer_test(VectorVotes, {"num_capsules": 2, "capsule_dim": 5}, u, expected_output_shapes=[(3, 4, 2, 5)], run_export=False)
+    run_layer_test(
+        VectorVotes, {"num_capsules": 2, "capsule_dim": 5}, u, expected_output_shapes=[(3, 4, 2, 5)], run_export=False
+    )
     for shared in (False, True):
-        run_layer_test(MatrixVotes, {"num_capsules": 2, "shared": shared}, u, expected_output_shapes=[(3, 4, 2, 16)], run_export=False)
+        run_layer_test(
+            MatrixVotes,
+            {"num_capsules": 2, "shared": shared},
+            u,
+            expected_output_shapes=[(3, 4, 2, 16)],
+            run_export=False,
+        )
     with pytest.raises(ValueError, match=r"MatrixVotes.*perfect square.*8"):
         MatrixVotes(2)(np.zeros((2, 3, 8), "float32"))
     with pytest.raises(ValueError, match=r"VectorVotes.*inputs.*rank 3"):
@@ -145,4 +155,6 @@ def test_matrix_child_sums(side, shared):
         for j in range(5):
             p, w_ij = poses[:, i].reshape(3, 4, 4), w[j] if shared else w[i, j]
             expected[:, j] += p @ w_ij if side == "right" else w_ij @ p
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.child_sums(poses)), expected.reshape(3, 5, 16), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer.child_sums(poses)), expected.reshape(3, 5, 16), rtol=1e-4, atol=1e-5
+    )

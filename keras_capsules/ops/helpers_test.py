@@ -10,19 +10,35 @@ from keras_capsules.ops import LOW_PRECISION, dtype_max, l2_normalize, output_si
 def _reference_patches(height, width, kernel, stride, padding):
     """Receptive fields by explicit loops over a padded grid of flat indices (TensorFlow's SAME split)."""
     if padding == "valid":
-        out_h, out_w, top, left, bottom, right = (height - kernel) // stride + 1, (width - kernel) // stride + 1, 0, 0, 0, 0
+        out_h, out_w, top, left, bottom, right = (
+            (height - kernel) // stride + 1,
+            (width - kernel) // stride + 1,
+            0,
+            0,
+            0,
+            0,
+        )
     else:
         out_h, out_w = int(np.ceil(height / stride)), int(np.ceil(width / stride))
         pad_h = max((out_h - 1) * stride + kernel - height, 0)
         pad_w = max((out_w - 1) * stride + kernel - width, 0)
         top, left = pad_h // 2, pad_w // 2
         bottom, right = pad_h - top, pad_w - left
-    grid = np.arange((height + top + bottom) * (width + left + right)).reshape(height + top + bottom, width + left + right)
-    fields = [grid[r * stride : r * stride + kernel, c * stride : c * stride + kernel].ravel() for r in range(out_h) for c in range(out_w)]
+    grid = np.arange((height + top + bottom) * (width + left + right)).reshape(
+        height + top + bottom, width + left + right
+    )
+    fields = [
+        grid[r * stride : r * stride + kernel, c * stride : c * stride + kernel].ravel()
+        for r in range(out_h)
+        for c in range(out_w)
+    ]
     return np.concatenate(fields), (top, bottom, left, right), width + left + right, (out_h, out_w)
 
 
-@pytest.mark.parametrize("height, width, kernel, stride, padding", [(7, 5, 3, 1, "valid"), (8, 8, 3, 2, "valid"), (7, 6, 3, 2, "same"), (5, 5, 4, 3, "same")])
+@pytest.mark.parametrize(
+    "height, width, kernel, stride, padding",
+    [(7, 5, 3, 1, "valid"), (8, 8, 3, 2, "valid"), (7, 6, 3, 2, "same"), (5, 5, 4, 3, "same")],
+)
 def test_patch_indices_and_output_size_match_explicit_loops(height, width, kernel, stride, padding):
     expected, pads, padded_width, (out_h, out_w) = _reference_patches(height, width, kernel, stride, padding)
     indices, got_pads, got_width = patch_indices(height, width, kernel, stride, padding)
@@ -42,7 +58,9 @@ def test_resolve_grid():
 
 def test_l2_normalize_matches_pytorch_normalize_semantics():
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.normal(size=(4, 5)) * 3.0, np.zeros((1, 5)), np.full((1, 5), 1e-8), rng.normal(size=(1, 5)) * 1e20]).astype("float32")
+    x = np.concatenate(
+        [rng.normal(size=(4, 5)) * 3.0, np.zeros((1, 5)), np.full((1, 5), 1e-8), rng.normal(size=(1, 5)) * 1e20]
+    ).astype("float32")
     # F.normalize: x / max(||x||, 1e-6), in float64.
     norms = np.linalg.norm(x.astype("float64"), axis=-1, keepdims=True)
     expected = x / np.maximum(norms, 1e-6)

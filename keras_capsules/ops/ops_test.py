@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_capsules.testing import input_gradient
 from keras_capsules.ops import capsule_length, quantize_bins, quantize_uniform, safe_norm, squash, squash_efficient
+from keras_capsules.testing import input_gradient
 
 
 def np_squash(s):
@@ -34,7 +34,8 @@ def test_squash_hand_computed_and_bounded():
 
 
 @pytest.mark.parametrize(
-    "fn", [squash, lambda x: squash(x, form="escvm"), squash_efficient, lambda x: safe_norm(x), lambda x: capsule_length(x)]
+    "fn",
+    [squash, lambda x: squash(x, form="escvm"), squash_efficient, lambda x: safe_norm(x), lambda x: capsule_length(x)],
 )
 def test_zero_vectors_give_finite_values_and_gradients(fn):
     zeros = np.zeros((3, 8), "float32")
@@ -72,7 +73,9 @@ def test_quantiser_matches_rem_bins():
         quantize_uniform(x, 1)
 
 
-@pytest.mark.parametrize("dtype,magnitude", [("float32", 1e20), ("float32", 1e37), ("float16", 6e4), ("bfloat16", 3e38)])
+@pytest.mark.parametrize(
+    "dtype,magnitude", [("float32", 1e20), ("float32", 1e37), ("float16", 6e4), ("bfloat16", 3e38)]
+)
 def test_squash_of_huge_vectors_has_length_about_one(dtype, magnitude):
     # (3, 4) * magnitude has norm 5 * magnitude: the squashed vector is (0.6, 0.8) up to rounding.
     s = ops.cast(np.array([[0.3, 0.4]], "float32") * magnitude, dtype)
@@ -89,7 +92,9 @@ def test_clip_magnitude_clips_values_and_passes_gradients_straight_through(scale
 
     x = np.array([[-3.0, 0.5, 2.0], [1e-3, -0.2, 4.0]], "float32") * scale
     limit = 2.5 * scale if scale == 1.0 else 1e15
-    np.testing.assert_array_equal(ops.convert_to_numpy(clip_magnitude(ops.convert_to_tensor(x), limit)), np.clip(x, -limit, limit))
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(clip_magnitude(ops.convert_to_tensor(x), limit)), np.clip(x, -limit, limit)
+    )
     # The backward pass is the identity, clipped entries included (a plain clip's would be 0 there).
     np.testing.assert_array_equal(input_gradient(lambda v: clip_magnitude(v, limit), x), np.ones_like(x))
 
@@ -102,7 +107,9 @@ def test_limit_magnitude_scales_only_the_slices_beyond_the_limit():
     np.testing.assert_array_equal(out[[0, 2]], x[[0, 2]])  # untouched, bit for bit
     np.testing.assert_allclose(out[1], [1e15, -0.25e15], rtol=1e-6)  # row 1 divided by its peak / limit = 4
     ordinary = np.array([[1.0, -2.0]], "float32")  # no slice beyond the limit: identity, gradient one
-    np.testing.assert_array_equal(input_gradient(lambda v: limit_magnitude(v, limit=1e15), ordinary), np.ones_like(ordinary))
+    np.testing.assert_array_equal(
+        input_gradient(lambda v: limit_magnitude(v, limit=1e15), ordinary), np.ones_like(ordinary)
+    )
 
 
 def test_magnitude_guards_under_remat():
@@ -116,7 +123,9 @@ def test_magnitude_guards_under_remat():
         return clip_magnitude(v, 2.5) + limit_magnitude(v, limit=1e15)
 
     expected_value = np.clip(x, -2.5, 2.5) + np.array([[-3.0, 0.5], [1e15, 0.2]], "float32")
-    np.testing.assert_allclose(ops.convert_to_numpy(keras.remat(guarded)(ops.convert_to_tensor(x))), expected_value, rtol=1e-6)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(keras.remat(guarded)(ops.convert_to_tensor(x))), expected_value, rtol=1e-6
+    )
     # clip: straight through (1); limit_magnitude: 1 in the untouched row, 1/10 in the scaled one (factor gradient-free).
     expected_gradient = np.array([[1.0 + 1.0, 1.0 + 1.0], [1.0 + 0.1, 1.0 + 0.1]], "float32")
     np.testing.assert_allclose(input_gradient(keras.remat(guarded), x), expected_gradient, rtol=1e-6)

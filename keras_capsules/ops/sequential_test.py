@@ -65,7 +65,9 @@ def test_map_in_turn_adds_no_ops_outside_its_loop_and_runs_each_slice_once_when_
     def function(x):
         return tf.linalg.matmul(x, x, transpose_b=True, name="slice_product")
 
-    graph = tf.function(lambda x: map_in_turn(function, x)).get_concrete_function(tf.TensorSpec((5, 3, 2), "float32")).graph
+    graph = (
+        tf.function(lambda x: map_in_turn(function, x)).get_concrete_function(tf.TensorSpec((5, 3, 2), "float32")).graph
+    )
     assert not [op.name for op in graph.get_operations() if "slice_product" in op.name]
     assert {"While", "StatelessWhile"} & {op.type for op in graph.get_operations()}
     eager_slices = []
@@ -85,7 +87,11 @@ def test_map_in_turn_adds_no_ops_outside_its_loop_and_runs_each_slice_once_when_
 def test_map_in_turn_unrolled_has_no_loop_and_chains_the_slices():
     import tensorflow as tf
 
-    graph = tf.function(lambda x: map_in_turn(lambda s: tf.linalg.matmul(s, s, transpose_b=True, name="slice_product"), x, unrolled=True))
+    graph = tf.function(
+        lambda x: map_in_turn(
+            lambda s: tf.linalg.matmul(s, s, transpose_b=True, name="slice_product"), x, unrolled=True
+        )
+    )
     graph = graph.get_concrete_function(tf.TensorSpec((3, 4, 2), "float32")).graph
     types = {op.type for op in graph.get_operations()}
     assert not types & {"While", "StatelessWhile", "TensorListReserve"}

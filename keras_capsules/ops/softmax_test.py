@@ -34,7 +34,6 @@ def test_large_logits_stay_finite():
     np.testing.assert_allclose(got, [[[1.0, 0.04742587], [0.0, 0.95257413]]], rtol=1e-5)
 
 
-
 def test_empty_batch():
     out = softmax_along(keras.ops.zeros((0, 3, 4)), 1)
     assert tuple(out.shape) == (0, 3, 4)

@@ -15,12 +15,25 @@ import pytest
 from keras_capsules import applications, datasets, presets
 from keras_capsules.testing.tiers import large
 
-DATA = os.environ.get("KERAS_CAPSULES_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
+DATA = os.environ.get(
+    "KERAS_CAPSULES_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+)
 TOLERANCE = 0.003  # 0.3 points: the recorded subset accuracy was measured with the same file
 #: The publishers' class names, typed here independently of the registry.
 NAMES = {
     "mnist": tuple("0123456789"),
-    "fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+    "fashion_mnist": (
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),
 }
 
 
@@ -42,7 +55,9 @@ def _subset_predictions(key):
     images, labels = images[: subset["limit"]], labels[: subset["limit"]]
     model = getattr(applications, model_name)(weights=name)
     assert tuple(model.inputs[0].shape[1:]) == images.shape[1:]  # the dataset's own image shape
-    scores = np.concatenate([model.predict_on_batch(images[i : i + 250].astype("float32") / 255.0) for i in range(0, len(images), 250)])
+    scores = np.concatenate(
+        [model.predict_on_batch(images[i : i + 250].astype("float32") / 255.0) for i in range(0, len(images), 250)]
+    )
     return scores, labels
 
 
@@ -50,13 +65,17 @@ def _subset_predictions(key):
 SLOW = "AgreementGLOM/"
 
 
-@pytest.mark.parametrize("key", [pytest.param(k, marks=large) if k.startswith(SLOW) else k for k in presets.available()])
+@pytest.mark.parametrize(
+    "key", [pytest.param(k, marks=large) if k.startswith(SLOW) else k for k in presets.available()]
+)
 def test_preset_reaches_its_recorded_subset_accuracy(key):
     preset = presets.get(*key.split("/", 1))
     scores, labels = _subset_predictions(key)
     assert len(labels) == preset.subset["limit"]
     accuracy = float(np.mean(np.argmax(scores, axis=-1) == labels))
-    assert abs(accuracy - preset.subset_accuracy) <= TOLERANCE, f"{key}: {accuracy:.4f} vs recorded {preset.subset_accuracy:.4f}"
+    assert abs(accuracy - preset.subset_accuracy) <= TOLERANCE, (
+        f"{key}: {accuracy:.4f} vs recorded {preset.subset_accuracy:.4f}"
+    )
     assert preset.test_examples == 10_000  # the full official test set (MNIST, Fashion-MNIST)
 
 

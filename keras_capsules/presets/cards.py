@@ -25,7 +25,9 @@ def _validation(preset):
         return "none"
     text = f"{held_out['examples']:,} training images"
     if held_out.get("selection"):
-        text += f" ({held_out['selection']}" + (f", seed {held_out['seed']})" if held_out.get("seed") is not None else ")")
+        text += f" ({held_out['selection']}" + (
+            f", seed {held_out['seed']})" if held_out.get("seed") is not None else ")"
+        )
     return text + (f", used for {held_out['used_for']}" if held_out.get("used_for") else "")
 
 
@@ -48,10 +50,18 @@ def _validation_curve(preset):
     if not curve:
         return []
     shown = range(1, len(curve) + 1) if len(curve) <= 12 else sorted({1, *range(5, len(curve) + 1, 5), len(curve)})
-    when = "each epoch" if len(curve) == preset.epochs else f"each of the last {len(curve)} of the {preset.epochs} epochs (the final stage)"
+    when = (
+        "each epoch"
+        if len(curve) == preset.epochs
+        else f"each of the last {len(curve)} of the {preset.epochs} epochs (the final stage)"
+    )
     return [
         f"**Validation curve.** Accuracy on the validation hold-out after {when}"
-        + (" (epochs 1, 5, 10, ... and the last shown; every epoch is in the training log):" if len(shown) < len(curve) else ":"),
+        + (
+            " (epochs 1, 5, 10, ... and the last shown; every epoch is in the training log):"
+            if len(shown) < len(curve)
+            else ":"
+        ),
         "",
         "| epoch | " + " | ".join(str(epoch) for epoch in shown) + " |",
         "|---|" + "---:|" * len(shown),
@@ -73,7 +83,7 @@ def model_card(model: str, name: str) -> str:
     correct = round(preset.test_accuracy * preset.test_examples)
     log = f" Training log: `{preset.log}` in the source repository." if preset.log else ""
     lines = [
-        f"#### `{preset.model}(weights=\"{preset.name}\")`",
+        f'#### `{preset.model}(weights="{preset.name}")`',
         "",
         *([preset.description, ""] if preset.description else []),
         *_paragraph("Intended use and limitations", preset.limitations),
@@ -94,8 +104,8 @@ def model_card(model: str, name: str) -> str:
         "",
         "```python",
         "from keras_capsules import applications, presets",
-        f"model = applications.{preset.model}(weights=\"{preset.name}\")  # (batch, {shape.replace('x', ', ')}) images in [0, 1]",
-        f"top3 = presets.decode_predictions(model.predict(images), \"{preset.key}\", top=3)  # [(index, name, score), ...]",
+        f'model = applications.{preset.model}(weights="{preset.name}")  # (batch, {shape.replace("x", ", ")}) images in [0, 1]',
+        f'top3 = presets.decode_predictions(model.predict(images), "{preset.key}", top=3)  # [(index, name, score), ...]',
         "```",
         "",
         "| | |",
@@ -144,7 +154,7 @@ def presets_table():
         held_out = f"{preset.validation['examples']:,} images" if preset.validation else "none"
         informed = _ANSWERS[preset.test_informed]
         lines.append(
-            f"| `{model}(weights=\"{name}\")` | {100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images) "
+            f'| `{model}(weights="{name}")` | {100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images) '
             f"| {preset.parameters:,} | {_size(preset)}, {preset.storage_dtype} | {held_out} | {informed} |"
         )
     return f"{START}\n" + "\n".join(lines) + f"\n{END}"
@@ -174,7 +184,11 @@ def _folder_training_data(metrics):
     text = (
         f"**Training data.** Dataset `{metrics.get('dataset', 'not recorded')}`: "
         + (f"the first {limit:,} images of its training split" if limit else "its training split")
-        + (f" minus a validation hold-out of {held_out['examples']:,} images ({held_out.get('selection', 'selection not recorded')})." if held_out.get("examples") else "; no validation hold-out.")
+        + (
+            f" minus a validation hold-out of {held_out['examples']:,} images ({held_out.get('selection', 'selection not recorded')})."
+            if held_out.get("examples")
+            else "; no validation hold-out."
+        )
     )
     lines = [text, ""]
     summary = _data_summary(metrics)
@@ -185,7 +199,12 @@ def _folder_training_data(metrics):
             "",
             "| class | " + " | ".join(splits) + " |",
             "|---|" + "---:|" * len(splits),
-            *(f"| {name} | " + " | ".join(f"{summary['images_per_class'][split].get(name, 0):,}" for split in splits) + " |" for name in summary["class_names"]),
+            *(
+                f"| {name} | "
+                + " | ".join(f"{summary['images_per_class'][split].get(name, 0):,}" for split in splits)
+                + " |"
+                for name in summary["class_names"]
+            ),
             "",
         ]
     return lines
@@ -198,14 +217,19 @@ def _folder_procedure(metrics):
     epochs = metrics.get("epochs_completed")
     parts = [f"Recipe `{' / '.join(str(metrics.get(key, '?')) for key in ('model', 'dataset', 'variant'))}`"]
     if epochs is not None:
-        parts.append(f"{epochs} epochs" + (" (" + ", ".join(f"{stage['name']} {stage['epochs']}" for stage in stages) + ")" if stages else ""))
+        parts.append(
+            f"{epochs} epochs"
+            + (" (" + ", ".join(f"{stage['name']} {stage['epochs']}" for stage in stages) + ")" if stages else "")
+        )
     if recipe:
         parts.append(
             f"optimizer {recipe.get('optimizer')} at learning rate {recipe.get('learning_rate')} ({recipe.get('lr_schedule', 'constant')} schedule), "
             f"batch size {recipe.get('batch_size')}, loss {recipe.get('loss')}, augmentation {recipe.get('augmentation') or 'none'}"
         )
     if metrics.get("train_seconds") is not None:
-        parts.append(f"{metrics['train_seconds'] / 3600:.2f} h of training ({metrics.get('replicas', 1)} replica(s), strategy {metrics.get('strategy', 'default')})")
+        parts.append(
+            f"{metrics['train_seconds'] / 3600:.2f} h of training ({metrics.get('replicas', 1)} replica(s), strategy {metrics.get('strategy', 'default')})"
+        )
     return _paragraph("Training procedure", "; ".join(parts) + ".")
 
 
@@ -215,13 +239,19 @@ def _folder_evaluation(metrics):
     measured = []
     if metrics.get("validation_accuracy") is not None:
         size = f" ({held_out:,} images)" if held_out else ""
-        measured.append(f"**{_percent(metrics['validation_accuracy'])}** on the validation hold-out{size} after the last epoch")
+        measured.append(
+            f"**{_percent(metrics['validation_accuracy'])}** on the validation hold-out{size} after the last epoch"
+        )
     eval_limit = (metrics.get("arguments") or {}).get("eval_limit")
     for split, values in (metrics.get("evaluations") or {}).items():
         if values.get("accuracy") is not None:
             on = f"the first {eval_limit:,} images of `{split}`" if eval_limit else f"the `{split}` split"
             measured.append(f"**{_percent(values['accuracy'])}** on {on}, evaluated once at the end of the run")
-    text = "Top-1 accuracy as the training run measured it: " + "; ".join(measured) + "." if measured else "The run recorded no accuracy."
+    text = (
+        "Top-1 accuracy as the training run measured it: " + "; ".join(measured) + "."
+        if measured
+        else "The run recorded no accuracy."
+    )
     return _paragraph("Evaluation", text)
 
 
@@ -256,7 +286,11 @@ def folder_card(config: dict, metadata: dict, text: str | None = None, title: st
             f"Sorts {shape} images with values in [{low}, {high}] into its {classes}. It was trained and measured only on the "
             "data described here; images unlike them (another size, colour, subject or camera) are outside what it was measured "
             "on, and its accuracies hold for data like its evaluation images only."
-            + ("" if metrics else " No training run is recorded with this folder, so nothing is known here about its data or accuracy."),
+            + (
+                ""
+                if metrics
+                else " No training run is recorded with this folder, so nothing is known here about its data or accuracy."
+            ),
         ),
     ]
     if metrics:
@@ -276,7 +310,9 @@ def folder_card(config: dict, metadata: dict, text: str | None = None, title: st
         "|---|---|",
         f"| classes | {_classes(tuple(names)) if names else 'not named'} |",
         f"| parameters | {metadata.get('parameters', 0):,} |",
-        f"| constructor | `{_call(model, config.get('arguments') or {})}` |" if model else "| constructor | none recorded: built from its Keras config |",
+        f"| constructor | `{_call(model, config.get('arguments') or {})}` |"
+        if model
+        else "| constructor | none recorded: built from its Keras config |",
         f"| weights | `{metadata['weights']['file']}` ({metadata['weights'].get('storage_dtype', 'float32')}), SHA-256 `{metadata['weights']['sha256']}` |",
         f"| saved with | keras-capsules {metadata.get('keras_capsules_version')}, Keras {metadata.get('keras_version')} "
         f"({metadata.get('backend')}), {metadata.get('date_saved')} |",

@@ -18,7 +18,9 @@ def output_units(model: Any) -> int | None:
     return outputs[0].shape[-1]
 
 
-def check_class_names(owner: Any, names: Iterable[str] | None, units: int | None = None, argument: str = "class_names") -> tuple[str, ...] | None:
+def check_class_names(
+    owner: Any, names: Iterable[str] | None, units: int | None = None, argument: str = "class_names"
+) -> tuple[str, ...] | None:
     """``names`` as a tuple of strings (``None`` stays ``None``), one per output unit when ``units`` is known.
 
     Args:
@@ -38,7 +40,13 @@ def check_class_names(owner: Any, names: Iterable[str] | None, units: int | None
     names = tuple(names)
     wrong = [name for name in names if not isinstance(name, str)]
     if wrong:
-        errors.fail(owner, argument, "a sequence of strings (one per class)", f"an item {wrong[0]!r} of type {type(wrong[0]).__name__}", TypeError)
+        errors.fail(
+            owner,
+            argument,
+            "a sequence of strings (one per class)",
+            f"an item {wrong[0]!r} of type {type(wrong[0]).__name__}",
+            TypeError,
+        )
     if not names:
         errors.fail(owner, argument, "None or at least one name", names)
     if units is not None and len(names) != units:

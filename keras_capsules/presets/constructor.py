@@ -25,7 +25,15 @@ from keras_capsules.presets.weights_file import PresetFileError, load_weights
 #: A constructor: :func:`with_presets` returns it with the same signature.
 F = TypeVar("F", bound=Callable[..., Any])
 #: Keras Applications arguments that never change the weights a preset needs.
-FREE_ARGUMENTS = ("include_top", "weights", "input_tensor", "pooling", "classifier_activation", "include_preprocessing", "name")
+FREE_ARGUMENTS = (
+    "include_top",
+    "weights",
+    "input_tensor",
+    "pooling",
+    "classifier_activation",
+    "include_preprocessing",
+    "name",
+)
 #: Arguments that must match the preset only when the top (class layer) is kept.
 TOP_ARGUMENTS = ("classes", "input_shape")
 #: The constructors :func:`with_presets` wrapped, by model name (``"EffCapsNet"``): what :func:`build_preset` calls.
@@ -96,9 +104,17 @@ def folder_model(model_name, constructor, signature, explicit):
     path = os.fspath(explicit["weights"])
     record = folders.read(path, function=model_name)
     if record.model != model_name:
-        made_by = f"made by {record.model}" if record.model else "made from its Keras config (no application constructor)"
-        load = f"presets.load(folder) or applications.{record.model}(weights=folder)" if record.model else "presets.load(folder)"
-        raise ValueError(f"{model_name}: argument `weights` expected a preset folder made by {model_name}, received {path!r}, {made_by}: load it with {load}.")
+        made_by = (
+            f"made by {record.model}" if record.model else "made from its Keras config (no application constructor)"
+        )
+        load = (
+            f"presets.load(folder) or applications.{record.model}(weights=folder)"
+            if record.model
+            else "presets.load(folder)"
+        )
+        raise ValueError(
+            f"{model_name}: argument `weights` expected a preset folder made by {model_name}, received {path!r}, {made_by}: load it with {load}."
+        )
     recorded = record.arguments
     unknown = sorted(set(recorded) - set(signature.parameters))
     if unknown:
@@ -110,7 +126,9 @@ def folder_model(model_name, constructor, signature, explicit):
     fixed = {key: value for key, value in recorded.items() if key not in FREE_ARGUMENTS}
     arguments = preset_arguments(model_name, path, fixed, registry.REMOVABLE, signature, {**free, **explicit})
     model = constructor(**arguments)
-    return folders.load_into(model, record, top=arguments.get("include_top", signature.parameters["include_top"].default))
+    return folders.load_into(
+        model, record, top=arguments.get("include_top", signature.parameters["include_top"].default)
+    )
 
 
 def with_presets(model_name: str) -> Callable[[F], F]:
@@ -132,7 +150,9 @@ def with_presets(model_name: str) -> Callable[[F], F]:
             is_path_like = isinstance(weights, (str, os.PathLike))
             if not is_path_like or os.path.isfile(weights):
                 return constructor(*args, **kwargs)  # None, an existing file, or a type the constructor reports
-            if not registry.is_preset(model_name, weights) and os.path.isdir(weights):  # a preset name first, then a folder
+            if not registry.is_preset(model_name, weights) and os.path.isdir(
+                weights
+            ):  # a preset name first, then a folder
                 return folder_model(model_name, constructor, signature, explicit)
             if not registry.is_preset(model_name, weights):
                 text = os.fspath(weights)
@@ -141,7 +161,9 @@ def with_presets(model_name: str) -> Callable[[F], F]:
                 registry.get(model_name, text)  # raises, listing the model's presets
             preset = registry.get(model_name, weights)
             path = registry.locate(preset)
-            model = constructor(**preset_arguments(model_name, preset.name, preset.kwargs, preset.removable, signature, explicit))
+            model = constructor(
+                **preset_arguments(model_name, preset.name, preset.kwargs, preset.removable, signature, explicit)
+            )
             load_weights(model, path)
             return model
 

@@ -90,14 +90,20 @@ def is_preset_folder(path: str | os.PathLike) -> bool:
 def _read_json(folder, name, function):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
-        raise PresetFileError(f"{function}: preset folder {folder!r} has no {name} (a preset folder holds {', '.join(FILES)}; presets.save writes one).")
+        raise PresetFileError(
+            f"{function}: preset folder {folder!r} has no {name} (a preset folder holds {', '.join(FILES)}; presets.save writes one)."
+        )
     try:
         with open(path) as handle:
             value = json.load(handle)
     except (OSError, ValueError) as error:
-        raise PresetFileError(f"{function}: {path!r} is truncated or corrupt (not valid JSON: {error}); save the preset folder again.") from None
+        raise PresetFileError(
+            f"{function}: {path!r} is truncated or corrupt (not valid JSON: {error}); save the preset folder again."
+        ) from None
     if not isinstance(value, dict):
-        raise PresetFileError(f"{function}: {path!r} expected a JSON object, received a {type(value).__name__}; save the preset folder again.")
+        raise PresetFileError(
+            f"{function}: {path!r} expected a JSON object, received a {type(value).__name__}; save the preset folder again."
+        )
     return value
 
 
@@ -114,7 +120,9 @@ def read(folder: str | os.PathLike, function: str = "presets.load") -> PresetFol
     """
     path = os.fspath(folder)
     if not os.path.isdir(path):
-        raise PresetFileError(f"{function}: {path!r} is not a folder (expected a preset folder written by presets.save).")
+        raise PresetFileError(
+            f"{function}: {path!r} is not a folder (expected a preset folder written by presets.save)."
+        )
     config = _read_json(path, CONFIG_FILE, function)
     if config.get("format") != FORMAT:
         raise PresetFileError(
@@ -125,15 +133,25 @@ def read(folder: str | os.PathLike, function: str = "presets.load") -> PresetFol
             f"{function}: preset folder {path!r} has format version {config['format_version']}; this keras-capsules reads up to "
             f"{FORMAT_VERSION}: upgrade keras-capsules."
         )
-    if not (isinstance(config.get("constructor"), str) and isinstance(config.get("arguments"), dict)) and not isinstance(config.get("keras_config"), dict):
-        raise PresetFileError(f"{function}: {os.path.join(path, CONFIG_FILE)!r} names neither a constructor with its arguments nor a Keras config.")
+    if not (
+        isinstance(config.get("constructor"), str) and isinstance(config.get("arguments"), dict)
+    ) and not isinstance(config.get("keras_config"), dict):
+        raise PresetFileError(
+            f"{function}: {os.path.join(path, CONFIG_FILE)!r} names neither a constructor with its arguments nor a Keras config."
+        )
     metadata = _read_json(path, METADATA_FILE, function)
     weights = metadata.get("weights")
-    if not (isinstance(weights, dict) and isinstance(weights.get("file"), str) and isinstance(weights.get("sha256"), str)):
-        raise PresetFileError(f"{function}: {os.path.join(path, METADATA_FILE)!r} records no weights file with its SHA-256.")
+    if not (
+        isinstance(weights, dict) and isinstance(weights.get("file"), str) and isinstance(weights.get("sha256"), str)
+    ):
+        raise PresetFileError(
+            f"{function}: {os.path.join(path, METADATA_FILE)!r} records no weights file with its SHA-256."
+        )
     record = PresetFolder(path, config, metadata)
     if os.path.dirname(os.path.normpath(weights["file"])) or not os.path.isfile(record.weights_path):
-        raise PresetFileError(f"{function}: preset folder {path!r} has no weights file {weights['file']!r} (recorded in {METADATA_FILE}).")
+        raise PresetFileError(
+            f"{function}: preset folder {path!r} has no weights file {weights['file']!r} (recorded in {METADATA_FILE})."
+        )
     actual = sha256(record.weights_path)
     if actual != weights["sha256"]:
         raise PresetFileError(
@@ -152,7 +170,12 @@ def _constructor_config(model):
     try:
         json.dumps(config)
     except (TypeError, ValueError) as error:
-        errors.fail("presets.save", "model", "a model built by an application constructor, or one whose Keras config is JSON", f"{model.name!r} ({error})")
+        errors.fail(
+            "presets.save",
+            "model",
+            "a model built by an application constructor, or one whose Keras config is JSON",
+            f"{model.name!r} ({error})",
+        )
     return {"keras_config": config}
 
 
@@ -168,7 +191,13 @@ def _preprocessing(model, model_config, preprocessing):
     }
     if preprocessing is not None:
         if not isinstance(preprocessing, dict):
-            errors.fail("presets.save", "preprocessing", "None or a dict of entries to record (e.g. {'input_range': [0, 255]})", preprocessing, TypeError)
+            errors.fail(
+                "presets.save",
+                "preprocessing",
+                "None or a dict of entries to record (e.g. {'input_range': [0, 255]})",
+                preprocessing,
+                TypeError,
+            )
         try:
             recorded.update(json.loads(json.dumps(preprocessing)))
         except (TypeError, ValueError) as error:
@@ -182,7 +211,12 @@ def _metrics(metrics):
         return None
     if isinstance(metrics, (str, os.PathLike)):
         if not os.path.isfile(metrics):
-            errors.fail("presets.save", "metrics", "None, a dict or the path of a run's metrics.json", f"{os.fspath(metrics)} (no such file)")
+            errors.fail(
+                "presets.save",
+                "metrics",
+                "None, a dict or the path of a run's metrics.json",
+                f"{os.fspath(metrics)} (no such file)",
+            )
         try:
             with open(metrics) as handle:
                 metrics = json.load(handle)
@@ -250,13 +284,21 @@ def save(
         TypeError: ``model`` is not a built Keras model; an argument of the wrong type.
     """
     if not isinstance(model, keras.Model) or not model.built:
-        errors.fail("presets.save", "model", "a built keras.Model", model if not isinstance(model, keras.Model) else f"unbuilt model {model.name!r}", TypeError)
+        errors.fail(
+            "presets.save",
+            "model",
+            "a built keras.Model",
+            model if not isinstance(model, keras.Model) else f"unbuilt model {model.name!r}",
+            TypeError,
+        )
     if isinstance(folder, bool) or not isinstance(folder, (str, os.PathLike)):
         errors.fail("presets.save", "folder", "a folder path (str or os.PathLike)", folder, TypeError)
     folder = os.fspath(folder)
     if card is not None and not isinstance(card, str):
         errors.fail("presets.save", "card", "None or Markdown text", card, TypeError)
-    names = check_class_names("presets.save", class_names if class_names is not None else class_names_of(model), output_units(model))
+    names = check_class_names(
+        "presets.save", class_names if class_names is not None else class_names_of(model), output_units(model)
+    )
     _check_target(folder, overwrite)
     model_config = _constructor_config(model)
     config = {"format": FORMAT, "format_version": FORMAT_VERSION, **model_config}

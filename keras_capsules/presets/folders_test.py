@@ -17,9 +17,14 @@ from keras_capsules.testing.tiers import large
 NAMES = ("sandal", "sneaker", "boot")
 #: A run record shaped like what ``training.train`` returns (only what the card and metadata read).
 METRICS = {
-    "model": "EffCapsNet", "dataset": "shoes", "variant": "default", "epochs_completed": 2, "train_seconds": 60.0,
+    "model": "EffCapsNet",
+    "dataset": "shoes",
+    "variant": "default",
+    "epochs_completed": 2,
+    "train_seconds": 60.0,
     "validation": {"examples": 6, "seed": 0, "selection": "uniform draw without replacement from the training split"},
-    "validation_accuracy": 0.5, "evaluations": {"test": {"accuracy": 0.25, "loss": 1.5}},
+    "validation_accuracy": 0.5,
+    "evaluations": {"test": {"accuracy": 0.25, "loss": 1.5}},
 }
 
 
@@ -57,11 +62,23 @@ def test_save_writes_config_weights_metadata_and_card(source, folder):
     config = json.loads((folder / "config.json").read_text())
     # The constructor call, written out by hand: EffCapsNet's arguments with the variant's defaults filled in.
     assert config == {
-        "format": "keras_capsules.preset", "format_version": 1, "constructor": "EffCapsNet",
+        "format": "keras_capsules.preset",
+        "format_version": 1,
+        "constructor": "EffCapsNet",
         "arguments": {
-            "include_top": True, "input_shape": [28, 28, 1], "pooling": None, "classes": 3, "classifier_activation": "softmax",
-            "name": "eff_capsnet", "include_preprocessing": False, "variant": "mnist", "router": "self_attention",
-            "routing_iterations": None, "reconstruction": False, "reconstruction_weight": 0.392, "primary_capsule_dim": 8,
+            "include_top": True,
+            "input_shape": [28, 28, 1],
+            "pooling": None,
+            "classes": 3,
+            "classifier_activation": "softmax",
+            "name": "eff_capsnet",
+            "include_preprocessing": False,
+            "variant": "mnist",
+            "router": "self_attention",
+            "routing_iterations": None,
+            "reconstruction": False,
+            "reconstruction_weight": 0.392,
+            "primary_capsule_dim": 8,
             "class_capsule_dim": 16,
         },
     }
@@ -69,10 +86,17 @@ def test_save_writes_config_weights_metadata_and_card(source, folder):
     digest = hashlib.sha256((folder / "model.weights.npz").read_bytes()).hexdigest()
     assert metadata["weights"] == {"file": "model.weights.npz", "sha256": digest, "storage_dtype": "float32"}
     assert metadata["class_names"] == list(NAMES) and metadata["metrics"] == METRICS
-    assert metadata["preprocessing"] == {"input_shape": [28, 28, 1], "channels": 1, "data_format": "channels_last", "input_range": [0, 1]}
+    assert metadata["preprocessing"] == {
+        "input_shape": [28, 28, 1],
+        "channels": 1,
+        "data_format": "channels_last",
+        "input_range": [0, 1],
+    }
     assert metadata["parameters"] == sum(int(np.prod(w.shape)) for w in source.weights)
     assert metadata["keras_version"] == keras.__version__ and metadata["keras_capsules_version"]
-    with np.load(folder / "model.weights.npz") as archive:  # the library's preset file format: "<layer>/<index>", float32
+    with np.load(
+        folder / "model.weights.npz"
+    ) as archive:  # the library's preset file format: "<layer>/<index>", float32
         np.testing.assert_array_equal(archive["conv1/0"], np.asarray(source.get_layer("conv1").weights[0]))
         assert {archive[key].dtype for key in archive.files} == {np.dtype("float32")}
     card = (folder / "README.md").read_text()
@@ -96,7 +120,10 @@ def test_a_fresh_process_loads_a_copied_folder_bit_for_bit(source, folder, tmp_p
     work.mkdir()
     done = subprocess.run(
         [sys.executable, "-c", script, str(copy), str(tmp_path / "scores.npy"), str(tmp_path / "x.npy")],
-        cwd=work, capture_output=True, text=True, timeout=300,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == list(NAMES)
@@ -124,12 +151,21 @@ def test_constructors_take_the_folder_and_include_top_false_loads_the_backbone(s
 
 
 def test_another_application_or_other_arguments_are_refused_naming_both(folder):
-    with pytest.raises(ValueError, match=r"FMCapsNet: argument `weights` expected a preset folder made by FMCapsNet, received '.*shoes', made by EffCapsNet: "
-                       r"load it with presets\.load\(folder\) or applications\.EffCapsNet\(weights=folder\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"FMCapsNet: argument `weights` expected a preset folder made by FMCapsNet, received '.*shoes', made by EffCapsNet: "
+        r"load it with presets\.load\(folder\) or applications\.EffCapsNet\(weights=folder\)",
+    ):
         applications.FMCapsNet(weights=folder)
-    with pytest.raises(ValueError, match=r"EffCapsNet: argument `variant` expected 'mnist' \(fixed by preset weights='.*shoes'\), received 'multimnist'"):
+    with pytest.raises(
+        ValueError,
+        match=r"EffCapsNet: argument `variant` expected 'mnist' \(fixed by preset weights='.*shoes'\), received 'multimnist'",
+    ):
         applications.EffCapsNet(weights=folder, variant="multimnist")
-    with pytest.raises(ValueError, match=r"EffCapsNet: argument `classes` expected 3 \(fixed by preset weights='.*shoes', or include_top=False\), received 10"):
+    with pytest.raises(
+        ValueError,
+        match=r"EffCapsNet: argument `classes` expected 3 \(fixed by preset weights='.*shoes', or include_top=False\), received 10",
+    ):
         applications.EffCapsNet(weights=folder, classes=10)
 
 
@@ -148,7 +184,9 @@ def test_missing_corrupt_and_foreign_files_are_named(folder, tmp_path):
     os.remove(cases["no config"] / "config.json")
     cases["foreign"] = tmp_path / "keras-hub-style"
     cases["foreign"].mkdir()
-    (cases["foreign"] / "config.json").write_text(json.dumps({"module": "keras_hub.src.models", "class_name": "Backbone"}))
+    (cases["foreign"] / "config.json").write_text(
+        json.dumps({"module": "keras_hub.src.models", "class_name": "Backbone"})
+    )
     expected = {
         "no weights": r"preset folder '.*no-weights' has no weights file 'model\.weights\.npz' \(recorded in metadata\.json\)",
         "changed byte": r"'.*changed/model\.weights\.npz' has SHA-256 [0-9a-f]{64}, expected [0-9a-f]{64} \(recorded in metadata\.json\)",
@@ -167,15 +205,23 @@ def test_missing_corrupt_and_foreign_files_are_named(folder, tmp_path):
 
 def test_save_refuses_to_destroy_and_writes_nothing_on_bad_input(source, folder, tmp_path):
     target = _copy(folder, tmp_path, "preset")
-    with pytest.raises(ValueError, match=r"presets\.save: folder '.*preset' exists and is not empty; pass overwrite=True"):
+    with pytest.raises(
+        ValueError, match=r"presets\.save: folder '.*preset' exists and is not empty; pass overwrite=True"
+    ):
         presets.save(source, target)
     other = tmp_path / "notes"
     other.mkdir()
     (other / "todo.txt").write_text("keep me")
-    with pytest.raises(ValueError, match=r"presets\.save: folder '.*notes' is not empty and is not a preset folder; overwrite=True replaces a preset folder only"):
+    with pytest.raises(
+        ValueError,
+        match=r"presets\.save: folder '.*notes' is not empty and is not a preset folder; overwrite=True replaces a preset folder only",
+    ):
         presets.save(source, other, overwrite=True)
     assert os.listdir(other) == ["todo.txt"]
-    with pytest.raises(ValueError, match=r"presets\.save: argument `class_names` expected 3 names \(one per output unit of the model: its classes\), received \['a', 'b'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"presets\.save: argument `class_names` expected 3 names \(one per output unit of the model: its classes\), received \['a', 'b'\]",
+    ):
         presets.save(source, tmp_path / "two-names", class_names=("a", "b"))
     assert not (tmp_path / "two-names").exists()
     # overwrite=True replaces a preset folder: the new class names and no file of the old one.
@@ -192,27 +238,52 @@ def test_a_model_without_constructor_goes_through_its_keras_config(tmp_path):
     kernel = np.array([[1.0, -1.0], [0.5, 0.0], [0.0, 2.0], [-1.0, 1.0]], "float32")
     plain.get_layer("scores").set_weights([kernel, np.array([0.25, -0.25], "float32")])
     (tmp_path / "metrics.json").write_text(json.dumps({"dataset": "toy", "validation_accuracy": 0.75}))
-    with pytest.raises(ValueError, match=r"presets\.save: argument `metrics` expected None, a dict or the path of a run's metrics\.json, received '.*absent\.json \(no such file\)'"):
+    with pytest.raises(
+        ValueError,
+        match=r"presets\.save: argument `metrics` expected None, a dict or the path of a run's metrics\.json, received '.*absent\.json \(no such file\)'",
+    ):
         presets.save(plain, tmp_path / "plain", metrics=tmp_path / "absent.json")
-    presets.save(plain, tmp_path / "plain", class_names=["no", "yes"], preprocessing={"input_range": [-1, 1]}, metrics=tmp_path / "metrics.json")
+    presets.save(
+        plain,
+        tmp_path / "plain",
+        class_names=["no", "yes"],
+        preprocessing={"input_range": [-1, 1]},
+        metrics=tmp_path / "metrics.json",
+    )
     config = json.loads((tmp_path / "plain" / "config.json").read_text())
     assert "constructor" not in config and config["keras_config"]["class_name"] == "Functional"
     metadata = json.loads((tmp_path / "plain" / "metadata.json").read_text())
-    assert metadata["preprocessing"] == {"input_shape": [4], "channels": 4, "data_format": "channels_last", "input_range": [-1, 1]}
+    assert metadata["preprocessing"] == {
+        "input_shape": [4],
+        "channels": 4,
+        "data_format": "channels_last",
+        "input_range": [-1, 1],
+    }
     assert metadata["metrics"] == {"dataset": "toy", "validation_accuracy": 0.75}
-    assert "**75.00 %** on the validation hold-out after the last epoch" in (tmp_path / "plain" / "README.md").read_text()  # a partial record
+    assert (
+        "**75.00 %** on the validation hold-out after the last epoch" in (tmp_path / "plain" / "README.md").read_text()
+    )  # a partial record
     loaded = presets.load(tmp_path / "plain")
     x = np.array([[1.0, 2.0, 3.0, 4.0]], "float32")
-    np.testing.assert_allclose(loaded.predict(x, verbose=0), x @ kernel + [0.25, -0.25], rtol=1e-6)  # [[-2.75, 8.75]] by hand
+    np.testing.assert_allclose(
+        loaded.predict(x, verbose=0), x @ kernel + [0.25, -0.25], rtol=1e-6
+    )  # [[-2.75, 8.75]] by hand
     assert presets.class_names_of(loaded) == ("no", "yes")
-    assert presets.decode_predictions(loaded.predict(x, verbose=0), loaded, top=1) == [[(1, "yes", pytest.approx(8.75))]]
-    with pytest.raises(ValueError, match=r"EffCapsNet: argument `weights` expected a preset folder made by EffCapsNet, received '.*plain', "
-                       r"made from its Keras config \(no application constructor\): load it with presets\.load\(folder\)"):
+    assert presets.decode_predictions(loaded.predict(x, verbose=0), loaded, top=1) == [
+        [(1, "yes", pytest.approx(8.75))]
+    ]
+    with pytest.raises(
+        ValueError,
+        match=r"EffCapsNet: argument `weights` expected a preset folder made by EffCapsNet, received '.*plain', "
+        r"made from its Keras config \(no application constructor\): load it with presets\.load\(folder\)",
+    ):
         applications.EffCapsNet(weights=tmp_path / "plain")
 
 
 def test_save_refuses_an_unbuilt_model_or_a_bad_card(source, tmp_path):
-    with pytest.raises(TypeError, match=r"presets\.save: argument `model` expected a built keras\.Model, received 'weights\.npz'"):
+    with pytest.raises(
+        TypeError, match=r"presets\.save: argument `model` expected a built keras\.Model, received 'weights\.npz'"
+    ):
         presets.save("weights.npz", tmp_path / "x")
     with pytest.raises(TypeError, match=r"presets\.save: argument `card` expected None or Markdown text, received 3"):
         presets.save(source, tmp_path / "x", card=3)
@@ -234,6 +305,8 @@ def test_other_applications_round_trip_through_a_folder(configuration, tmp_path)
 def test_a_preset_name_or_a_dataset_name_wins_over_a_folder_of_that_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.makedirs("mnist")  # a data folder named like the preset and the dataset
-    assert presets.decode_predictions(np.eye(10, dtype="float32")[:1] * 0.9, "mnist", top=1) == [[(0, "0", pytest.approx(0.9))]]
+    assert presets.decode_predictions(np.eye(10, dtype="float32")[:1] * 0.9, "mnist", top=1) == [
+        [(0, "0", pytest.approx(0.9))]
+    ]
     model = applications.BaselineCNN(weights="mnist")  # the shipped preset, not the folder
     assert model.constructor["arguments"]["variant"] == "matched"

@@ -24,10 +24,17 @@ def ranked_classes(
     top = errors.check_positive_int("decode_predictions", "top", top)
     scores = np.asarray(preds)
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
-        errors.fail("decode_predictions", argument, "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
+        errors.fail(
+            "decode_predictions",
+            argument,
+            "a 2-D array (batch, classes) of class scores",
+            f"{scores.dtype} shape {scores.shape}",
+        )
     names = [str(i) for i in range(scores.shape[1])] if class_names is None else list(class_names)
     if len(names) != scores.shape[1]:
-        errors.fail("decode_predictions", "class_names", f"{scores.shape[1]} names (one per class score)", f"{len(names)} names")
+        errors.fail(
+            "decode_predictions", "class_names", f"{scores.shape[1]} names (one per class score)", f"{len(names)} names"
+        )
     order = np.argsort(-scores, axis=1, kind="stable")[:, :top]
     return [[(int(i), names[i], float(row[i])) for i in indices] for row, indices in zip(scores, order)]
 
@@ -42,11 +49,18 @@ def _class_names(dataset_or_preset) -> tuple[str, ...]:
     if isinstance(dataset_or_preset, registry.Preset):
         return dataset_or_preset.class_names
     if isinstance(dataset_or_preset, (list, tuple)):
-        return check_class_names("decode_predictions", dataset_or_preset, argument="dataset_or_preset") or ()  # never None for a sequence
+        return (
+            check_class_names("decode_predictions", dataset_or_preset, argument="dataset_or_preset") or ()
+        )  # never None for a sequence
     if hasattr(dataset_or_preset, "predict"):  # a model
         names = class_names_of(dataset_or_preset)
         if names is None:
-            errors.fail("decode_predictions", "dataset_or_preset", "a model with class names (set model.class_names, or pass a dataset name)", f"model {dataset_or_preset.name!r} without class names")
+            errors.fail(
+                "decode_predictions",
+                "dataset_or_preset",
+                "a model with class names (set model.class_names, or pass a dataset name)",
+                f"model {dataset_or_preset.name!r} without class names",
+            )
         return names
     if isinstance(dataset_or_preset, str) and "/" in dataset_or_preset:
         model, name = dataset_or_preset.split("/", 1)
@@ -57,10 +71,20 @@ def _class_names(dataset_or_preset) -> tuple[str, ...]:
     if isinstance(dataset_or_preset, (str, os.PathLike)) and os.path.isdir(dataset_or_preset):
         names = folders.read(dataset_or_preset, function="decode_predictions").class_names
         if names is None:
-            errors.fail("decode_predictions", "dataset_or_preset", "a preset folder that records class names", os.fspath(dataset_or_preset))
+            errors.fail(
+                "decode_predictions",
+                "dataset_or_preset",
+                "a preset folder that records class names",
+                os.fspath(dataset_or_preset),
+            )
         return names
     if isinstance(dataset_or_preset, str) and "/" in dataset_or_preset:
-        errors.fail("decode_predictions", "dataset_or_preset", f"a dataset name, one of the presets {registry.available()} or a preset folder", dataset_or_preset)
+        errors.fail(
+            "decode_predictions",
+            "dataset_or_preset",
+            f"a dataset name, one of the presets {registry.available()} or a preset folder",
+            dataset_or_preset,
+        )
     errors.fail(
         "decode_predictions",
         "dataset_or_preset",
@@ -105,7 +129,12 @@ def decode_predictions(
     names = _class_names(dataset_or_preset)
     scores = np.asarray(predictions)
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.number):
-        errors.fail("decode_predictions", "predictions", "a 2-D array (batch, classes) of class scores", f"{scores.dtype} shape {scores.shape}")
+        errors.fail(
+            "decode_predictions",
+            "predictions",
+            "a 2-D array (batch, classes) of class scores",
+            f"{scores.dtype} shape {scores.shape}",
+        )
     if scores.shape[1] != len(names):
         errors.fail(
             "decode_predictions",

@@ -40,13 +40,21 @@ def test_top_is_capped_at_the_classes_and_numpy_integers_are_accepted():
 
 
 def test_bad_input_is_named():
-    with pytest.raises(ValueError, match=r"decode_predictions: argument `predictions` expected a 2-D array \(batch, classes\).*shape \(10,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"decode_predictions: argument `predictions` expected a 2-D array \(batch, classes\).*shape \(10,\)",
+    ):
         presets.decode_predictions(SCORES[0], "fashion_mnist")
-    with pytest.raises(ValueError, match=r"argument `predictions` expected 10 class scores per example.*shape \(2, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"argument `predictions` expected 10 class scores per example.*shape \(2, 5\)"
+    ):
         presets.decode_predictions(SCORES[:, :5], "EffCapsNet/mnist")
     with pytest.raises(ValueError, match=r"argument `dataset_or_preset` expected a dataset name.*'imagenet'"):
         presets.decode_predictions(SCORES, "imagenet")
-    with pytest.raises(ValueError, match=r"argument `dataset_or_preset` expected a dataset name, one of the presets .* or a preset folder, received 'EffCapsNet/nope'"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `dataset_or_preset` expected a dataset name, one of the presets .* or a preset folder, received 'EffCapsNet/nope'",
+    ):
         presets.decode_predictions(SCORES, "EffCapsNet/nope")
     with pytest.raises(ValueError, match="argument `top` expected an integer >= 1"):
         presets.decode_predictions(SCORES, "fashion_mnist", top=0)
@@ -64,18 +72,34 @@ def test_names_from_a_preset_folder_a_model_or_a_list(tmp_path):
     folder.mkdir()
     (folder / "model.weights.npz").write_bytes(b"stand-in: only its SHA-256 is read")
     digest = hashlib.sha256(b"stand-in: only its SHA-256 is read").hexdigest()
-    (folder / "config.json").write_text(json.dumps({"format": "keras_capsules.preset", "format_version": 1, "constructor": "FMCapsNet", "arguments": {}}))
-    (folder / "metadata.json").write_text(json.dumps({"weights": {"file": "model.weights.npz", "sha256": digest}, "class_names": list(FASHION)}))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {"format": "keras_capsules.preset", "format_version": 1, "constructor": "FMCapsNet", "arguments": {}}
+        )
+    )
+    (folder / "metadata.json").write_text(
+        json.dumps({"weights": {"file": "model.weights.npz", "sha256": digest}, "class_names": list(FASHION)})
+    )
     inputs = keras.Input((2,))
-    model = CapsuleClassifier(inputs, keras.layers.Dense(10, name="predictions")(inputs), class_names=FASHION, name="named")
+    model = CapsuleClassifier(
+        inputs, keras.layers.Dense(10, name="predictions")(inputs), class_names=FASHION, name="named"
+    )
     expected = [[(9, "Ankle boot", pytest.approx(0.6))], [(0, "T-shirt/top", pytest.approx(0.5))]]
     for source in (str(folder), folder, model, list(FASHION)):
         assert presets.decode_predictions(SCORES, source, top=1) == expected
     unnamed = CapsuleClassifier(inputs, keras.layers.Dense(10, name="predictions")(inputs), name="unnamed")
-    with pytest.raises(ValueError, match=r"argument `dataset_or_preset` expected a model with class names .*received \"model 'unnamed' without class names\""):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `dataset_or_preset` expected a model with class names .*received \"model 'unnamed' without class names\"",
+    ):
         presets.decode_predictions(SCORES, unnamed)
-    with pytest.raises(ValueError, match=r"argument `predictions` expected 10 class scores per example \(the classes of model 'named'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `predictions` expected 10 class scores per example \(the classes of model 'named'\)",
+    ):
         presets.decode_predictions(SCORES[:, :4], model)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(presets.PresetFileError, match=r"decode_predictions: preset folder '.*empty' has no config\.json"):
+    with pytest.raises(
+        presets.PresetFileError, match=r"decode_predictions: preset folder '.*empty' has no config\.json"
+    ):
         presets.decode_predictions(SCORES, str(tmp_path / "empty"))

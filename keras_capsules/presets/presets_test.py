@@ -36,11 +36,24 @@ def preset(tmp_path, monkeypatch, source_model):
     monkeypatch.setenv("KERAS_CAPSULES_PRESETS", str(folder))
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     record = presets.Preset(
-        model="EffCapsNet", name="test", dataset="mnist", kwargs={"variant": "mnist", "reconstruction": True, "classes": 10, "input_shape": [28, 28, 1]},
-        file="effcapsnet-test.npz", sha256=digest, test_accuracy=0.5, test_examples=10000, subset_accuracy=0.5,
-        subset={"dataset": "mnist_sample", "split": "test", "limit": 1000}, parameters=source_model.count_params(),
-        recipe=("EffCapsNet", "mnist", "default"), command="keras-capsules train EffCapsNet --dataset mnist", epochs=1,
-        train_seconds=1.0, hardware="test", library_version="0", date="2026-01-01",
+        model="EffCapsNet",
+        name="test",
+        dataset="mnist",
+        kwargs={"variant": "mnist", "reconstruction": True, "classes": 10, "input_shape": [28, 28, 1]},
+        file="effcapsnet-test.npz",
+        sha256=digest,
+        test_accuracy=0.5,
+        test_examples=10000,
+        subset_accuracy=0.5,
+        subset={"dataset": "mnist_sample", "split": "test", "limit": 1000},
+        parameters=source_model.count_params(),
+        recipe=("EffCapsNet", "mnist", "default"),
+        command="keras-capsules train EffCapsNet --dataset mnist",
+        epochs=1,
+        train_seconds=1.0,
+        hardware="test",
+        library_version="0",
+        date="2026-01-01",
     )
     presets.register_preset(record)
     yield record
@@ -87,7 +100,10 @@ def test_backbone_and_no_decoder_load_the_layers_they_keep(preset, source_model)
 
 
 def test_conflicting_arguments_are_refused(preset):
-    with pytest.raises(ValueError, match=r"EffCapsNet: argument `classes` expected 10 \(fixed by preset weights='test', or include_top=False\), received 5"):
+    with pytest.raises(
+        ValueError,
+        match=r"EffCapsNet: argument `classes` expected 10 \(fixed by preset weights='test', or include_top=False\), received 5",
+    ):
         applications.EffCapsNet(weights="test", classes=5)
     with pytest.raises(ValueError, match=r"argument `input_shape` expected \[28, 28, 1\]"):
         applications.EffCapsNet(weights="test", input_shape=(32, 32, 1))
@@ -95,7 +111,10 @@ def test_conflicting_arguments_are_refused(preset):
         applications.EffCapsNet(weights="test", variant="multimnist")
     with pytest.raises(ValueError, match=r"argument `router` expected its default None with preset weights='test'"):
         applications.EffCapsNet(weights="test", router="dynamic")
-    with pytest.raises(ValueError, match=r"EffCapsNet: argument `weights` expected None, the path to a weights file, or a preset name \(\[.*'test'.*\]\), received 'nope'"):
+    with pytest.raises(
+        ValueError,
+        match=r"EffCapsNet: argument `weights` expected None, the path to a weights file, or a preset name \(\[.*'test'.*\]\), received 'nope'",
+    ):
         applications.EffCapsNet(weights="nope")
     # include_top=False frees classes and input_shape: the convolutions take larger images.
     backbone = applications.EffCapsNet(weights="test", include_top=False, input_shape=(36, 36, 1), classes=3)
@@ -131,7 +150,9 @@ def test_corrupt_or_mismatched_files_name_the_file(tmp_path, source_model):
         presets.load_weights(applications.EffCapsNet(), str(broken))
     other = tmp_path / "other.npz"
     presets.save_weights(applications.EffCapsNet(variant="multimnist"), str(other))
-    with pytest.raises(presets.PresetFileError, match=r"other\.npz': weight 0 of layer '(primary_caps|class_caps)' has shape"):
+    with pytest.raises(
+        presets.PresetFileError, match=r"other\.npz': weight 0 of layer '(primary_caps|class_caps)' has shape"
+    ):
         presets.load_weights(applications.EffCapsNet(), str(other))
     with pytest.raises(presets.PresetFileError, match=r"has no weights for the layers \['decoder'\]"):
         presets.load_weights(applications.EffCapsNet(reconstruction=True), str(other))
@@ -201,7 +222,10 @@ def test_open_model_opens_a_preset_or_a_keras_file(preset, tmp_path, source_mode
     assert presets.open_model("EffCapsNet/absent") is None and presets.open_model("nothing") is None
     with pytest.raises(saving.ModelFileError, match=r"load_model: no such file '.*gone\.keras'"):
         presets.open_model(str(tmp_path / "gone.keras"))
-    with pytest.raises(ValueError, match=r"build_preset: argument `model_name` expected a constructor decorated with with_presets .*'EffCapsNet'.*received 'NoNet'"):
+    with pytest.raises(
+        ValueError,
+        match=r"build_preset: argument `model_name` expected a constructor decorated with with_presets .*'EffCapsNet'.*received 'NoNet'",
+    ):
         constructor.build_preset("NoNet", "test")
 
 
@@ -211,7 +235,11 @@ def test_presets_command_lists_cards_and_downloads(preset, capsys):
     assert cli.main(["presets", "EffCapsNet"]) == 0
     out = capsys.readouterr().out
     line = next(row for row in out.splitlines() if "weights='test'" in row)
-    assert re.search(r"50\.00 %\s+mnist", line) and f"{preset.parameters:,}" in line and line.endswith("effcapsnet-test.npz")
+    assert (
+        re.search(r"50\.00 %\s+mnist", line)
+        and f"{preset.parameters:,}" in line
+        and line.endswith("effcapsnet-test.npz")
+    )
     assert cli.main(["presets", "--card", "EffCapsNet/test"]) == 0
     assert "**50.00 %** top-1 accuracy (5,000 of 10,000) on the full official mnist test set" in capsys.readouterr().out
     assert cli.main(["presets", "--download", "EffCapsNet/test"]) == 2
@@ -229,7 +257,9 @@ def test_weights_file_paths_load_and_corrupt_ones_are_named(tmp_path, source_mod
     corrupt.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
     with pytest.raises(ModelFileError, match=r"model\.weights\.h5"):
         applications.EffCapsNet(weights=str(corrupt))
-    with pytest.raises(FileNotFoundError, match=r"EffCapsNet: argument `weights`: no such weights file '.*absent\.weights\.h5'"):
+    with pytest.raises(
+        FileNotFoundError, match=r"EffCapsNet: argument `weights`: no such weights file '.*absent\.weights\.h5'"
+    ):
         applications.EffCapsNet(weights=str(tmp_path / "absent.weights.h5"))
 
 

@@ -130,8 +130,12 @@ def _read_registry(path=REGISTRY_FILE):
         records = json.load(handle)
     presets = {}
     for record in records:
-        record = dict(record, recipe=tuple(record["recipe"]), removable=tuple(record.get("removable", REMOVABLE)),
-                      validation_curve=tuple(record.get("validation_curve", ())))
+        record = dict(
+            record,
+            recipe=tuple(record["recipe"]),
+            removable=tuple(record.get("removable", REMOVABLE)),
+            validation_curve=tuple(record.get("validation_curve", ())),
+        )
         preset = Preset(**record)
         presets[preset.key] = preset
     return presets
@@ -218,7 +222,11 @@ def locate(preset: Preset) -> str:
                 raise PresetFileError(
                     f"preset {preset.key!r}: file {path!r} has SHA-256 {actual}, expected {preset.sha256}; "
                     "it is corrupt or from another version: delete it"
-                    + (" and run keras_capsules.presets.download(...) again." if preset.url else " and reinstall keras-capsules.")
+                    + (
+                        " and run keras_capsules.presets.download(...) again."
+                        if preset.url
+                        else " and reinstall keras-capsules."
+                    )
                 )
             return path
     how = (
@@ -237,10 +245,12 @@ def download(model: str, name: str) -> str:
     """
     preset = get(model, name)
     if not preset.url:
-        raise ValueError(f"presets.download: preset {preset.key!r} has no download URL; its file ships inside the package.")
+        raise ValueError(
+            f"presets.download: preset {preset.key!r} has no download URL; its file ships inside the package."
+        )
     # get_file falls back to /tmp/.keras when the cache folder is not writable yet: create it first.
     os.makedirs(os.path.join(keras_cache_dir(), CACHE_SUBDIR), exist_ok=True)
-    path = keras.utils.get_file(
+    keras.utils.get_file(
         fname=preset.file,
         origin=preset.url,
         file_hash=preset.sha256,

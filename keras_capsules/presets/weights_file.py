@@ -37,7 +37,9 @@ def weighted_layers(model):
         if not layer.weights:
             continue
         if layer.name in found and found[layer.name] is not layer:
-            raise ValueError(f"weighted_layers: two layers named {layer.name!r} in model {model.name!r}; preset files key weights by layer name.")
+            raise ValueError(
+                f"weighted_layers: two layers named {layer.name!r} in model {model.name!r}; preset files key weights by layer name."
+            )
         found[layer.name] = layer
     return found
 
@@ -118,11 +120,15 @@ def load_weights(model: keras.Model, path: str | os.PathLike, arrays: dict[str, 
     layers = weighted_layers(model)
     missing = sorted(set(layers) - set(stored))
     if missing:
-        raise PresetFileError(f"preset file {path!r} has no weights for the layers {missing} of model {model.name!r}; it holds {sorted(stored)}.")
+        raise PresetFileError(
+            f"preset file {path!r} has no weights for the layers {missing} of model {model.name!r}; it holds {sorted(stored)}."
+        )
     for name, layer in layers.items():
         values = stored[name]
         if len(values) != len(layer.weights):
-            raise PresetFileError(f"preset file {path!r}: layer {name!r} has {len(layer.weights)} weights in the model, {len(values)} in the file.")
+            raise PresetFileError(
+                f"preset file {path!r}: layer {name!r} has {len(layer.weights)} weights in the model, {len(values)} in the file."
+            )
         for index, variable in enumerate(layer.weights):
             value = values[index]
             if tuple(value.shape) != tuple(variable.shape):

@@ -19,7 +19,14 @@ SOURCE = (
     "5,000 out for validation (45,000 // 800 = 56 steps)"
 )
 STAGES = (
-    Stage("pretrain", output="projection_head", views=2, loss="SupervisedContrastiveLoss", loss_kwargs={"temperature": 0.07}, metrics=()),
+    Stage(
+        "pretrain",
+        output="projection_head",
+        views=2,
+        loss="SupervisedContrastiveLoss",
+        loss_kwargs={"temperature": 0.07},
+        metrics=(),
+    ),
     Stage("classifier", trainable=("classification_head",)),
 )
 DATASETS = {

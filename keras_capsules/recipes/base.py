@@ -12,7 +12,15 @@ _RECIPES = {}
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
 #: ``LobsterPruning`` arguments a recipe's ``pruning`` dict may set (besides ``validation_examples``).
-PRUNING_ARGUMENTS = ("strength", "decay", "min_strength", "threshold_every", "start_epoch", "tolerance", "max_search_steps")
+PRUNING_ARGUMENTS = (
+    "strength",
+    "decay",
+    "min_strength",
+    "threshold_every",
+    "start_epoch",
+    "tolerance",
+    "max_search_steps",
+)
 SCHEDULES = ("constant", "exponential", "step", "onecycle")
 #: Short loss names -> (class name in ``keras_capsules.losses`` or ``keras.losses``, default kwargs).
 LOSS_ALIASES = {
@@ -141,7 +149,9 @@ class Recipe:
         if self.pruning is not None:
             allowed = {"validation_examples", *PRUNING_ARGUMENTS}
             if not isinstance(self.pruning, dict) or set(self.pruning) - allowed:
-                raise ValueError(f"{where}: field `pruning` expected None or a dict with keys from {sorted(allowed)}, received {self.pruning!r}.")
+                raise ValueError(
+                    f"{where}: field `pruning` expected None or a dict with keys from {sorted(allowed)}, received {self.pruning!r}."
+                )
         if self.configuration is not None:
             from keras_capsules import applications
 
@@ -156,21 +166,31 @@ class Recipe:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"{where}: field `optimizer` expected one of {OPTIMIZERS}, received {self.optimizer!r}.")
         if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"{where}: field `lr_schedule` expected one of {SCHEDULES}, received {self.lr_schedule!r}.")
+            raise ValueError(
+                f"{where}: field `lr_schedule` expected one of {SCHEDULES}, received {self.lr_schedule!r}."
+            )
         for field in ("batch_size", "epochs"):
             value = getattr(self, field)
             if not errors.is_integer(value) or value < 1:
                 raise ValueError(f"{where}: field `{field}` expected a positive integer, received {value!r}.")
             object.__setattr__(self, field, int(value))  # NumPy integers too, stored as Python ints (JSON)
         if not self.learning_rate > 0:
-            raise ValueError(f"{where}: field `learning_rate` expected a positive number, received {self.learning_rate!r}.")
+            raise ValueError(
+                f"{where}: field `learning_rate` expected a positive number, received {self.learning_rate!r}."
+            )
         if self.lr_floor and self.lr_decay_steps:
-            raise ValueError(f"{where}: field `lr_floor` works with per-epoch decay only; received lr_decay_steps={self.lr_decay_steps!r}.")
+            raise ValueError(
+                f"{where}: field `lr_floor` works with per-epoch decay only; received lr_decay_steps={self.lr_decay_steps!r}."
+            )
         names = [getattr(stage, "name", None) for stage in self.stages]
         if not all(isinstance(stage, Stage) for stage in self.stages) or len(set(names)) != len(names):
-            raise ValueError(f"{where}: field `stages` expected Stage records with distinct names, received {self.stages!r}.")
+            raise ValueError(
+                f"{where}: field `stages` expected Stage records with distinct names, received {self.stages!r}."
+            )
         if self.stages and self.stages[-1].output is not None:
-            raise ValueError(f"{where}: the last stage trains the model itself; expected output=None, received {self.stages[-1].output!r}.")
+            raise ValueError(
+                f"{where}: the last stage trains the model itself; expected output=None, received {self.stages[-1].output!r}."
+            )
         for stage in self.stages:
             epochs_ok = stage.epochs is None or (errors.is_integer(stage.epochs) and stage.epochs >= 1)
             if not epochs_ok or not errors.is_integer(stage.views) or stage.views < 1:
@@ -184,7 +204,9 @@ class Recipe:
         changes = {k: v for k, v in changes.items() if v is not None}
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
-            raise ValueError(f"Recipe.replace: unknown fields {sorted(unknown)}; fields: {sorted(f.name for f in dataclasses.fields(self))}.")
+            raise ValueError(
+                f"Recipe.replace: unknown fields {sorted(unknown)}; fields: {sorted(f.name for f in dataclasses.fields(self))}."
+            )
         return dataclasses.replace(self, **changes)
 
     def with_stage_epochs(self, stage_epochs):
@@ -200,9 +222,13 @@ class Recipe:
         if not self.stages or unknown:
             raise ValueError(
                 f"Recipe {self.model}/{self.dataset}/{self.variant}: `stage_epochs` expected stage names among {names}, "
-                f"received {sorted(stage_epochs)}" + ("" if self.stages else " (a single-stage recipe: use `epochs`)") + "."
+                f"received {sorted(stage_epochs)}"
+                + ("" if self.stages else " (a single-stage recipe: use `epochs`)")
+                + "."
             )
-        stages = tuple(dataclasses.replace(stage, epochs=stage_epochs.get(stage.name, stage.epochs)) for stage in self.stages)
+        stages = tuple(
+            dataclasses.replace(stage, epochs=stage_epochs.get(stage.name, stage.epochs)) for stage in self.stages
+        )
         return dataclasses.replace(self, stages=stages)
 
     def stage_recipes(self):
@@ -212,8 +238,15 @@ class Recipe:
             return [(Stage("train"), self)]
         result = []
         for stage in self.stages:
-            fields = {"epochs": stage.epochs, "loss": stage.loss, "loss_kwargs": stage.loss_kwargs, "metrics": stage.metrics}
-            result.append((stage, dataclasses.replace(self, stages=(), **{k: v for k, v in fields.items() if v is not None})))
+            fields = {
+                "epochs": stage.epochs,
+                "loss": stage.loss,
+                "loss_kwargs": stage.loss_kwargs,
+                "metrics": stage.metrics,
+            }
+            result.append(
+                (stage, dataclasses.replace(self, stages=(), **{k: v for k, v in fields.items() if v is not None}))
+            )
         return result
 
     def learning_rate_at(self, epoch):
@@ -224,7 +257,9 @@ class Recipe:
             return max(self.learning_rate * self.lr_decay**epoch, self.lr_floor)
         if self.lr_schedule == "constant":
             return self.learning_rate
-        raise ValueError(f"Recipe.learning_rate_at: the {self.lr_schedule!r} schedule is per step; use make_schedule(steps_per_epoch)(step).")
+        raise ValueError(
+            f"Recipe.learning_rate_at: the {self.lr_schedule!r} schedule is per step; use make_schedule(steps_per_epoch)(step)."
+        )
 
     def make_schedule(self, steps_per_epoch=None):
         """The learning rate: a float, or a built-in Keras ``LearningRateSchedule`` of the optimizer step.
@@ -257,19 +292,25 @@ class Recipe:
             # Piecewise constant up to the epoch where the floor is reached (ExponentialDecay has no floor).
             last = max(1, math.ceil(math.log(self.lr_floor / self.learning_rate) / math.log(self.lr_decay)))
             return schedules.PiecewiseConstantDecay(
-                [e * steps_per_epoch - 1 for e in range(1, last + 1)], [self.learning_rate_at(e) for e in range(last + 1)]
+                [e * steps_per_epoch - 1 for e in range(1, last + 1)],
+                [self.learning_rate_at(e) for e in range(last + 1)],
             )
         if self.lr_schedule == "step":
             milestones = sorted(self.lr_milestones)
             if not milestones:
                 return float(self.learning_rate)
             return schedules.PiecewiseConstantDecay(
-                [m * steps_per_epoch - 1 for m in milestones], [self.learning_rate * self.lr_gamma**k for k in range(len(milestones) + 1)]
+                [m * steps_per_epoch - 1 for m in milestones],
+                [self.learning_rate * self.lr_gamma**k for k in range(len(milestones) + 1)],
             )
         total = self.epochs * steps_per_epoch
         warmup = max(1, int(0.3 * total))
         return schedules.CosineDecay(
-            self.learning_rate / 25.0, max(1, total - warmup), alpha=1.0 / 25.0 / 1e4, warmup_target=self.learning_rate, warmup_steps=warmup
+            self.learning_rate / 25.0,
+            max(1, total - warmup),
+            alpha=1.0 / 25.0 / 1e4,
+            warmup_target=self.learning_rate,
+            warmup_steps=warmup,
         )
 
     def make_optimizer(self, steps_per_epoch=None):

@@ -39,7 +39,8 @@ _sabour(
 _sabour(
     "expanded_mnist",
     eval_on=("test", "affnist|affine_mnist:test"),
-    source=SOURCE + "; trained on 40x40 randomly translated MNIST, evaluated on affNIST (the generated affine_mnist without the affNIST files)",
+    source=SOURCE
+    + "; trained on 40x40 randomly translated MNIST, evaluated on affNIST (the generated affine_mnist without the affNIST files)",
 )
 _sabour(
     "cifar10",

@@ -35,8 +35,15 @@ CHANGES = {
     "ConsensusCapsNet": {"model_kwargs": {"router": "kernel"}, "batch_size": 16},
     # SGD 0.1 with steps at epochs 150 and 250 has no step within 30 epochs: Adam with a decay instead.
     "InvertedAttentionCapsNet": {
-        "model_kwargs": {"variant": "cifar10-simple"}, "optimizer": "adam", "learning_rate": 1e-3, "lr_schedule": "exponential",
-        "lr_decay": 0.96, "lr_milestones": (), "momentum": 0.0, "weight_decay": None, "batch_size": 32,
+        "model_kwargs": {"variant": "cifar10-simple"},
+        "optimizer": "adam",
+        "learning_rate": 1e-3,
+        "lr_schedule": "exponential",
+        "lr_decay": 0.96,
+        "lr_milestones": (),
+        "momentum": 0.0,
+        "weight_decay": None,
+        "batch_size": 32,
     },  # fmt: skip
     # Batch 800 and a peak rate of 0.012 need a GPU; the rate scales with the batch (0.012 x 32 / 800).
     "AgreementGLOM": {"model_kwargs": {"classifier_activation": "softmax"}, "batch_size": 32, "learning_rate": 4.8e-4},
@@ -44,7 +51,13 @@ CHANGES = {
 }
 #: Applications without a paper recipe: their whole generic recipe.
 STANDALONE = {
-    "EffConvCapsNet": {"optimizer": "adam", "learning_rate": 1e-3, "lr_decay": 0.96, "loss": "margin", "batch_size": 32},
+    "EffConvCapsNet": {
+        "optimizer": "adam",
+        "learning_rate": 1e-3,
+        "lr_decay": 0.96,
+        "loss": "margin",
+        "batch_size": 32,
+    },
 }
 
 
@@ -62,9 +75,18 @@ def generic(model, dataset, has_test=True):
     eval_on = ("test",) if has_test else ()
     if model in STANDALONE:
         fields = {**COMMON, **STANDALONE[model]}
-        return Recipe(model=model, dataset=dataset, eval_on=eval_on, variant="generic", source=f"generic recipe of {model} (no paper recipe)", **fields)
+        return Recipe(
+            model=model,
+            dataset=dataset,
+            eval_on=eval_on,
+            variant="generic",
+            source=f"generic recipe of {model} (no paper recipe)",
+            **fields,
+        )
     if model not in HOME:
-        raise ValueError(f"recipes.generic: argument `model` expected one of {sorted({*HOME, *STANDALONE})}, received {model!r}.")
+        raise ValueError(
+            f"recipes.generic: argument `model` expected one of {sorted({*HOME, *STANDALONE})}, received {model!r}."
+        )
     home_dataset, variant = HOME[model]
     paper = get(model, home_dataset, variant)
     changes = {**COMMON, **CHANGES[model]}

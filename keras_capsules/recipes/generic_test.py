@@ -24,7 +24,11 @@ EXPECTED = {
 
 
 def test_every_application_has_a_generic_recipe():
-    constructors = {n for n in applications.__all__ if n[:1].isupper() and callable(getattr(applications, n)) and not isinstance(getattr(applications, n), type)}
+    constructors = {
+        n
+        for n in applications.__all__
+        if n[:1].isupper() and callable(getattr(applications, n)) and not isinstance(getattr(applications, n), type)
+    }
     assert constructors == set(HOME) | set(STANDALONE) == set(EXPECTED)
 
 
@@ -32,15 +36,32 @@ def test_every_application_has_a_generic_recipe():
 def test_generic_recipe_values(model):
     recipe = generic(model, "my_folder", has_test=False)
     optimizer, rate, decay, loss, batch = EXPECTED[model]
-    assert (recipe.optimizer, recipe.learning_rate, recipe.lr_decay, recipe.loss, recipe.batch_size) == (optimizer, rate, decay, loss, batch)
-    assert recipe.epochs == 30 and recipe.augmentation == "random_shift" and recipe.dataset == "my_folder" and recipe.eval_on == ()
+    assert (recipe.optimizer, recipe.learning_rate, recipe.lr_decay, recipe.loss, recipe.batch_size) == (
+        optimizer,
+        rate,
+        decay,
+        loss,
+        batch,
+    )
+    assert (
+        recipe.epochs == 30
+        and recipe.augmentation == "random_shift"
+        and recipe.dataset == "my_folder"
+        and recipe.eval_on == ()
+    )
     assert "reconstruction" not in recipe.model_kwargs or recipe.model_kwargs["reconstruction"] is False
-    assert recipe.lr_decay_steps is None and recipe.source.startswith(f"generic recipe of {model}") and recipe.variant == "generic"
+    assert (
+        recipe.lr_decay_steps is None
+        and recipe.source.startswith(f"generic recipe of {model}")
+        and recipe.variant == "generic"
+    )
     assert generic(model, "my_folder").eval_on == ("test",)
 
 
 def test_unknown_model_is_refused():
-    with pytest.raises(ValueError, match=r"recipes.generic: argument `model` expected one of .*'EffCapsNet'.*received 'ResNet50'"):
+    with pytest.raises(
+        ValueError, match=r"recipes.generic: argument `model` expected one of .*'EffCapsNet'.*received 'ResNet50'"
+    ):
         generic("ResNet50", "my_folder")
 
 

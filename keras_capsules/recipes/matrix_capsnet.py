@@ -31,6 +31,7 @@ for _variant, _configuration, _split, _evals in (
             batch_size=64,
             epochs=50,
             augmentation="smallnorb_em",
-            source=SOURCE + ("" if _split == "train" else f"; novel-viewpoint protocol ({_split} -> {', '.join(_evals)})"),
+            source=SOURCE
+            + ("" if _split == "train" else f"; novel-viewpoint protocol ({_split} -> {', '.join(_evals)})"),
         )
     )

@@ -23,7 +23,9 @@ def test_registry_and_overrides():
     assert changed.epochs == 3 and changed.batch_size == 16 and changed.augmentation == "mnist_shift2"
     with pytest.raises(ValueError, match=r"Recipe\.replace: unknown fields \['epoch'\]"):
         recipe.replace(epoch=3)
-    with pytest.raises(ValueError, match=r"recipes\.get: no recipe for model 'EffCapsNet' on dataset 'cifar10'.*registered"):
+    with pytest.raises(
+        ValueError, match=r"recipes\.get: no recipe for model 'EffCapsNet' on dataset 'cifar10'.*registered"
+    ):
         recipes.get("EffCapsNet", "cifar10")
     with pytest.raises(ValueError, match=r"field `optimizer` expected one of"):
         Recipe("EffCapsNet", "mnist", optimizer="rmsprop")
@@ -37,17 +39,27 @@ def test_recipes_name_registered_configurations():
     assert recipe.configuration == "EffCapsNet/smallnorb-reconstruction"
     assert recipe.model_kwargs == {"variant": "smallnorb", "reconstruction": True}
     affnist = recipes.get("FMCapsNet", "expanded_mnist")  # the recipe's own arguments go on top of the configuration's
-    assert affnist.model_kwargs == {"variant": "affnist", "reconstruction": True, "router": {"name": "fm_agreement", "activation": "squash", "scale": "code"}}
-    assert Recipe("CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"routing_iterations": 2}).model_kwargs == {"routing_iterations": 2}
+    assert affnist.model_kwargs == {
+        "variant": "affnist",
+        "reconstruction": True,
+        "router": {"name": "fm_agreement", "activation": "squash", "scale": "code"},
+    }
+    assert Recipe(
+        "CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"routing_iterations": 2}
+    ).model_kwargs == {"routing_iterations": 2}
     with pytest.raises(ValueError, match=r"get_configuration.*'CapsNet/cifar'"):
         Recipe("CapsNet", "mnist", configuration="CapsNet/cifar")
-    with pytest.raises(ValueError, match=r"Recipe\('CapsNet', 'mnist'\): field `configuration` expected a configuration of CapsNet"):
+    with pytest.raises(
+        ValueError, match=r"Recipe\('CapsNet', 'mnist'\): field `configuration` expected a configuration of CapsNet"
+    ):
         Recipe("CapsNet", "mnist", configuration="EffCapsNet/mnist")
     for key in recipes.available():
         recipe = recipes.get(*key)
         if recipe.configuration is not None:
             entry = applications.get_configuration(recipe.configuration)
-            assert entry.constructor.__name__ == recipe.model and entry.kwargs.items() <= recipe.model_kwargs.items(), key
+            assert entry.constructor.__name__ == recipe.model and entry.kwargs.items() <= recipe.model_kwargs.items(), (
+                key
+            )
 
 
 def test_every_recipe_names_existing_data_presets_and_losses():
@@ -81,7 +93,9 @@ def test_schedules_match_hand_computed_values():
     rem = recipes.get("CapsNet", "mnist", "rem").make_optimizer(steps_per_epoch=50)
     assert _lr(rem, 149) == pytest.approx(1e-3 * 0.99**2, rel=1e-6)
     # One-cycle: from max/25 up to max at 30% of the steps, down to max/2.5e5.
-    onecycle = Recipe("EffCapsNet", "mnist", learning_rate=0.012, lr_schedule="onecycle", epochs=10).make_optimizer(steps_per_epoch=100)
+    onecycle = Recipe("EffCapsNet", "mnist", learning_rate=0.012, lr_schedule="onecycle", epochs=10).make_optimizer(
+        steps_per_epoch=100
+    )
     assert _lr(onecycle, 0) == pytest.approx(0.012 / 25, rel=1e-4)
     assert _lr(onecycle, 300) == pytest.approx(0.012, rel=1e-4)
     assert _lr(onecycle, 1000) == pytest.approx(0.012 / 25 / 1e4, rel=1e-2)
@@ -95,9 +109,13 @@ def test_numpy_integers_are_accepted_and_stored_as_python_ints():
 
     recipe = Recipe("EffCapsNet", "mnist", batch_size=np.int64(8), epochs=np.uint8(3))
     assert (type(recipe.batch_size), type(recipe.epochs)) == (int, int) and (recipe.batch_size, recipe.epochs) == (8, 3)
-    schedule = Recipe("CapsNet", "mnist", lr_schedule="exponential", lr_decay=0.9).make_schedule(steps_per_epoch=np.int32(10))
+    schedule = Recipe("CapsNet", "mnist", lr_schedule="exponential", lr_decay=0.9).make_schedule(
+        steps_per_epoch=np.int32(10)
+    )
     assert json.loads(json.dumps(keras.optimizers.schedules.serialize(schedule)))["config"]["decay_steps"] == 10
-    assert float(schedule(25)) == pytest.approx(Recipe("CapsNet", "mnist").learning_rate * 0.9**2, rel=1e-6)  # staircase: epoch 2
+    assert float(schedule(25)) == pytest.approx(
+        Recipe("CapsNet", "mnist").learning_rate * 0.9**2, rel=1e-6
+    )  # staircase: epoch 2
     for bad in (True, 8.0):
         with pytest.raises(ValueError, match=r"field `batch_size` expected a positive integer"):
             Recipe("EffCapsNet", "mnist", batch_size=bad)
@@ -150,7 +168,9 @@ def test_each_distinct_recipe_model_builds_for_its_data():
         if signature in seen:
             continue
         seen.add(signature)
-        model = getattr(applications, recipe.model)(**{"classes": info.classes, "input_shape": shape, **recipe.model_kwargs})
+        model = getattr(applications, recipe.model)(
+            **{"classes": info.classes, "input_shape": shape, **recipe.model_kwargs}
+        )
         assert tuple(model.inputs[0].shape[1:]) == shape, key
         scores = model.outputs[0]
         assert tuple(scores.shape) == (None, info.classes), key
@@ -170,5 +190,10 @@ def test_rem_dr_capsnet_recipes_route_as_rem():
     # REM's dynamic_routing: 3 iterations, routing bias initialised to 0.1, votes detached in all but the last.
     for dataset in ("mnist", "fashion_mnist", "cifar10", "expanded_mnist"):
         recipe = recipes.get("CapsNet", dataset, "rem")
-        assert recipe.model_kwargs["router"] == {"name": "dynamic", "iterations": 3, "use_bias": True, "stop_gradient_inner": True}
+        assert recipe.model_kwargs["router"] == {
+            "name": "dynamic",
+            "iterations": 3,
+            "use_bias": True,
+            "stop_gradient_inner": True,
+        }
     assert recipes.get("CapsNet", "cifar10", "rem").augmentation == "cifar24_crop_flip"

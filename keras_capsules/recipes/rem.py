@@ -42,15 +42,30 @@ def _rem(model, dataset, variant="rem", **fields):
     )
 
 
-_rem("CapsNet", "mnist", configuration="CapsNet/mnist", model_kwargs={"router": REM_ROUTER}, augmentation="mnist_shift2", source=SOURCE + "; DR-CapsNet without decoder (REM_ROUTER); RandomCrop(28, padding=2)")
-_rem("CapsNet", "fashion_mnist", configuration="CapsNet/mnist", model_kwargs={"router": REM_ROUTER}, augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; DR-CapsNet (REM_ROUTER); crop + flip")
+_rem(
+    "CapsNet",
+    "mnist",
+    configuration="CapsNet/mnist",
+    model_kwargs={"router": REM_ROUTER},
+    augmentation="mnist_shift2",
+    source=SOURCE + "; DR-CapsNet without decoder (REM_ROUTER); RandomCrop(28, padding=2)",
+)
+_rem(
+    "CapsNet",
+    "fashion_mnist",
+    configuration="CapsNet/mnist",
+    model_kwargs={"router": REM_ROUTER},
+    augmentation="fashion_mnist_shift2_flip",
+    source=SOURCE + "; DR-CapsNet (REM_ROUTER); crop + flip",
+)
 _rem(
     "CapsNet",
     "cifar10",
     configuration="CapsNet/mnist",
     model_kwargs={"router": REM_ROUTER},
     augmentation="cifar24_crop_flip",
-    source=SOURCE + "; DR-CapsNet (REM_ROUTER) on random 24x24 crops + flip, central crop for evaluation (REM's CIFAR model "
+    source=SOURCE
+    + "; DR-CapsNet (REM_ROUTER) on random 24x24 crops + flip, central crop for evaluation (REM's CIFAR model "
     "has 64 primary types; this one has 32)",
 )
 _rem(
@@ -61,8 +76,20 @@ _rem(
     eval_on=("test", "affnist|affine_mnist:test"),
     source=SOURCE + "; DR-CapsNet (REM_ROUTER) trained on translated MNIST (40x40), evaluated on affNIST",
 )
-_rem("EffCapsNet", "mnist", configuration="EffCapsNet/mnist", augmentation="mnist_shift2", source=SOURCE + "; Eff-CapsNet")
-_rem("EffCapsNet", "fashion_mnist", configuration="EffCapsNet/mnist", augmentation="fashion_mnist_shift2_flip", source=SOURCE + "; Eff-CapsNet")
+_rem(
+    "EffCapsNet",
+    "mnist",
+    configuration="EffCapsNet/mnist",
+    augmentation="mnist_shift2",
+    source=SOURCE + "; Eff-CapsNet",
+)
+_rem(
+    "EffCapsNet",
+    "fashion_mnist",
+    configuration="EffCapsNet/mnist",
+    augmentation="fashion_mnist_shift2_flip",
+    source=SOURCE + "; Eff-CapsNet",
+)
 for _variant, _axis in (("rem", None), ("rem_novel_azimuth", "azimuth"), ("rem_novel_elevation", "elevation")):
     _rem(
         "EffCapsNet",

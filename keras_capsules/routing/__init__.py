@@ -8,15 +8,15 @@ needs (each router class declares them: see :class:`Router`);
 """
 
 from keras_capsules.routing.base import Router
-from keras_capsules.routing.registry import available, get, register_router, unregister_router
 from keras_capsules.routing.dynamic import DynamicRouter
-from keras_capsules.routing.self_attention import SelfAttentionRouter
 from keras_capsules.routing.em import EMRouter
-from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.routing.fm_agreement import FMAgreementRouter
+from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.routing.kernel import KernelRouter
 from keras_capsules.routing.lstm import LSTMRouter
+from keras_capsules.routing.registry import available, get, register_router, unregister_router
 from keras_capsules.routing.resolve import resolve, router_name
+from keras_capsules.routing.self_attention import SelfAttentionRouter
 
 __all__ = [
     "DynamicRouter",

@@ -1,12 +1,11 @@
 """The ``Router`` contract shared by every routing algorithm."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
+from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.quantize import quantize_uniform
 
 

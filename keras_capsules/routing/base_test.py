@@ -9,7 +9,9 @@ from keras_capsules.routing.base import limit_votes, stack_position_chunks, unst
 
 def test_position_chunks_stack_and_unstack_in_each_examples_position_order():
     batch, positions, chunks = 2, 6, 3
-    folded = np.arange(batch * positions * 3, dtype="float32").reshape(batch * positions, 3)  # row = example * 6 + position
+    folded = np.arange(batch * positions * 3, dtype="float32").reshape(
+        batch * positions, 3
+    )  # row = example * 6 + position
     stacked = keras.ops.convert_to_numpy(stack_position_chunks(folded, positions, chunks))
     grid = folded.reshape(batch, positions, 3)
     assert stacked.shape == (chunks, batch * 2, 3)

@@ -52,7 +52,11 @@ def _np(x):
 
 
 def test_the_registry_knows_it_with_the_base_class_capabilities():
-    assert NAME in routing.available() and NAME in routing.available(pose="vector") and NAME in routing.available(pose="matrix")
+    assert (
+        NAME in routing.available()
+        and NAME in routing.available(pose="vector")
+        and NAME in routing.available(pose="matrix")
+    )
     assert NAME in routing.available(iterative=True)
     assert NAME not in routing.available(initial_poses=True) and NAME not in routing.available(child_grid=True)
     assert VECTOR_ONLY in routing.available(pose="vector") and VECTOR_ONLY not in routing.available(pose="matrix")
@@ -70,7 +74,10 @@ def test_it_routes_as_its_equations_say():
 @pytest.mark.parametrize("transform", ["vector", "matrix"])
 def test_fc_and_conv_capsules_route_and_train_with_it(transform):
     """PrimaryCaps -> ConvCaps -> FcCaps, both routed by name; one training step changes both layers' transforms."""
-    stem = [keras.layers.Conv2D(4, 3, activation="relu"), PrimaryCaps(2, 4, kernel_size=3, strides=1)]  # 8x8 -> 4x4 grid of 2 types
+    stem = [
+        keras.layers.Conv2D(4, 3, activation="relu"),
+        PrimaryCaps(2, 4, kernel_size=3, strides=1),
+    ]  # 8x8 -> 4x4 grid of 2 types
     conv = ConvCaps(2, 4, kernel_size=3, strides=1, router=NAME, transform=transform, name="conv_caps")  # -> 2x2 grid
     fc = FcCaps(3, 4, router=NAME, transform=transform, name="class_caps")
     images = keras.Input((8, 8, 1))
@@ -85,7 +92,11 @@ def test_fc_and_conv_capsules_route_and_train_with_it(transform):
 def _train_one_step(model, layers, run_eagerly=False):
     """One ``fit`` step on random data: finite loss, and every layer of ``layers`` has a weight that moved."""
     before = [[_np(w) for w in layer.trainable_weights] for layer in layers]
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), run_eagerly=run_eagerly)
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        run_eagerly=run_eagerly,
+    )
     rng = np.random.default_rng(2)
     images = rng.uniform(size=(2,) + tuple(model.inputs[0].shape[1:])).astype("float32")
     labels = rng.integers(0, model.outputs[0].shape[-1], size=(2,))
@@ -93,7 +104,9 @@ def _train_one_step(model, layers, run_eagerly=False):
     assert np.isfinite(history.history["loss"][0])
     for layer, weights in zip(layers, before):
         after = [_np(w) for w in layer.trainable_weights]
-        assert any(not np.array_equal(a, b) for a, b in zip(weights, after)), f"{layer.name}: no weight moved in one step"
+        assert any(not np.array_equal(a, b) for a, b in zip(weights, after)), (
+            f"{layer.name}: no weight moved in one step"
+        )
 
 
 def _class_layer(model):
@@ -107,7 +120,10 @@ def _class_layer(model):
     reason="registry plumbing, the same on every backend; tests/applications_backends_test.py trains every application on JAX",
 )
 # The default tier: CapsNet and EffCapsNet; the other routed models (5-8 s each) in the large tier.
-@pytest.mark.parametrize("constructor", [c if c in ("CapsNet", "EffCapsNet") else pytest.param(c, marks=large) for c in contract.routed_constructors()])
+@pytest.mark.parametrize(
+    "constructor",
+    [c if c in ("CapsNet", "EffCapsNet") else pytest.param(c, marks=large) for c in contract.routed_constructors()],
+)
 def test_every_paper_model_builds_and_trains_a_step_with_it(constructor):
     """Every application with a ``router`` argument (from the applications registry), in its tiny configuration.
 
@@ -122,9 +138,14 @@ def test_every_paper_model_builds_and_trains_a_step_with_it(constructor):
 
 
 def test_a_router_lacking_a_capability_is_refused_with_the_routers_that_fit():
-    with pytest.raises(ValueError, match=r"FcCaps 'm'.*`router`.*routes matrix poses.*routing.available\(pose='matrix'\).*VectorOnlyUniformCoupling"):
+    with pytest.raises(
+        ValueError,
+        match=r"FcCaps 'm'.*`router`.*routes matrix poses.*routing.available\(pose='matrix'\).*VectorOnlyUniformCoupling",
+    ):
         FcCaps(3, router=VECTOR_ONLY, transform="matrix", name="m")
-    with pytest.raises(ValueError, match=rf"MatrixCapsNet: argument `router`.*pose='matrix'.*'{NAME}'.*received '{VECTOR_ONLY}'"):
+    with pytest.raises(
+        ValueError, match=rf"MatrixCapsNet: argument `router`.*pose='matrix'.*'{NAME}'.*received '{VECTOR_ONLY}'"
+    ):
         contract.build_small("MatrixCapsNet/smallnorb", router=VECTOR_ONLY)
     model = contract.build_small("CapsNet/mnist", router=VECTOR_ONLY)  # vector capsules: it fits
     assert isinstance(model.get_layer("class_caps").router, VectorOnlyUniformCoupling)

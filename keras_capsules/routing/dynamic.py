@@ -1,11 +1,10 @@
 """Dynamic routing by agreement (Sabour, Frosst & Hinton 2017; docs/reference/routers.md#dynamic-routing)."""
 
-
 from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
-from keras_capsules.ops.squash import squash
 from keras_capsules.ops.softmax import softmax_along
+from keras_capsules.ops.squash import squash
 from keras_capsules.routing.base import Router, child_major, coupling_full, limit_votes, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 

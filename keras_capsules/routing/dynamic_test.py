@@ -40,7 +40,9 @@ def test_matches_numpy_reference(iterations):
     expected, expected_c = np_dynamic_routing(votes.astype("float64"), iterations, bias=0.1)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(poses), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(coupling), expected_c, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(lengths), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(lengths), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_first_iteration_is_uniform_and_coupling_sums_to_one():
@@ -64,7 +66,9 @@ def test_stop_gradient_inner_changes_gradients_not_values():
     votes = np.random.default_rng(4).normal(size=(2, 5, 3, 4)).astype("float32")
     a = DynamicRouter(iterations=3, use_bias=False)
     b = DynamicRouter(iterations=3, use_bias=False, stop_gradient_inner=True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(a(votes)[0]), keras.ops.convert_to_numpy(b(votes)[0]), rtol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(a(votes)[0]), keras.ops.convert_to_numpy(b(votes)[0]), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -1,6 +1,5 @@
 """EM routing of matrix capsules (Hinton, Sabour & Frosst 2018), as IBM implements it (docs/reference/routers.md#em-routing)."""
 
-import functools
 import math
 
 import keras
@@ -320,7 +319,9 @@ class EMRouter(Router):
         # Remember the caller's precision: route() sees float32 copies (base class).
         dtype = keras.backend.standardize_dtype(votes.dtype)
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
-        return super().call(votes, activations, training=training, return_coupling=return_coupling, votes_layout=votes_layout)
+        return super().call(
+            votes, activations, training=training, return_coupling=return_coupling, votes_layout=votes_layout
+        )
 
     def _safeguarded(self, votes, activations):
         """Parent-major float32 ``votes`` and ``activations`` (ones when ``None``) with the safeguards applied."""
@@ -346,7 +347,9 @@ class EMRouter(Router):
                 coupling = self._e_step(self._log_assignments(spread, variance, out_acts))
         return mean, out_acts, child_major(coupling)
 
-    def route_position_chunks(self, inputs, votes_of, variables, dtype, training=None, return_coupling=False, remat=False):
+    def route_position_chunks(
+        self, inputs, votes_of, variables, dtype, training=None, return_coupling=False, remat=False
+    ):
         """Cross-position routing (``child_grid``) of a convolutional layer whose votes come chunk by chunk.
 
         The same routing as :meth:`call` on the layer's whole vote tensor ``(batch * P, K*K*types,
@@ -378,10 +381,20 @@ class EMRouter(Router):
             As :meth:`call`: ``(poses, activations[, coupling])``, positions folded into the batch.
         """
         if getattr(self, "_tables", None) is None:
-            errors.fail(self, "child_grid", "a convolutional layer's input grid (and the router built) for route_position_chunks", self.child_grid)
+            errors.fail(
+                self,
+                "child_grid",
+                "a convolutional layer's input grid (and the router built) for route_position_chunks",
+                self.child_grid,
+            )
         chunks = inputs[0].shape[0]
         if self.num_positions % chunks:
-            errors.fail(self, "inputs", f"chunks that divide the layer's {self.num_positions} output positions", f"{chunks} chunks")
+            errors.fail(
+                self,
+                "inputs",
+                f"chunks that divide the layer's {self.num_positions} output positions",
+                f"{chunks} chunks",
+            )
         per_chunk = self.num_positions // chunks
         dtype = keras.backend.standardize_dtype(dtype)
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None

@@ -56,7 +56,7 @@ def np_em(votes, acts, beta_u, beta_a, iterations, normalize_cost=True):
                 zz = np_log_assign(votes[b], mu, var, a_out)
                 zz = zz - zz.max(1, keepdims=True)
                 r_new = np.exp(zz) / np.exp(zz).sum(1, keepdims=True)
-                last_r, r = r, r_new
+                r = r_new
         poses.append(mu)
         outs.append(a_out)
         couplings.append(r)
@@ -148,11 +148,16 @@ def test_one_m_step_and_e_step_match_numpy():
     # the router iterates in the parent-major layout (batch, out, in[, d])
     r_pm, votes_pm = r.transpose(0, 2, 1), votes.transpose(0, 2, 1, 3)
     mean, variance, out, spread = router._m_step(
-        keras.ops.convert_to_tensor(r_pm), keras.ops.convert_to_tensor(votes_pm), keras.ops.convert_to_tensor(acts), 5e-4
+        keras.ops.convert_to_tensor(r_pm),
+        keras.ops.convert_to_tensor(votes_pm),
+        keras.ops.convert_to_tensor(acts),
+        5e-4,
     )
     new_r = to_np(router._e_step(router._log_assignments(spread, variance, out))).transpose(0, 2, 1)
     for b in range(3):
-        mu, var, a_out = np_m_step(r[b].astype("float64"), votes[b].astype("float64"), acts[b], beta_u, beta_a, 5e-4, 100 * 4 / 8)
+        mu, var, a_out = np_m_step(
+            r[b].astype("float64"), votes[b].astype("float64"), acts[b], beta_u, beta_a, 5e-4, 100 * 4 / 8
+        )
         np.testing.assert_allclose(to_np(mean)[b], mu, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(to_np(variance)[b], var, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(to_np(out)[b], a_out, rtol=1e-4, atol=1e-6)

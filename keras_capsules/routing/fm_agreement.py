@@ -185,7 +185,9 @@ class FMAgreementRouter(Router):
         if self.vote_norm is not None:
             axes = self.batch_norm_axis if isinstance(self.batch_norm_axis, list) else [self.batch_norm_axis]
             if not axes or any(not -3 <= axis <= 3 or axis == 0 for axis in axes):
-                errors.fail(self, "batch_norm_axis", "non-batch axes of the votes (1, 2, 3 or -1, -2, -3)", self.batch_norm_axis)
+                errors.fail(
+                    self, "batch_norm_axis", "non-batch axes of the votes (1, 2, 3 or -1, -2, -3)", self.batch_norm_axis
+                )
             kept = sorted({axis % 4 for axis in axes})  # axes of the contract layout (batch, in, out, dim)
             reduced = [axis for axis in (1, 2, 3) if axis not in kept]
             # The router works on parent-major votes (batch, out, in, dim): the same axes, in and out

@@ -59,7 +59,14 @@ def test_linear_form_equals_explicit_pairwise_sum(n, scale):
     units = np_unit(np.random.default_rng(n).normal(size=(2, n, 3, 6)))
     _, expected = np_fm_explicit(units, scale)
     total, squares = units.sum(axis=1), (units**2).sum(axis=1)
-    got = to_np(fm_pairwise_sum(keras.ops.convert_to_tensor(total.astype("float32")), keras.ops.convert_to_tensor(squares.astype("float32")), n, scale))
+    got = to_np(
+        fm_pairwise_sum(
+            keras.ops.convert_to_tensor(total.astype("float32")),
+            keras.ops.convert_to_tensor(squares.astype("float32")),
+            n,
+            scale,
+        )
+    )
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -186,7 +193,9 @@ def test_in_capsule_layers():
 
 def test_layer_contract():
     votes = random_votes(9, shape=(4, 5, 3, 4))
-    run_layer_test(FMAgreementRouter, {"scale": "code", "normalize_pose": False}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)])
+    run_layer_test(
+        FMAgreementRouter, {"scale": "code", "normalize_pose": False}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)]
+    )
 
 
 def test_registry_and_config():

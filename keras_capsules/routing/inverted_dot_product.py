@@ -8,7 +8,15 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude, rescaled
 from keras_capsules.ops.softmax import softmax_along
-from keras_capsules.routing.base import Router, child_major, coupling_full, parent_major, saturating_cast, vote_agreement, weighted_votes
+from keras_capsules.routing.base import (
+    Router,
+    child_major,
+    coupling_full,
+    parent_major,
+    saturating_cast,
+    vote_agreement,
+    weighted_votes,
+)
 from keras_capsules.routing.registry import register_router
 
 
@@ -107,7 +115,15 @@ class InvertedDotProductRouter(Router):
         self.beta = self.add_weight(name="beta", shape=(out_dim,), initializer=self.beta_initializer)
 
     def call(
-        self, votes, activations=None, training=None, return_coupling=False, votes_layout="child_major", initial_poses=None, steps=None, finalize=True
+        self,
+        votes,
+        activations=None,
+        training=None,
+        return_coupling=False,
+        votes_layout="child_major",
+        initial_poses=None,
+        steps=None,
+        finalize=True,
     ):
         dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")

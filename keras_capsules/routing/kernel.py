@@ -136,11 +136,17 @@ class KernelRouter(Router):
             lambda1_initializer, {"class_name": "RandomNormal", "config": {"mean": 12.0, "stddev": 0.05}}
         )
         self.lambda2_initializer = _initializer(lambda2_initializer, "ones")
-        self.theta_initializer = _initializer(theta_initializer, {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}})
+        self.theta_initializer = _initializer(
+            theta_initializer, {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}}
+        )
         self.bias_initializer = _initializer(bias_initializer, "ones")
-        self.kernel_initializer = _initializer(kernel_initializer, {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}})
+        self.kernel_initializer = _initializer(
+            kernel_initializer, {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}}
+        )
         self.mixture_initializer = _initializer(mixture_initializer, "ones")
-        self.length_scale_initializer = None if length_scale_initializer is None else keras.initializers.get(length_scale_initializer)
+        self.length_scale_initializer = (
+            None if length_scale_initializer is None else keras.initializers.get(length_scale_initializer)
+        )
 
     def _weight(self, name, shape, initializer):
         # float32 whatever the dtype policy: the routing maths are float32, and e.g. the orthogonal
@@ -154,8 +160,12 @@ class KernelRouter(Router):
         q = self.num_components
         self.mixture_logits = self._weight(name="mixture_logits", shape=(q,), initializer=self.mixture_initializer)
         if self.kernel == "spectral_mixture":
-            self.frequencies = self._weight(name="frequencies", shape=(q, out_dim), initializer=_fresh(self.kernel_initializer))
-            self.bandwidths = self._weight(name="bandwidths", shape=(q, out_dim), initializer=_fresh(self.kernel_initializer))
+            self.frequencies = self._weight(
+                name="frequencies", shape=(q, out_dim), initializer=_fresh(self.kernel_initializer)
+            )
+            self.bandwidths = self._weight(
+                name="bandwidths", shape=(q, out_dim), initializer=_fresh(self.kernel_initializer)
+            )
         else:
             initializer = self.length_scale_initializer or "ones"
             self.length_scales = self._weight(name="length_scales", shape=(q,), initializer=initializer)

@@ -90,7 +90,9 @@ def test_training_gradient_matches_numpy_reference(kind):
     router(votes, acts)
     randomise(router, seed=7)
     p = params(router)
-    assert_training_vote_gradient(router, lambda v: np_kernel_routing(v, acts.astype("float64"), p, 2, kind)[:2], votes, acts)
+    assert_training_vote_gradient(
+        router, lambda v: np_kernel_routing(v, acts.astype("float64"), p, 2, kind)[:2], votes, acts
+    )
 
 
 @pytest.mark.parametrize("activation, prior", [("linear", True), ("linear", False), ("sigmoid", False)])
@@ -178,14 +180,21 @@ def test_in_conv_capsules_with_activations():
     rng = np.random.default_rng(8)
     poses = rng.normal(size=(2, 4, 4, 2, 16)).astype("float32")
     acts = rng.uniform(size=(2, 4, 4, 2)).astype("float32")
-    out_poses, out_acts, c = ConvCaps(3, kernel_size=3, router="kernel", transform="matrix")((poses, acts), return_coupling=True)
+    out_poses, out_acts, c = ConvCaps(3, kernel_size=3, router="kernel", transform="matrix")(
+        (poses, acts), return_coupling=True
+    )
     assert tuple(out_poses.shape) == (2, 2, 2, 3, 16) and tuple(out_acts.shape) == (2, 2, 2, 3)
     np.testing.assert_allclose(to_np(c).sum(axis=1), 1.0, rtol=1e-5)
 
 
 def test_layer_contract():
     votes, _ = data(9, shape=(4, 5, 3, 4))
-    run_layer_test(KernelRouter, {"num_components": 2, "kernel": "gaussian_mixture"}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)])
+    run_layer_test(
+        KernelRouter,
+        {"num_components": 2, "kernel": "gaussian_mixture"},
+        votes,
+        expected_output_shapes=[(4, 3, 4), (4, 3)],
+    )
 
 
 def test_registry_and_config_round_trip():

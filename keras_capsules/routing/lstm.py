@@ -115,7 +115,9 @@ class LSTMRouter(Router):
                 name=name,
             )
 
-        self.compatibility_mlp = [dense(w, "relu", f"compatibility_{i}") for i, w in enumerate(self.compatibility_units)]
+        self.compatibility_mlp = [
+            dense(w, "relu", f"compatibility_{i}") for i, w in enumerate(self.compatibility_units)
+        ]
         self.compatibility_head = dense(1, None, "compatibility_logits")
         self.activation_mlp = [dense(w, "relu", f"activation_{i}") for i, w in enumerate(self.activation_units)]
         self.activation_head = dense(1, "sigmoid" if self.activation == "sigmoid" else None, "activation_output")
@@ -130,7 +132,9 @@ class LSTMRouter(Router):
         if None in (in_caps, out_caps, out_dim):
             errors.fail(self, "votes", "known in_caps, out_caps and out_dim", f"shape {votes_shape}")
         gates = 4 * self.units
-        self.lstm_kernel = self._weight(name="lstm_kernel", shape=(2 * out_dim + 2, gates), initializer=self.kernel_initializer)
+        self.lstm_kernel = self._weight(
+            name="lstm_kernel", shape=(2 * out_dim + 2, gates), initializer=self.kernel_initializer
+        )
         self.lstm_recurrent_kernel = self._weight(
             name="lstm_recurrent_kernel", shape=(self.units, gates), initializer=self.recurrent_initializer
         )
@@ -139,13 +143,20 @@ class LSTMRouter(Router):
 
             def bias_initializer(shape, dtype=None):
                 return ops.concatenate(
-                    [ops.zeros((units,), dtype=dtype), ops.ones((units,), dtype=dtype), ops.zeros((2 * units,), dtype=dtype)]
+                    [
+                        ops.zeros((units,), dtype=dtype),
+                        ops.ones((units,), dtype=dtype),
+                        ops.zeros((2 * units,), dtype=dtype),
+                    ]
                 )
 
         else:
             bias_initializer = "zeros"
         self.lstm_bias = self._weight(name="lstm_bias", shape=(gates,), initializer=bias_initializer)
-        for stack, head in ((self.compatibility_mlp, self.compatibility_head), (self.activation_mlp, self.activation_head)):
+        for stack, head in (
+            (self.compatibility_mlp, self.compatibility_head),
+            (self.activation_mlp, self.activation_head),
+        ):
             shape = (None, self.units)
             for layer in stack + [head]:
                 layer.build(shape)
@@ -154,7 +165,10 @@ class LSTMRouter(Router):
     def _pre_activation(self, inputs, kernel, pose_part, gate):
         """One gate's pre-activation ``(b, o, i, u)``: the per-pair inputs through the gate's columns, plus the pose part."""
         u = self.units
-        return ops.einsum("boik,kg->boig", inputs, kernel[:, gate * u : (gate + 1) * u]) + pose_part[..., gate * u : (gate + 1) * u]
+        return (
+            ops.einsum("boik,kg->boig", inputs, kernel[:, gate * u : (gate + 1) * u])
+            + pose_part[..., gate * u : (gate + 1) * u]
+        )
 
     def _first_iteration(self, child_inputs, child_kernel, pose_part):
         """The first LSTM step, from the zero state: no recurrent product and no forget gate."""
@@ -167,7 +181,9 @@ class LSTMRouter(Router):
         """A later LSTM step: votes, activations, coupling and hidden state through one product per gate."""
         inputs = ops.concatenate([child_inputs, ops.expand_dims(coupling, -1), hidden], axis=-1)  # (b, o, i, d + 2 + u)
         pre_activation = functools.partial(self._pre_activation, inputs, kernel, pose_part)
-        cell = ops.sigmoid(pre_activation(gate=1)) * cell + ops.sigmoid(pre_activation(gate=0)) * ops.tanh(pre_activation(gate=2))
+        cell = ops.sigmoid(pre_activation(gate=1)) * cell + ops.sigmoid(pre_activation(gate=0)) * ops.tanh(
+            pre_activation(gate=2)
+        )
         hidden = ops.sigmoid(pre_activation(gate=3)) * ops.tanh(cell)
         return cell, hidden, self._compatibility(cell, hidden)
 
@@ -183,7 +199,10 @@ class LSTMRouter(Router):
         return head(x)
 
     def route_parent_major(self, votes, activations, training):
-        in_caps, out_dim = votes.shape[2], votes.shape[3]  # votes (b, o, i, d): the iterations are batched matrix products
+        in_caps, out_dim = (
+            votes.shape[2],
+            votes.shape[3],
+        )  # votes (b, o, i, d): the iterations are batched matrix products
         if activations is None:
             activations = ones_activations(votes, in_axis=2)
         raw_votes = votes
@@ -203,12 +222,15 @@ class LSTMRouter(Router):
         bias = ops.cast(self.lstm_bias, "float32")
 
         poses = ops.mean(votes, axis=2)  # the uniform coupling 1/n
+        coupling = None  # the first step's uniform coupling is a constant term
         # Training recomputes each step's gates and MLP activations in the backward pass: a step
         # keeps only its carried state, not its gate and MLP temporaries.
         first = remat_reading(self._first_iteration, self.weights) if training else self._first_iteration
         later = remat_reading(self._iteration, self.weights) if training else self._iteration
         for step in range(self.iterations):
-            pose_part = ops.expand_dims(ops.einsum("bod,dg->bog", poses, k_pose) + bias, 2)  # (b, o, 1, 4u), with the bias
+            pose_part = ops.expand_dims(
+                ops.einsum("bod,dg->bog", poses, k_pose) + bias, 2
+            )  # (b, o, 1, 4u), with the bias
             if step == 0:
                 # The uniform first coupling enters as a constant (b, o, 1, 4u) term.
                 *state, logits = first(child_inputs, child_kernel, pose_part + k_coupling / in_caps)

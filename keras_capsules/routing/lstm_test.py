@@ -49,7 +49,12 @@ def np_lstm_routing(votes, acts, w, iterations, state_assignment="code", activat
     hidden = np.zeros((b, n, o, units))
     for _ in range(iterations):
         x = np.concatenate(
-            [np.broadcast_to(mu[:, None], votes.shape), np.broadcast_to(acts[:, :, None, None], (b, n, o, 1)), votes, c[..., None]],
+            [
+                np.broadcast_to(mu[:, None], votes.shape),
+                np.broadcast_to(acts[:, :, None, None], (b, n, o, 1)),
+                votes,
+                c[..., None],
+            ],
             axis=-1,
         )
         z = x @ w["W"] + hidden @ w["U"] + w["b"]
@@ -82,11 +87,19 @@ def randomise_biases(router, seed):
 @pytest.mark.parametrize("state_assignment", ["code", "paper"])
 def test_matches_numpy_reference(iterations, state_assignment):
     votes, acts = data(1)
-    router = LSTMRouter(iterations=iterations, units=6, compatibility_units=[7, 5], activation_units=[4], state_assignment=state_assignment)
+    router = LSTMRouter(
+        iterations=iterations,
+        units=6,
+        compatibility_units=[7, 5],
+        activation_units=[4],
+        state_assignment=state_assignment,
+    )
     router(votes, acts)
     randomise_biases(router, iterations)
     poses, out, coupling = router(votes, acts, return_coupling=True)
-    mu, a, c = np_lstm_routing(votes.astype("float64"), acts.astype("float64"), weights_of(router), iterations, state_assignment)
+    mu, a, c = np_lstm_routing(
+        votes.astype("float64"), acts.astype("float64"), weights_of(router), iterations, state_assignment
+    )
     np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
@@ -106,7 +119,9 @@ def test_linear_activation_and_state_assignments_differ():
     votes, acts = data(2)
     router = LSTMRouter(activation="linear", units=8)
     _, out = router(votes, acts)
-    _, expected, _ = np_lstm_routing(votes.astype("float64"), acts.astype("float64"), weights_of(router), 3, activation="linear")
+    _, expected, _ = np_lstm_routing(
+        votes.astype("float64"), acts.astype("float64"), weights_of(router), 3, activation="linear"
+    )
     np.testing.assert_allclose(to_np(out), expected, rtol=1e-4, atol=1e-5)
     paper = LSTMRouter(activation="linear", units=8, state_assignment="paper")
     paper(votes, acts)
@@ -165,12 +180,17 @@ def test_in_fc_capsules_without_activations():
 def test_layer_contract():
     votes, _ = data(7, shape=(4, 5, 3, 4))
     run_layer_test(
-        LSTMRouter, {"units": 4, "compatibility_units": [3], "activation_units": [2]}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)]
+        LSTMRouter,
+        {"units": 4, "compatibility_units": [3], "activation_units": [2]},
+        votes,
+        expected_output_shapes=[(4, 3, 4), (4, 3)],
     )
 
 
 def test_registry_and_config_round_trip():
-    router = routing.get({"name": "lstm", "compatibility_units": [64, 64], "activation_units": [124, 124], "state_assignment": "paper"})
+    router = routing.get(
+        {"name": "lstm", "compatibility_units": [64, 64], "activation_units": [124, 124], "state_assignment": "paper"}
+    )
     assert isinstance(router, LSTMRouter) and router.compatibility_units == (64, 64)
     revived = routing.get(keras.saving.serialize_keras_object(router))
     assert revived.get_config() == router.get_config()

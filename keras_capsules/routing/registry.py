@@ -15,10 +15,14 @@ def _check_capabilities(cls):
     """Validates the capability attributes a router class declares (see :class:`Router`)."""
     kinds = cls.pose_kinds
     if not isinstance(kinds, (tuple, list)) or not kinds or any(kind not in POSE_KINDS for kind in kinds):
-        raise ValueError(f"register_router: {cls.__name__}.pose_kinds expected a non-empty tuple of {POSE_KINDS}, received {kinds!r}.")
+        raise ValueError(
+            f"register_router: {cls.__name__}.pose_kinds expected a non-empty tuple of {POSE_KINDS}, received {kinds!r}."
+        )
     for attribute in _FLAGS.values():
         if not isinstance(getattr(cls, attribute), bool):
-            raise ValueError(f"register_router: {cls.__name__}.{attribute} expected True or False, received {getattr(cls, attribute)!r}.")
+            raise ValueError(
+                f"register_router: {cls.__name__}.{attribute} expected True or False, received {getattr(cls, attribute)!r}."
+            )
 
 
 def register_router(name):
@@ -81,7 +85,9 @@ def available(pose=None, iterative=None, initial_poses=None, child_grid=None):
     flags = {"iterative": iterative, "initial_poses": initial_poses, "child_grid": child_grid}
     for argument, value in flags.items():
         if value is not None and not isinstance(value, bool):
-            raise ValueError(f"routing.available: argument `{argument}` expected None, True or False, received {value!r}.")
+            raise ValueError(
+                f"routing.available: argument `{argument}` expected None, True or False, received {value!r}."
+            )
     return sorted(
         name
         for name, cls in _ROUTERS.items()
@@ -107,14 +113,18 @@ def get(identifier, **kwargs):
 
     if isinstance(identifier, Router):
         if kwargs:
-            raise ValueError(f"routing.get: extra arguments {sorted(kwargs)} cannot be applied to an existing router instance.")
+            raise ValueError(
+                f"routing.get: extra arguments {sorted(kwargs)} cannot be applied to an existing router instance."
+            )
         return identifier
     if isinstance(identifier, dict):
         if "class_name" in identifier:
             return keras.saving.deserialize_keras_object(identifier)
         config = dict(identifier)
         if "name" not in config:
-            raise ValueError(f"routing.get: a router config dict needs a 'name' key (one of {available()}), received {identifier!r}.")
+            raise ValueError(
+                f"routing.get: a router config dict needs a 'name' key (one of {available()}), received {identifier!r}."
+            )
         name = config.pop("name")
         config.update(kwargs)
         return get(name, **config)

@@ -15,18 +15,29 @@ def _built_in(names):
 
 def test_available_filters_the_built_in_routers_by_the_capabilities_their_pages_document():
     assert routing.available() == sorted(routing.available()) and set(BUILT_IN) <= set(routing.available())
-    assert _built_in(routing.available(pose="vector")) == BUILT_IN and _built_in(routing.available(pose="matrix")) == BUILT_IN
+    assert (
+        _built_in(routing.available(pose="vector")) == BUILT_IN
+        and _built_in(routing.available(pose="matrix")) == BUILT_IN
+    )
     assert _built_in(routing.available(iterative=False)) == ["fm_agreement", "self_attention"]  # single pass
     assert _built_in(routing.available(iterative=True)) == ["dynamic", "em", "inverted_dot_product", "kernel", "lstm"]
     assert _built_in(routing.available(initial_poses=True)) == ["inverted_dot_product"]  # concurrent routing
     assert _built_in(routing.available(child_grid=True)) == ["em"]  # EM across positions
-    assert _built_in(routing.available(pose="matrix", iterative=True, initial_poses=False)) == ["dynamic", "em", "kernel", "lstm"]
+    assert _built_in(routing.available(pose="matrix", iterative=True, initial_poses=False)) == [
+        "dynamic",
+        "em",
+        "kernel",
+        "lstm",
+    ]
 
 
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"pose": "cube"}, r"routing.available: argument `pose` expected None or one of \('vector', 'matrix'\), received 'cube'"),
+        (
+            {"pose": "cube"},
+            r"routing.available: argument `pose` expected None or one of \('vector', 'matrix'\), received 'cube'",
+        ),
         ({"iterative": "yes"}, r"routing.available: argument `iterative` expected None, True or False, received 'yes'"),
         ({"initial_poses": 1}, r"argument `initial_poses` expected None, True or False, received 1"),
     ],
@@ -59,14 +70,20 @@ def test_unregister_removes_a_name_that_can_then_be_registered_again():
         routing.get("registry_test_mean")
     routing.register_router("registry_test_mean")(_Mean)  # free again
     assert routing.unregister_router("registry_test_mean") is _Mean
-    with pytest.raises(ValueError, match=r"unregister_router: argument `name` expected one of \[.*'dynamic'.*\], received 'registry_test_mean'"):
+    with pytest.raises(
+        ValueError,
+        match=r"unregister_router: argument `name` expected one of \[.*'dynamic'.*\], received 'registry_test_mean'",
+    ):
         routing.unregister_router("registry_test_mean")
 
 
 @pytest.mark.parametrize(
     "attributes, message",
     [
-        ({"pose_kinds": ("vector", "tensor")}, r"_Bad.pose_kinds expected a non-empty tuple of \('vector', 'matrix'\), received \('vector', 'tensor'\)"),
+        (
+            {"pose_kinds": ("vector", "tensor")},
+            r"_Bad.pose_kinds expected a non-empty tuple of \('vector', 'matrix'\), received \('vector', 'tensor'\)",
+        ),
         ({"pose_kinds": ()}, r"_Bad.pose_kinds expected a non-empty tuple"),
         ({"pose_kinds": "vector"}, r"_Bad.pose_kinds expected a non-empty tuple"),
         ({"iterative": 1}, r"_Bad.iterative expected True or False, received 1"),

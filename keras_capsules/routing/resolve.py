@@ -34,7 +34,9 @@ def _spec_config(router):
         if "name" not in config:
             raise ValueError(f"a router config dict needs a 'name' key (one of {available()}), received {router!r}")
         return config.pop("name"), config, None
-    raise TypeError(f"expected a router name, a config dict or a Router instance, received {type(router).__name__}: {router!r}")
+    raise TypeError(
+        f"expected a router name, a config dict or a Router instance, received {type(router).__name__}: {router!r}"
+    )
 
 
 def router_name(router):

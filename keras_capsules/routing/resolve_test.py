@@ -38,7 +38,9 @@ def test_an_instance_is_a_template_cloned_from_its_config():
 
 
 @pytest.mark.parametrize(
-    "spec", ["dynamic", {"name": "dynamic", "iterations": 5}, routing.DynamicRouter(iterations=5)], ids=["name", "dict", "instance"]
+    "spec",
+    ["dynamic", {"name": "dynamic", "iterations": 5}, routing.DynamicRouter(iterations=5)],
+    ids=["name", "dict", "instance"],
 )
 def test_routing_iterations_replaces_the_spec_iterations_and_none_keeps_them(spec):
     own = 5 if not isinstance(spec, str) else 3
@@ -60,7 +62,15 @@ def test_precedence_defaults_spec_overrides_iterations():
 
 @pytest.mark.parametrize("name", routing.available())
 def test_none_keeps_every_routers_own_default(name):
-    expected = {"dynamic": 3, "em": 3, "fm_agreement": 1, "inverted_dot_product": 2, "kernel": 3, "lstm": 3, "self_attention": 1}
+    expected = {
+        "dynamic": 3,
+        "em": 3,
+        "fm_agreement": 1,
+        "inverted_dot_product": 2,
+        "kernel": 3,
+        "lstm": 3,
+        "self_attention": 1,
+    }
     assert routing.resolve(name, routing_iterations=None).iterations == expected[name]
 
 

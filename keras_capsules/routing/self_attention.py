@@ -5,8 +5,8 @@ import math
 from keras import ops
 
 from keras_capsules.ops.norms import safe_norm
-from keras_capsules.ops.squash import squash_efficient
 from keras_capsules.ops.softmax import softmax_along
+from keras_capsules.ops.squash import squash_efficient
 from keras_capsules.routing.base import Router, child_major, limit_votes, vote_agreement, weighted_votes
 from keras_capsules.routing.registry import register_router
 

@@ -26,7 +26,9 @@ def test_parent_major_dynamic_routing_matches_procedure_1():
     poses, _, coupling = router(np.transpose(votes, (0, 2, 1, 3)), votes_layout="parent_major", return_coupling=True)
     expected, expected_c = np_dynamic_routing(votes.astype("float64"), 3)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(poses), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(coupling), expected_c, rtol=1e-4, atol=1e-5)  # coupling in the contract layout
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(coupling), expected_c, rtol=1e-4, atol=1e-5
+    )  # coupling in the contract layout
 
 
 @pytest.mark.parametrize("name", PARENT_MAJOR)
@@ -66,8 +68,12 @@ def test_capsule_layers_route_with_parent_major_votes(layer):
         fields = poses[:, None]  # (batch, positions=1, in, in_dim)
     else:
         poses = rng.normal(size=(2, 4, 4, 2, 3)).astype("float32")
-        caps = ConvCaps(4, 5, kernel_size=3, strides=1, router={"name": "dynamic", "use_bias": False}, routing_iterations=3)
-        fields = np.stack([poses[:, r : r + 3, c : c + 3].reshape(2, 18, 3) for r in range(2) for c in range(2)], axis=1)
+        caps = ConvCaps(
+            4, 5, kernel_size=3, strides=1, router={"name": "dynamic", "use_bias": False}, routing_iterations=3
+        )
+        fields = np.stack(
+            [poses[:, r : r + 3, c : c + 3].reshape(2, 18, 3) for r in range(2) for c in range(2)], axis=1
+        )
     out = keras.ops.convert_to_numpy(caps(poses)[0])
     w = keras.ops.convert_to_numpy(caps.vote_transform.kernel)  # (in, out, in_dim, d)
     votes = np.einsum("bpid,iode->bpioe", fields.astype("float64"), w)
@@ -85,7 +91,9 @@ def test_conv_caps_single_uniform_pass_from_vote_sums(transform):
     caps = ConvCaps(3, 16, kernel_size=3, router="inverted_dot_product", routing_iterations=1, transform=transform)
     out, shares = caps(poses)
     w = keras.ops.convert_to_numpy(caps.vote_transform.kernel).astype("float64")  # (in, out, ...)
-    fields = np.stack([poses[:, r : r + 3, c : c + 3].reshape(2, 18, 16) for r in range(2) for c in range(2)], axis=1).astype("float64")
+    fields = np.stack(
+        [poses[:, r : r + 3, c : c + 3].reshape(2, 18, 16) for r in range(2) for c in range(2)], axis=1
+    ).astype("float64")
     if transform == "vector":
         votes = np.einsum("bpid,iode->bpioe", fields, w)
     else:
@@ -93,7 +101,9 @@ def test_conv_caps_single_uniform_pass_from_vote_sums(transform):
     gamma, beta = np.ones(16), np.zeros(16)
     expected, expected_shares, _ = np_route(votes.reshape((-1,) + votes.shape[2:]), gamma, beta, 1)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(out).reshape(expected.shape), expected, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(shares).reshape(expected_shares.shape), expected_shares, rtol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(shares).reshape(expected_shares.shape), expected_shares, rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float16", "mixed_float16", "bfloat16"])
@@ -114,10 +124,14 @@ def test_vote_sums_do_not_overflow_low_precision(dtype):
     out, shares = caps(keras.ops.cast(poses, input_dtype))
     assert keras.backend.standardize_dtype(out.dtype) == input_dtype
     low = keras.ops.convert_to_numpy(keras.ops.cast(keras.ops.cast(poses, input_dtype), "float32")).astype("float64")
-    kernel = keras.ops.convert_to_numpy(keras.ops.cast(caps.vote_transform.kernel, "float32")).astype("float64")  # as stored
+    kernel = keras.ops.convert_to_numpy(keras.ops.cast(caps.vote_transform.kernel, "float32")).astype(
+        "float64"
+    )  # as stored
     votes = np.einsum("bid,iode->bioe", low, kernel)
     assert np.abs(votes).max() < 65504 < np.abs(votes.sum(axis=1)).max()
     expected, expected_shares, _ = np_route(votes, np.ones(16), np.zeros(16), 1)
     tolerance = 0.05 if dtype == "bfloat16" else 0.02  # the outputs' own rounding (LayerNorm values of order 1)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32")), expected, atol=tolerance)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.cast(shares, "float32")), expected_shares, rtol=1e-2)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.ops.cast(shares, "float32")), expected_shares, rtol=1e-2
+    )

@@ -14,4 +14,11 @@ the library's classes with Keras, so :func:`load_model` needs no ``custom_object
 from keras_capsules.saving.model_files import ModelFileError, load_model, load_weights_file, save_model
 from keras_capsules.saving.output_paths import check_output_file, check_output_folder
 
-__all__ = ["ModelFileError", "check_output_file", "check_output_folder", "load_model", "load_weights_file", "save_model"]
+__all__ = [
+    "ModelFileError",
+    "check_output_file",
+    "check_output_folder",
+    "load_model",
+    "load_weights_file",
+    "save_model",
+]

@@ -37,7 +37,9 @@ def load_model(path, compile=True):
     """
     _check_file("load_model", path)
     if not zipfile.is_zipfile(path):
-        raise ModelFileError(f"load_model: {path!r} is not a .keras archive (truncated or corrupt); save the model again.")
+        raise ModelFileError(
+            f"load_model: {path!r} is not a .keras archive (truncated or corrupt); save the model again."
+        )
     try:
         return keras.saving.load_model(path, compile=compile)
     except json.JSONDecodeError as error:

@@ -61,8 +61,12 @@ def _rewrite_archive(source, target, change):
 def test_archives_with_a_truncated_config_or_no_weights(tmp_path):
     good = str(tmp_path / "good.keras")
     save_model(_model(), good)
-    _rewrite_archive(good, tmp_path / "cut.keras", lambda name, data: data[: len(data) // 2] if name == "config.json" else data)
-    with pytest.raises(ModelFileError, match=r"load_model: '.*cut\.keras' is truncated or corrupt \(its config\.json is not valid JSON"):
+    _rewrite_archive(
+        good, tmp_path / "cut.keras", lambda name, data: data[: len(data) // 2] if name == "config.json" else data
+    )
+    with pytest.raises(
+        ModelFileError, match=r"load_model: '.*cut\.keras' is truncated or corrupt \(its config\.json is not valid JSON"
+    ):
         load_model(str(tmp_path / "cut.keras"))
     _rewrite_archive(good, tmp_path / "bare.keras", lambda name, data: None if name.endswith(".h5") else data)
     with pytest.raises(ModelFileError, match=r"load_model: '.*bare\.keras'"):
@@ -78,7 +82,9 @@ def test_load_weights_file_names_bad_files(tmp_path):
     np.testing.assert_array_equal(target.predict(x, verbose=0), source.predict(x, verbose=0))
     cut = tmp_path / "cut.weights.h5"
     cut.write_bytes(open(weights, "rb").read()[:200])
-    with pytest.raises(ModelFileError, match=r"load_weights: '.*cut\.weights\.h5' could not be loaded into .*truncated, corrupt"):
+    with pytest.raises(
+        ModelFileError, match=r"load_weights: '.*cut\.weights\.h5' could not be loaded into .*truncated, corrupt"
+    ):
         load_weights_file(target, str(cut))
     with pytest.raises(ModelFileError, match=r"load_weights: no such file '.*absent\.weights\.h5'"):
         load_weights_file(target, str(tmp_path / "absent.weights.h5"))
@@ -110,6 +116,8 @@ def test_a_fresh_process_that_imports_only_saving_loads_a_library_model(tmp_path
         """
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["CapsuleClassifier", "no", "training"]

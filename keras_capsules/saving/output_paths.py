@@ -19,10 +19,14 @@ def check_output_folder(path, *, overwrite=False, inputs=(), what="output folder
     """
     target = os.path.realpath(path)
     if os.path.isfile(target) or (os.path.exists(target) and not os.path.isdir(target)):
-        raise ValueError(f"{what} {path!r} is an existing file, not a folder; choose another name (nothing was written).")
+        raise ValueError(
+            f"{what} {path!r} is an existing file, not a folder; choose another name (nothing was written)."
+        )
     cwd = os.path.realpath(os.getcwd())
     if cwd == target or cwd.startswith(target + os.sep):
-        raise ValueError(f"{what} {path!r} is the current folder or one of its parents; name a new folder such as {os.path.join(path, 'export')!r}.")
+        raise ValueError(
+            f"{what} {path!r} is the current folder or one of its parents; name a new folder such as {os.path.join(path, 'export')!r}."
+        )
     for item in inputs:
         source = os.path.realpath(item)
         if source == target or source.startswith(target + os.sep):
@@ -31,7 +35,9 @@ def check_output_folder(path, *, overwrite=False, inputs=(), what="output folder
                 f"such as {os.path.join(path, 'export')!r}."
             )
     if os.path.isdir(target) and os.listdir(target) and not overwrite:
-        raise ValueError(f"{what} {path!r} exists and is not empty; pass overwrite=True (CLI: --overwrite) to replace it, or choose another name.")
+        raise ValueError(
+            f"{what} {path!r} exists and is not empty; pass overwrite=True (CLI: --overwrite) to replace it, or choose another name."
+        )
 
 
 def check_output_file(path, *, overwrite=False, inputs=(), what="output file"):
@@ -43,9 +49,15 @@ def check_output_file(path, *, overwrite=False, inputs=(), what="output file"):
     """
     target = os.path.realpath(path)
     if os.path.isdir(target):
-        raise ValueError(f"{what} {path!r} is an existing folder, not a file; choose a file name (nothing was written).")
+        raise ValueError(
+            f"{what} {path!r} is an existing folder, not a file; choose a file name (nothing was written)."
+        )
     for item in inputs:
         if os.path.realpath(item) == target:
-            raise ValueError(f"{what} {path!r} is the input {item!r}, which writing it would destroy; choose another name.")
+            raise ValueError(
+                f"{what} {path!r} is the input {item!r}, which writing it would destroy; choose another name."
+            )
     if os.path.exists(target) and not overwrite:
-        raise ValueError(f"{what} {path!r} exists; pass overwrite=True (CLI: --overwrite) to replace it, or choose another name.")
+        raise ValueError(
+            f"{what} {path!r} exists; pass overwrite=True (CLI: --overwrite) to replace it, or choose another name."
+        )

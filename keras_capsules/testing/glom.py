@@ -38,9 +38,11 @@ def _float64(x):
 def _unit(x):
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-6)
 
+
 def _distances(h, w):
     pos = np.array([(r, c) for r in range(h) for c in range(w)], dtype="float64")
     return np.sqrt(((pos[:, None] - pos[None]) ** 2).sum(-1))
+
 
 def np_cae(f, up, down, radius=0, grid=None, attend_self=False, divide_by_n=True):
     """Eqs. 2-7 for one level, ``f`` (N, d), with the code's diagonal, radius and 1/N conventions."""
@@ -62,6 +64,7 @@ def np_cae(f, up, down, radius=0, grid=None, attend_self=False, divide_by_n=True
     neg = s_e @ f  # eq. 6
     return out - (neg / n if divide_by_n else neg)  # eq. 7
 
+
 def np_self_attention(f, attend_self=False, radius=0, grid=None):
     """Eq. 1 with the code's normalised keys and 5e-4 self-logit, ``f`` (N, d); only columns within ``radius``."""
     logits = f @ _unit(f).T / np.sqrt(f.shape[1])
@@ -71,6 +74,7 @@ def np_self_attention(f, attend_self=False, radius=0, grid=None):
         logits = np.where(_distances(*grid) <= radius, logits, -np.inf)
     a = np.exp(logits - logits.max(1, keepdims=True))
     return (a / a.sum(1, keepdims=True)) @ f
+
 
 def np_dissimilarity(grid, p):
     """Eqs. 9-10 on an ``(h, w, d)`` grid with ``p x p`` windows -> ``(h/p, w/p, d)``."""
@@ -82,6 +86,7 @@ def np_dissimilarity(grid, p):
             weights = np.exp(1.0 - _unit(f) @ _unit(f).T).sum(1)  # eq. 9
             out[r, c] = (weights / weights.max()) @ f  # eq. 10, normalised by the max, not the sum
     return out
+
 
 def np_column_mlp(x, layer, activation):
     """LayerNorm over the patch axis, then a per-group Linear, ``x`` (B, N, G, d)."""

@@ -40,7 +40,9 @@ def run_serialization_test(instance):
     config = instance.get_config()
     json.dumps(keras.saving.serialize_keras_object(instance))
     revived = type(instance).from_config(config)
-    assert json.dumps(revived.get_config(), sort_keys=True, default=str) == json.dumps(config, sort_keys=True, default=str)
+    assert json.dumps(revived.get_config(), sort_keys=True, default=str) == json.dumps(
+        config, sort_keys=True, default=str
+    )
     return revived
 
 

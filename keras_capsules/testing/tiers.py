@@ -35,5 +35,9 @@ def one_per_constructor(names, large_constructors=SLOW_CONSTRUCTORS):
     """
     from keras_capsules import applications
 
-    kept = {name for name in smallest_per_constructor(names) if applications.get_configuration(name).constructor.__name__ not in large_constructors}
+    kept = {
+        name
+        for name in smallest_per_constructor(names)
+        if applications.get_configuration(name).constructor.__name__ not in large_constructors
+    }
     return [pytest.param(name, id=name) if name in kept else pytest.param(name, id=name, marks=large) for name in names]

@@ -36,7 +36,11 @@ def checkpoint_dirs(backup_dir):
     """``[(completed_epochs, path), ...]`` of the complete checkpoints in ``backup_dir``, oldest first."""
     if not os.path.isdir(backup_dir):
         return []
-    found = [(int(m.group(1)), os.path.join(backup_dir, name)) for name in os.listdir(backup_dir) if (m := _EPOCH_DIR.match(name))]
+    found = [
+        (int(m.group(1)), os.path.join(backup_dir, name))
+        for name in os.listdir(backup_dir)
+        if (m := _EPOCH_DIR.match(name))
+    ]
     return sorted(found)
 
 
@@ -44,7 +48,9 @@ def build_optimizer(model):
     """Creates the optimizer's variables so that saved optimizer state has somewhere to go."""
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
-        raise CheckpointError(f"checkpoints: model {model.name!r} is not compiled; compile it before saving or restoring a checkpoint.")
+        raise CheckpointError(
+            f"checkpoints: model {model.name!r} is not compiled; compile it before saving or restoring a checkpoint."
+        )
     if not optimizer.built:
         optimizer.build(model.trainable_variables)
     return optimizer

@@ -31,10 +31,16 @@ def test_round_trip_restores_weights_and_optimizer_state(tmp_path):
     assert os.path.basename(folder) == "epoch-0005"
     fresh = _model()
     state = checkpoints.restore_checkpoint(str(tmp_path), fresh)
-    assert state["epochs_completed"] == 5 and state["optimizer_iterations"] == 5 and state["history"] == {"loss": [1.0, 0.5]}
+    assert (
+        state["epochs_completed"] == 5
+        and state["optimizer_iterations"] == 5
+        and state["history"] == {"loss": [1.0, 0.5]}
+    )
     assert int(fresh.optimizer.iterations.numpy()) == 5
     for saved, restored in zip(model.optimizer.variables, fresh.optimizer.variables):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(saved), keras.ops.convert_to_numpy(restored))  # Adam moments too
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(saved), keras.ops.convert_to_numpy(restored)
+        )  # Adam moments too
     for saved, restored in zip(model.weights, fresh.weights):
         np.testing.assert_array_equal(saved.numpy(), restored.numpy())
     assert checkpoints.restore_checkpoint(str(tmp_path / "empty"), _model()) is None
@@ -60,7 +66,10 @@ def test_truncated_or_corrupt_checkpoints_are_reported(tmp_path):
     raw = open(weights, "rb").read()
     with open(weights, "wb") as handle:
         handle.write(raw[: len(raw) // 2])
-    with pytest.raises(CheckpointError, match=r"restore_checkpoint: .*checkpoint\.weights\.h5 is truncated or corrupt.*Delete .*epoch-0001"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"restore_checkpoint: .*checkpoint\.weights\.h5 is truncated or corrupt.*Delete .*epoch-0001",
+    ):
         checkpoints.restore_checkpoint(str(tmp_path), _model())
     with open(weights, "wb") as handle:
         handle.write(raw[:-3] + b"xyz")  # same size, other bytes
@@ -81,7 +90,9 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
 def test_callback_saves_every_epoch_and_extends_history(tmp_path):
     model = _model()
     callback = checkpoints.EpochCheckpoint(str(tmp_path), history={"loss": [9.0]})
-    model.fit(np.ones((8, 4)), np.zeros((8, 3)), batch_size=4, epochs=3, initial_epoch=1, callbacks=[callback], verbose=0)
+    model.fit(
+        np.ones((8, 4)), np.zeros((8, 3)), batch_size=4, epochs=3, initial_epoch=1, callbacks=[callback], verbose=0
+    )
     state = checkpoints.read_state(checkpoints.checkpoint_dirs(str(tmp_path))[-1][1])
     assert state["epochs_completed"] == 3 and state["optimizer_iterations"] == 4 and len(state["history"]["loss"]) == 3
 

@@ -28,7 +28,9 @@ def _steps(dataset, steps_per_epoch, what):
         return errors.check_positive_int(what, "steps_per_epoch", steps_per_epoch)
     steps = int(dataset.cardinality())
     if steps <= 0:
-        errors.fail(what, "steps_per_epoch", "a positive integer for a dataset of unknown or infinite length", steps_per_epoch)
+        errors.fail(
+            what, "steps_per_epoch", "a positive integer for a dataset of unknown or infinite length", steps_per_epoch
+        )
     return steps
 
 
@@ -86,7 +88,15 @@ def evaluate_custom_loop(model, dataset, strategy):
 
 
 def fit_custom_loop(
-    model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose=1, validation_data=None
+    model,
+    dataset,
+    epochs=1,
+    strategy=None,
+    steps_per_epoch=None,
+    initial_epoch=0,
+    callbacks=None,
+    verbose=1,
+    validation_data=None,
 ):
     """Trains a compiled ``model`` on ``dataset`` under ``strategy`` with a custom loop.
 
@@ -159,7 +169,9 @@ def fit_custom_loop(
         synchronize()
         logs = results()
         if validation_data is not None:
-            logs.update({f"val_{name}": value for name, value in evaluate_custom_loop(model, validation_data, strategy).items()})
+            logs.update(
+                {f"val_{name}": value for name, value in evaluate_custom_loop(model, validation_data, strategy).items()}
+            )
         callback_list.on_epoch_end(epoch, logs)
         if model.stop_training:
             break

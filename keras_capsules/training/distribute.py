@@ -17,11 +17,10 @@ Typical use::
 import json
 import os
 
-import keras
 import tensorflow as tf
 
 from keras_capsules import errors
-from keras_capsules.training.custom_loop import distribute, evaluate_custom_loop, fit_custom_loop
+from keras_capsules.training.custom_loop import evaluate_custom_loop, fit_custom_loop
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
 
@@ -42,7 +41,9 @@ def _check_tf_config():
             f"received {raw!r} ({error})."
         ) from None
     if not 0 <= index < len(members):
-        raise ValueError(f"get_strategy: TF_CONFIG task index {index} is outside the {len(members)} {task_type!r} addresses {members}.")
+        raise ValueError(
+            f"get_strategy: TF_CONFIG task index {index} is outside the {len(members)} {task_type!r} addresses {members}."
+        )
     return config
 
 
@@ -63,7 +64,9 @@ def get_strategy(name="default", devices=None):
         return tf.distribute.get_strategy()
     if name == "mirrored":
         if devices is None:
-            devices = [d.name for d in tf.config.list_logical_devices("GPU")] or [d.name for d in tf.config.list_logical_devices("CPU")]
+            devices = [d.name for d in tf.config.list_logical_devices("GPU")] or [
+                d.name for d in tf.config.list_logical_devices("CPU")
+            ]
         if all("GPU" not in str(d).upper() for d in devices):
             # On CPUs the default collective all-reduce keys its ops by device group, so two MirroredStrategy
             # objects in one process collide ("Shape mismatch in the collective instance 100"); reducing on
@@ -93,7 +96,15 @@ def worker_index(strategy):
 
 
 def distributed_fit(
-    model, dataset, epochs=1, strategy=None, steps_per_epoch=None, initial_epoch=0, callbacks=None, verbose="auto", validation_data=None
+    model,
+    dataset,
+    epochs=1,
+    strategy=None,
+    steps_per_epoch=None,
+    initial_epoch=0,
+    callbacks=None,
+    verbose="auto",
+    validation_data=None,
 ):
     """Trains ``model`` under its strategy: Keras ``fit``, or the custom loop under ``MultiWorkerMirroredStrategy``.
 
@@ -104,7 +115,9 @@ def distributed_fit(
     strategy = strategy or model.distribute_strategy
     if is_multi_worker(strategy):
         verbose = 1 if verbose == "auto" else verbose
-        return fit_custom_loop(model, dataset, epochs, strategy, steps_per_epoch, initial_epoch, callbacks, verbose, validation_data)
+        return fit_custom_loop(
+            model, dataset, epochs, strategy, steps_per_epoch, initial_epoch, callbacks, verbose, validation_data
+        )
     return model.fit(
         dataset,
         epochs=epochs,

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_capsules.testing.isolation import BLOCK_LIBRARY
-from keras_capsules.testing.tiers import large
 from keras_capsules import applications, losses
 from keras_capsules.export import export_saved_model
+from keras_capsules.testing.isolation import BLOCK_LIBRARY
+from keras_capsules.testing.tiers import large
 from keras_capsules.training import distributed_fit, fit_custom_loop, get_strategy
 
 # Under pytest-xdist (--dist loadgroup) the module-scoped fixture runs once: every test here on one worker.
@@ -32,7 +32,14 @@ SMALL = {
     "InvertedAttentionCapsNet": {"variant": "cifar10-simple", "routing_iterations": 1},
     "FMCapsNet": {"variant": "affnist"},
     "ConsensusCapsNet": {"input_shape": (24, 24, 1), "classes": 3, "routing_iterations": 1},
-    "AgreementGLOM": {"input_shape": (16, 16, 3), "classes": 3, "embedding_dim": 16, "projection_dim": 32, "window": 2, "routing_iterations": 1},
+    "AgreementGLOM": {
+        "input_shape": (16, 16, 3),
+        "classes": 3,
+        "embedding_dim": 16,
+        "projection_dim": 32,
+        "window": 2,
+        "routing_iterations": 1,
+    },
     "EffConvCapsNet": {"input_shape": (64, 64, 3), "classes": 3},
 }
 
@@ -46,7 +53,10 @@ def _constructors():
         smaller = (entry.trainable_params or 1e12) < (found[key][1].get("_params", 1e12) if key in found else 1e12)
         if key not in found or smaller:
             found[key] = (entry.constructor, {**entry.kwargs, "_params": entry.trainable_params or 1e12})
-    return {key: (ctor, SMALL.get(key, {k: v for k, v in kwargs.items() if k != "_params"})) for key, (ctor, kwargs) in found.items()}
+    return {
+        key: (ctor, SMALL.get(key, {k: v for k, v in kwargs.items() if k != "_params"}))
+        for key, (ctor, kwargs) in found.items()
+    }
 
 
 #: The default tier: a fully connected capsule model (dynamic routing) and a convolutional one (EM routing
@@ -61,7 +71,9 @@ def trained(request, tmp_path_factory):
     assert strategy.num_replicas_in_sync == 2
     folder = tmp_path_factory.mktemp("exports")
     results = {}
-    tier = {key: value for key, value in _constructors().items() if (key in DEFAULT_TIER) == (request.param == "default")}
+    tier = {
+        key: value for key, value in _constructors().items() if (key in DEFAULT_TIER) == (request.param == "default")
+    }
     assert request.param == "large" or set(tier) == set(DEFAULT_TIER)
     for key, (constructor, kwargs) in sorted(tier.items()):
         keras.utils.set_random_seed(0)
@@ -74,7 +86,9 @@ def trained(request, tmp_path_factory):
         x = rng.uniform(size=(4,) + shape).astype("float32")
         y = (np.arange(4) % classes).astype("int32")
         before = [v.numpy().copy() for v in model.trainable_variables]
-        history = distributed_fit(model, tf.data.Dataset.from_tensor_slices((x, y)).batch(4), epochs=1, verbose=0)  # 2 per replica
+        history = distributed_fit(
+            model, tf.data.Dataset.from_tensor_slices((x, y)).batch(4), epochs=1, verbose=0
+        )  # 2 per replica
         after = [v.numpy() for v in model.trainable_variables]
         export_saved_model(model, str(folder / key))
         np.savez(folder / f"{key}.npz", x=x[:3], expected=keras.ops.convert_to_numpy(model(x[:3], training=False)))
@@ -114,7 +128,9 @@ def test_exports_serve_predictions_in_a_process_without_keras_capsules(trained):
     folder, results = trained
     names = sorted(results)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=240, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), *names], capture_output=True, text=True, timeout=240, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("REPORT "))[7:])
     assert report["blocked"] and report["loaded"] == []
@@ -157,12 +173,17 @@ def test_custom_loop_matches_fit_with_the_reconstruction_loss():
 def test_strategy_names_and_tf_config_errors(monkeypatch):
     assert get_strategy("default") is tf.distribute.get_strategy()
     mirrored = get_strategy("mirrored")
-    assert sorted(mirrored.extended.worker_devices) == ["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"]
+    assert sorted(mirrored.extended.worker_devices) == [
+        "/job:localhost/replica:0/task:0/device:CPU:0",
+        "/job:localhost/replica:0/task:0/device:CPU:1",
+    ]
     with pytest.raises(ValueError, match=r"get_strategy: argument `name` expected one of"):
         get_strategy("tpu")
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1"]}}')
     with pytest.raises(ValueError, match=r"get_strategy: environment variable `TF_CONFIG` expected JSON like"):
         get_strategy("multi_worker")
-    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}))
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}})
+    )
     with pytest.raises(ValueError, match=r"task index 3 is outside"):
         get_strategy("multi_worker")

@@ -42,7 +42,9 @@ def _prediction_scores(model, data):
     return {"accuracy": hits / max(total, 1)}
 
 
-def evaluate(model, dataset, split="test", batch_size=64, data_dir=None, download=False, limit=None, augment=None, **options):
+def evaluate(
+    model, dataset, split="test", batch_size=64, data_dir=None, download=False, limit=None, augment=None, **options
+):
     """Evaluates ``model`` (a Keras model or a ``.keras`` path) on ``split`` of ``dataset``.
 
     Compiled models report their compiled loss and metrics; models saved without compiling report
@@ -62,7 +64,16 @@ def evaluate(model, dataset, split="test", batch_size=64, data_dir=None, downloa
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
     data = datasets.load(
-        dataset, split, batch_size=batch_size, data_dir=data_dir, download=download, shuffle=False, limit=limit, augment=augment, training=False, **options
+        dataset,
+        split,
+        batch_size=batch_size,
+        data_dir=data_dir,
+        download=download,
+        shuffle=False,
+        limit=limit,
+        augment=augment,
+        training=False,
+        **options,
     )
     expected = tuple(model.inputs[0].shape[1:]) if getattr(model, "inputs", None) else None
     received = tuple(data.element_spec[0].shape[1:])

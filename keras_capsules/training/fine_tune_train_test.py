@@ -31,7 +31,10 @@ def test_frozen_first_stage_keeps_the_preset_backbone_then_trains_it(tmp_path):
         augmentation=None, validation_examples=16, weights="mnist", freeze_backbone_epochs=1, callbacks=[_Conv1AfterEachEpoch(kernels)],
     )  # fmt: skip
     assert [stage["name"] for stage in metrics["stages"]] == ["frozen_backbone", "fine_tune"]
-    assert metrics["fine_tuned"]["preset"] == "EffCapsNet/mnist" and metrics["fine_tuned"]["new_layers"] == ["class_caps", "decoder"]
+    assert metrics["fine_tuned"]["preset"] == "EffCapsNet/mnist" and metrics["fine_tuned"]["new_layers"] == [
+        "class_caps",
+        "decoder",
+    ]
     assert metrics["arguments"]["weights"] == "mnist" and metrics["epochs_completed"] == 2
     np.testing.assert_array_equal(kernels[0], preset_kernel)  # stage 1: the backbone did not move
     assert not np.array_equal(kernels[1], preset_kernel)  # stage 2: it trains

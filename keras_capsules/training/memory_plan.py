@@ -89,7 +89,20 @@ LIVE_FACTOR = 1.244
 BYTES_PER_OP = 37_292
 
 #: Ops whose outputs share their first input's memory (``IdentityN``: output ``i`` shares input ``i``).
-VIEW_OPS = frozenset({"Identity", "IdentityN", "Reshape", "Squeeze", "ExpandDims", "StopGradient", "Snapshot", "PreventGradient", "EnsureShape", "CheckNumerics"})
+VIEW_OPS = frozenset(
+    {
+        "Identity",
+        "IdentityN",
+        "Reshape",
+        "Squeeze",
+        "ExpandDims",
+        "StopGradient",
+        "Snapshot",
+        "PreventGradient",
+        "EnsureShape",
+        "CheckNumerics",
+    }
+)
 #: Ops whose outputs are the variables' own memory (counted as the weights).
 VARIABLE_OPS = frozenset({"ReadVariableOp", "VarHandleOp"})
 #: Loop ops: their body is replayed on its own, its peak added while the loop runs (see :func:`live_tensors`).
@@ -104,6 +117,7 @@ class MemoryPlanError(ValueError):
 
 
 # --- sizes ------------------------------------------------------------------------------------------
+
 
 def parse_size(text: str) -> int:
     """Bytes of a size written with a unit: ``"8GB"`` -> 8,000,000,000, ``"512MiB"`` -> 536,870,912.
@@ -121,8 +135,11 @@ def parse_size(text: str) -> int:
     factor = None if unit is None else _DECIMAL.get(unit or "B", _BINARY.get(unit))
     if factor is None:
         errors.fail(
-            "parse_size", "text", "a size such as '8GB' or '512MiB' (units B, kB, MB, GB, TB: powers of 1000; "
-            "KiB, MiB, GiB, TiB: powers of 1024; a bare number is bytes)", text,
+            "parse_size",
+            "text",
+            "a size such as '8GB' or '512MiB' (units B, kB, MB, GB, TB: powers of 1000; "
+            "KiB, MiB, GiB, TiB: powers of 1024; a bare number is bytes)",
+            text,
         )
     return round(float(match.group(1)) * factor)
 
@@ -177,7 +194,11 @@ def _cgroup_headroom():
         if controllers == "":  # v2: "0::/path"
             base, limit_file, usage_file = CGROUP_ROOT, "memory.max", "memory.current"
         elif "memory" in controllers.split(","):
-            base, limit_file, usage_file = os.path.join(CGROUP_ROOT, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
+            base, limit_file, usage_file = (
+                os.path.join(CGROUP_ROOT, "memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
         else:
             continue
         parts = [p for p in path.split("/") if p]
@@ -220,6 +241,7 @@ def available_bytes() -> int | None:
 
 
 # --- the step's live tensors ------------------------------------------------------------------------
+
 
 def _tensor_bytes(tensor):
     """Bytes of a traced tensor of fixed shape; 0 for handles, strings and shapes the graph leaves open."""
@@ -310,7 +332,11 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
             if tensor.name in buffer_of:  # already an input of an earlier op, its own buffer
                 made_by[tensor.name], size[tensor.name] = op.name, output_bytes(op, index)
                 continue
-            if op.type in VIEW_OPS and op.inputs and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of:
+            if (
+                op.type in VIEW_OPS
+                and op.inputs
+                and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of
+            ):
                 buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
             elif op.type in VARIABLE_OPS:
                 buffer_of[tensor.name] = None
@@ -318,7 +344,9 @@ def live_tensors(operations, outputs=()) -> LiveTensors:
                 own_buffer(tensor, op.name, output_bytes(op, index))
         for tensor in op.inputs:
             if tensor.name not in buffer_of:
-                own_buffer(tensor, tensor.name, _tensor_bytes(tensor))  # its maker, once it comes, names it and sizes it
+                own_buffer(
+                    tensor, tensor.name, _tensor_bytes(tensor)
+                )  # its maker, once it comes, names it and sizes it
             if buffer_of[tensor.name] is not None:
                 uses[buffer_of[tensor.name]] += 1
     kept = {buffer_of[t.name] for t in outputs}
@@ -400,12 +428,22 @@ def _traced_step(model, batch_size, label_shape, label_dtype):
 
     inputs = getattr(model, "inputs", None)
     if not inputs:
-        errors.fail("memory_plan.estimate", "model", "a model with known inputs (functional or Sequential with an Input)", f"{type(model).__name__} {model.name!r}")
+        errors.fail(
+            "memory_plan.estimate",
+            "model",
+            "a model with known inputs (functional or Sequential with an Input)",
+            f"{type(model).__name__} {model.name!r}",
+        )
     specs = []
     for tensor in inputs:
         shape = (batch_size, *tensor.shape[1:])
         if None in shape:
-            errors.fail("memory_plan.estimate", "model", "a model whose inputs have fixed sizes besides the batch", f"input shape {tuple(tensor.shape)}")
+            errors.fail(
+                "memory_plan.estimate",
+                "model",
+                "a model whose inputs have fixed sizes besides the batch",
+                f"input shape {tuple(tensor.shape)}",
+            )
         specs.append(tf.TensorSpec(shape, tensor.dtype))
     label_spec = tf.TensorSpec((batch_size, *label_shape), label_dtype)
     compiled = getattr(model, "compiled", False)
@@ -449,6 +487,7 @@ def _variables_bytes(variables):
 
 
 # --- the plan ---------------------------------------------------------------------------------------
+
 
 def _shape_text(shape):
     """``(64, 64, 3)`` -> ``"64x64x3"``; several inputs joined by ``" + "``."""
@@ -500,7 +539,9 @@ class TrainingPlan:
     @property
     def peak_bytes(self) -> int:
         """The estimated peak resident memory of the training process: the sum of the parts."""
-        return self.baseline_bytes + self.weights_bytes + self.optimizer_bytes + self.graph_bytes + self.activation_bytes
+        return (
+            self.baseline_bytes + self.weights_bytes + self.optimizer_bytes + self.graph_bytes + self.activation_bytes
+        )
 
     @property
     def fixed_bytes(self) -> int:
@@ -561,7 +602,12 @@ def estimate(
     """
     where = "memory_plan.estimate"
     if keras.backend.backend() != "tensorflow":
-        errors.fail(where, "model", "a model of the TensorFlow backend (the estimate walks a traced TensorFlow graph)", f"backend {keras.backend.backend()!r}")
+        errors.fail(
+            where,
+            "model",
+            "a model of the TensorFlow backend (the estimate walks a traced TensorFlow graph)",
+            f"backend {keras.backend.backend()!r}",
+        )
     batch_size = errors.check_positive_int(where, "batch_size", batch_size)
     if steps_per_epoch is not None and examples is not None:
         errors.fail(where, "examples", "None when `steps_per_epoch` is given (one or the other)", examples)
@@ -576,7 +622,16 @@ def estimate(
     shapes = tuple(tuple(t.shape[1:]) for t in model.inputs)
 
     def at(other_batch):
-        return estimate(model, other_batch, optimizer, steps_per_epoch, examples=examples, label_shape=label_shape, label_dtype=label_dtype, baseline_bytes=baseline_bytes)
+        return estimate(
+            model,
+            other_batch,
+            optimizer,
+            steps_per_epoch,
+            examples=examples,
+            label_shape=label_shape,
+            label_dtype=label_dtype,
+            baseline_bytes=baseline_bytes,
+        )
 
     return TrainingPlan(
         model_name=model.name,
@@ -603,7 +658,10 @@ def _at_batch(plan, batch_size):
         return plan.reestimate(batch_size)
     scale = batch_size / plan.batch_size
     return dataclasses.replace(
-        plan, batch_size=batch_size, activation_bytes=round(plan.activation_bytes * scale), votes_bytes=round(plan.votes_bytes * scale),
+        plan,
+        batch_size=batch_size,
+        activation_bytes=round(plan.activation_bytes * scale),
+        votes_bytes=round(plan.votes_bytes * scale),
         step_live_bytes=round(plan.step_live_bytes * scale),
     )
 
@@ -648,7 +706,11 @@ def check(plan: TrainingPlan, limit_bytes: int | None = None) -> TrainingPlan:
     limit = limit_bytes if given else available_bytes()
     if limit is None or plan.peak_bytes <= limit:
         return plan
-    what = f"the limit of {format_size(limit)}" if given else f"the {format_size(limit)} this process can use (memory_plan.available_bytes)"
+    what = (
+        f"the limit of {format_size(limit)}"
+        if given
+        else f"the {format_size(limit)} this process can use (memory_plan.available_bytes)"
+    )
     best = largest_batch(plan, limit)
     advice = (
         f"The largest batch that fits is {best.batch_size} (about {format_size(best.peak_bytes)}); use a batch of at most "
@@ -664,6 +726,7 @@ def check(plan: TrainingPlan, limit_bytes: int | None = None) -> TrainingPlan:
 
 
 # --- the epoch's time -------------------------------------------------------------------------------
+
 
 def format_seconds(seconds: float) -> str:
     """``"2 h 05 min"``, ``"12 min 30 s"``, ``"45.2 s"``."""
@@ -694,7 +757,9 @@ class EpochTimeEstimate(keras.callbacks.Callback):
 
     def __init__(self, steps_per_epoch=None, warmup=3, steps=5, print_fn=print, clock=time.perf_counter):
         super().__init__()
-        self.steps_per_epoch = None if steps_per_epoch is None else errors.check_positive_int(self, "steps_per_epoch", steps_per_epoch)
+        self.steps_per_epoch = (
+            None if steps_per_epoch is None else errors.check_positive_int(self, "steps_per_epoch", steps_per_epoch)
+        )
         self.warmup = errors.check_positive_int(self, "warmup", warmup)
         self.steps = errors.check_positive_int(self, "steps", steps)
         self.print_fn, self.clock = print_fn, clock
@@ -715,6 +780,8 @@ class EpochTimeEstimate(keras.callbacks.Callback):
         timed = f"mean step {self.step_seconds:.3g} s over steps {self.warmup + 1}-{self.warmup + self.steps}"
         if steps:
             self.epoch_seconds = self.step_seconds * steps
-            self.print_fn(f"Estimated epoch time: {format_seconds(self.epoch_seconds)} ({timed}, {steps:,} steps per epoch)")
+            self.print_fn(
+                f"Estimated epoch time: {format_seconds(self.epoch_seconds)} ({timed}, {steps:,} steps per epoch)"
+            )
         else:
             self.print_fn(f"Estimated step time: {self.step_seconds:.3g} s ({timed}; steps per epoch unknown)")

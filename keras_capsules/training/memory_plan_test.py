@@ -12,10 +12,13 @@ import pytest
 from keras_capsules import layers
 from keras_capsules.training import memory_plan
 
-tensorflow_only = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the estimate walks a traced TensorFlow graph")
+tensorflow_only = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="the estimate walks a traced TensorFlow graph"
+)
 
 
 # --- parse_size / format_size -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "text, expected",
@@ -40,7 +43,11 @@ def test_parse_size_reads_decimal_and_binary_units(text, expected):
 
 @pytest.mark.parametrize("text", ["8G", "GB", "-1GB", "8XB", "", "1.2.3GB", 8])
 def test_parse_size_refuses_other_text_naming_it(text):
-    with pytest.raises(ValueError, match=r"parse_size: argument `text` expected a size such as '8GB' or '512MiB'.*received " + re.escape(repr(text))):
+    with pytest.raises(
+        ValueError,
+        match=r"parse_size: argument `text` expected a size such as '8GB' or '512MiB'.*received "
+        + re.escape(repr(text)),
+    ):
         memory_plan.parse_size(text)
 
 
@@ -52,6 +59,7 @@ def test_format_size_uses_decimal_units():
 
 
 # --- the live-tensor replay on hand-made ops ----------------------------------------------------------
+
 
 class _Tensor:
     """What live_tensors reads of a tensor: name, dtype (name, size), shape (fully defined, iterable)."""
@@ -108,7 +116,9 @@ def test_live_tensors_add_a_loops_body_once_forward_and_backward():
     @tf.function
     def step(x):
         with tf.GradientTape() as tape:
-            rows = tf.map_fn(lambda row: tf.reduce_sum(tf.tile((row * weight)[None], (1000, 1))), x, parallel_iterations=1)
+            rows = tf.map_fn(
+                lambda row: tf.reduce_sum(tf.tile((row * weight)[None], (1000, 1))), x, parallel_iterations=1
+            )
             total = tf.reduce_sum(rows)
         return tape.gradient(total, weight)
 
@@ -195,7 +205,8 @@ def test_step_peak_of_two_dense_layers_is_counted_by_hand(dense_model):
 
 @tensorflow_only
 @pytest.mark.parametrize(
-    "optimizer, slots", [("adam", 2), (keras.optimizers.SGD(momentum=0.9), 1), ("sgd", 0), (keras.optimizers.AdamW(), 2)]
+    "optimizer, slots",
+    [("adam", 2), (keras.optimizers.SGD(momentum=0.9), 1), ("sgd", 0), (keras.optimizers.AdamW(), 2)],
 )
 def test_weights_and_optimizer_state_by_hand(dense_model, optimizer, slots):
     plan = memory_plan.estimate(dense_model, 8, optimizer=optimizer)
@@ -211,7 +222,9 @@ def test_weights_and_optimizer_state_by_hand(dense_model, optimizer, slots):
 @tensorflow_only
 def test_a_compiled_model_is_traced_with_its_loss_and_optimizer(dense_model):
     model = keras.models.clone_model(dense_model)
-    model.compile(optimizer=keras.optimizers.SGD(momentum=0.9), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.SGD(momentum=0.9), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     plan = memory_plan.estimate(model, 4, examples=10)
     assert plan.optimizer == "SGD" and plan.optimizer_bytes == 4 * PARAMETERS  # momentum: one slot
     assert plan.steps_per_epoch == 3  # ceil(10 / 4)
@@ -235,11 +248,14 @@ def test_votes_of_a_routed_layer_are_attributed():
 
 def test_the_estimate_is_tensorflow_only(monkeypatch, dense_model):
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    with pytest.raises(ValueError, match=r"memory_plan.estimate: argument `model` expected a model of the TensorFlow backend.*'jax'"):
+    with pytest.raises(
+        ValueError, match=r"memory_plan.estimate: argument `model` expected a model of the TensorFlow backend.*'jax'"
+    ):
         memory_plan.estimate(dense_model, 8)
 
 
 # --- the largest batch and the refusal ---------------------------------------------------------------
+
 
 def _linear_plan(batch, fixed=1_000, per_example=100, offset=0, calls=None):
     """A hand-made plan: peak = fixed + offset + batch * per_example (``offset``: activations that do not grow with the
@@ -252,9 +268,20 @@ def _linear_plan(batch, fixed=1_000, per_example=100, offset=0, calls=None):
         return _linear_plan(other, fixed, per_example, offset, calls)
 
     return memory_plan.TrainingPlan(
-        model_name="toy", input_shape=(64, 64, 3), batch_size=batch, optimizer="Adam", parameters=10, weights_bytes=100,
-        optimizer_bytes=200, graph_bytes=300, activation_bytes=activations, votes_bytes=activations // 2, baseline_bytes=fixed - 600,
-        step_live_bytes=activations, step_ops=3, reestimate=reestimate,
+        model_name="toy",
+        input_shape=(64, 64, 3),
+        batch_size=batch,
+        optimizer="Adam",
+        parameters=10,
+        weights_bytes=100,
+        optimizer_bytes=200,
+        graph_bytes=300,
+        activation_bytes=activations,
+        votes_bytes=activations // 2,
+        baseline_bytes=fixed - 600,
+        step_live_bytes=activations,
+        step_ops=3,
+        reestimate=reestimate,
     )
 
 
@@ -297,7 +324,10 @@ def test_check_names_model_input_batch_estimate_limit_and_largest_batch():
 
 
 def test_check_says_when_no_batch_fits():
-    with pytest.raises(memory_plan.MemoryPlanError, match=r"No batch fits, not even 1 \(the parts that do not grow with the batch take 1 kB\)"):
+    with pytest.raises(
+        memory_plan.MemoryPlanError,
+        match=r"No batch fits, not even 1 \(the parts that do not grow with the batch take 1 kB\)",
+    ):
         memory_plan.check(_linear_plan(4), 900)
 
 
@@ -309,7 +339,10 @@ def test_check_returns_a_plan_that_fits():
 def test_describe_lists_the_parts():
     text = dataclasses.replace(_linear_plan(4), steps_per_epoch=1234).describe()
     assert text.splitlines()[0] == "Training plan: model 'toy' on 64x64x3 inputs at batch 4, Adam"
-    assert "estimated peak memory: 1.4 kB (process baseline 400 B, weights 100 B, optimizer state 200 B, step graph 300 B" in text
+    assert (
+        "estimated peak memory: 1.4 kB (process baseline 400 B, weights 100 B, optimizer state 200 B, step graph 300 B"
+        in text
+    )
     assert "steps per epoch: 1,234" in text
 
 
@@ -320,7 +353,9 @@ GIB = 2**30
 
 def _fake_proc(tmp_path, monkeypatch, meminfo_available, cgroup_lines, rss=GIB, vm_size=3 * GIB):
     (tmp_path / "meminfo").write_text(f"MemTotal:       25000000 kB\nMemAvailable:   {meminfo_available // 1024} kB\n")
-    (tmp_path / "status").write_text(f"Name:\tpython\nVmSize:\t{vm_size // 1024} kB\nVmHWM:\t{rss // 1024} kB\nVmRSS:\t{rss // 1024} kB\n")
+    (tmp_path / "status").write_text(
+        f"Name:\tpython\nVmSize:\t{vm_size // 1024} kB\nVmHWM:\t{rss // 1024} kB\nVmRSS:\t{rss // 1024} kB\n"
+    )
     (tmp_path / "cgroup").write_text("".join(line + "\n" for line in cgroup_lines))
     monkeypatch.setattr(memory_plan, "PROC_MEMINFO", str(tmp_path / "meminfo"))
     monkeypatch.setattr(memory_plan, "PROC_STATUS", str(tmp_path / "status"))
@@ -352,8 +387,14 @@ def test_available_bytes_reads_the_cgroup_v2_limit_of_the_group_and_its_parents(
 
 def test_available_bytes_reads_the_cgroup_v1_memory_controller(tmp_path, monkeypatch):
     _fake_proc(tmp_path, monkeypatch, 20 * GIB, ["5:cpu,cpuacct:/x", "4:memory:/docker/abc"])
-    _group(tmp_path / "sys" / "memory", "/docker/abc", {"memory.limit_in_bytes": 6 * GIB, "memory.usage_in_bytes": 2 * GIB})
-    _group(tmp_path / "sys" / "memory", "/", {"memory.limit_in_bytes": 9223372036854771712, "memory.usage_in_bytes": 9 * GIB})  # no limit
+    _group(
+        tmp_path / "sys" / "memory", "/docker/abc", {"memory.limit_in_bytes": 6 * GIB, "memory.usage_in_bytes": 2 * GIB}
+    )
+    _group(
+        tmp_path / "sys" / "memory",
+        "/",
+        {"memory.limit_in_bytes": 9223372036854771712, "memory.usage_in_bytes": 9 * GIB},
+    )  # no limit
     assert memory_plan.available_bytes() == GIB + 4 * GIB
 
 
@@ -386,6 +427,7 @@ def test_check_uses_available_bytes_by_default(tmp_path, monkeypatch):
 
 # --- the epoch's time --------------------------------------------------------------------------------
 
+
 def test_epoch_time_estimate_times_the_steady_steps():
     clock = iter([10.0, 12.0, 13.0, 13.5, 14.0, 14.5, 15.5, 99.0])  # the ends of steps 1-8
     printed = []
@@ -403,7 +445,9 @@ def test_epoch_time_estimate_times_the_steady_steps():
 def test_epoch_time_estimate_with_unknown_steps_prints_the_step_time():
     clock = iter(np.arange(10.0))
     printed = []
-    callback = memory_plan.EpochTimeEstimate(warmup=1, steps=2, print_fn=printed.append, clock=lambda: float(next(clock)))
+    callback = memory_plan.EpochTimeEstimate(
+        warmup=1, steps=2, print_fn=printed.append, clock=lambda: float(next(clock))
+    )
     callback.set_params({"steps": None})
     for step in range(3):
         callback.on_train_batch_end(step)
@@ -424,5 +468,7 @@ def test_estimate_of_a_layer_that_routes_its_rows_in_a_loop():
     poses, _ = layers.ConvCaps(4, 4, kernel_size=3, router="dynamic")(inputs)
     model = keras.Model(inputs, keras.layers.Flatten()(poses))
     plan = memory_plan.estimate(model, 8)
-    row_votes = 8 * 5 * (9 * 3) * 4 * 4 * 4  # one of the 5 output rows: batch x 5 positions x 27 children x 4 parents x 4 x float32
+    row_votes = (
+        8 * 5 * (9 * 3) * 4 * 4 * 4
+    )  # one of the 5 output rows: batch x 5 positions x 27 children x 4 parents x 4 x float32
     assert plan.votes_bytes >= row_votes and plan.step_ops > 0

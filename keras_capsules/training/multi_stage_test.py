@@ -67,7 +67,11 @@ def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
     lines, code = _run(str(script), output, kill_at=("classifier", 0, 0))
     assert code == -signal.SIGKILL, lines[-20:]
     begins = _begins(lines)
-    assert [b[:3] for b in begins] == [["pretrain", "0", "0"], ["pretrain", "1", str(steps)], ["classifier", "0", "0"]], begins
+    assert [b[:3] for b in begins] == [
+        ["pretrain", "0", "0"],
+        ["pretrain", "1", str(steps)],
+        ["classifier", "0", "0"],
+    ], begins
     initial, pretrained = begins[0][3], _ends(lines)[-1][2]
     assert _ends(lines)[-1][:2] == ["pretrain", "1"] and pretrained != initial  # stage 1 trained the columns
     assert begins[2][3] == pretrained
@@ -76,7 +80,9 @@ def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
     # Run 2: resumes at the start of stage 2 (fresh optimizer) on the pre-trained columns; killed in its second epoch.
     lines, code = _run(str(script), output, kill_at=("classifier", 1, 0))
     assert code == -signal.SIGKILL, lines[-20:]
-    assert _begins(lines) == [["classifier", "0", "0", pretrained], ["classifier", "1", str(steps), pretrained]], lines[-20:]
+    assert _begins(lines) == [["classifier", "0", "0", pretrained], ["classifier", "1", str(steps), pretrained]], lines[
+        -20:
+    ]
     assert sorted(os.listdir(os.path.join(output, "checkpoints")))[-1] == "epoch-0003"
 
     # Run 3: resumes inside stage 2 with its optimizer state; the frozen columns never change.
@@ -86,7 +92,11 @@ def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
     assert _ends(lines) == [["classifier", "1", pretrained]]
     with open(os.path.join(output, "metrics.json")) as handle:
         metrics = json.load(handle)
-    assert metrics["epochs_completed"] == 4 and metrics["resumed_from_epoch"] == 3 and metrics["resumed_in_stage"] == "classifier"
+    assert (
+        metrics["epochs_completed"] == 4
+        and metrics["resumed_from_epoch"] == 3
+        and metrics["resumed_in_stage"] == "classifier"
+    )
     assert metrics["optimizer_iterations_at_start"] == steps and metrics["optimizer_iterations"] == 2 * steps
     assert [len(metrics["history"][k]) for k in ("pretrain_loss", "loss", "accuracy")] == [2, 2, 2]
     assert metrics["stages"] == [{"name": "pretrain", "epochs": 2}, {"name": "classifier", "epochs": 2}]
@@ -106,21 +116,36 @@ def test_glom_two_stages_killed_in_stage_two_resume_in_stage_two(tmp_path):
     path = str(tmp_path / "glom.weights.h5")
     trained.save_weights(path)
     loaded = AgreementGLOM(input_shape=(32, 32, 1), classes=10, weights=path, **TINY)
-    digest = hashlib.sha256(b"".join(np.ascontiguousarray(w.numpy()).tobytes() for w in loaded.get_layer("columns").weights))
+    digest = hashlib.sha256(
+        b"".join(np.ascontiguousarray(w.numpy()).tobytes() for w in loaded.get_layer("columns").weights)
+    )
     assert digest.hexdigest()[:16] == pretrained
 
 
 def test_stage_records_are_checked():
     with pytest.raises(ValueError, match=r"field `stages` expected Stage records with distinct names"):
         Recipe("AgreementGLOM", "mnist", stages=(Stage("a"), Stage("a")))
-    with pytest.raises(ValueError, match=r"the last stage trains the model itself; expected output=None, received 'projection_head'"):
+    with pytest.raises(
+        ValueError, match=r"the last stage trains the model itself; expected output=None, received 'projection_head'"
+    ):
         Recipe("AgreementGLOM", "mnist", stages=(Stage("a"), Stage("b", output="projection_head")))
     with pytest.raises(ValueError, match=r"stage 'a' expected positive integer `epochs`.*views=0"):
         Recipe("AgreementGLOM", "mnist", stages=(Stage("a", views=0), Stage("b")))
     recipe = recipes.get("AgreementGLOM", "fashion_mnist").replace(epochs=3)
     (first, pretrain), (second, classifier) = recipe.stage_recipes()
-    assert (first.name, pretrain.epochs, pretrain.loss, pretrain.metrics, pretrain.stages) == ("pretrain", 3, "SupervisedContrastiveLoss", (), ())
-    assert (second.name, classifier.epochs, classifier.loss, classifier.metrics) == ("classifier", 3, "crossentropy", ("accuracy",))
+    assert (first.name, pretrain.epochs, pretrain.loss, pretrain.metrics, pretrain.stages) == (
+        "pretrain",
+        3,
+        "SupervisedContrastiveLoss",
+        (),
+        (),
+    )
+    assert (second.name, classifier.epochs, classifier.loss, classifier.metrics) == (
+        "classifier",
+        3,
+        "crossentropy",
+        ("accuracy",),
+    )
     assert recipes.get("EffCapsNet", "mnist").stage_recipes()[0][1] is recipes.get("EffCapsNet", "mnist")
 
 
@@ -158,8 +183,10 @@ def test_multi_view_keeps_an_images_views_adjacent_with_its_label():
     np.testing.assert_array_equal(x, np.repeat(images * 2.0, 3, axis=0))
     np.testing.assert_array_equal(y, np.repeat(labels, 3))
     # Random presets give different views of the same image; the MNIST preset pads 28x28 to 32x32.
-    digits = tf.data.Dataset.from_tensor_slices((np.random.default_rng(0).uniform(size=(2, 28, 28, 1)).astype("float32"), labels[:2]))
-    (views, _), = multi_view(digits, "glom_mnist", views=2, batch_size=2).as_numpy_iterator()
+    digits = tf.data.Dataset.from_tensor_slices(
+        (np.random.default_rng(0).uniform(size=(2, 28, 28, 1)).astype("float32"), labels[:2])
+    )
+    ((views, _),) = multi_view(digits, "glom_mnist", views=2, batch_size=2).as_numpy_iterator()
     assert views.shape == (4, 32, 32, 1) and not np.array_equal(views[0], views[1])
 
 
@@ -187,10 +214,28 @@ def test_glom_stages_under_mirrored_strategy_train_the_backbone_then_only_the_he
             self.seen.append(("end", self.model.name, self._copy("columns"), self._copy("classification_head")))
 
     weights = Weights()
-    metrics = train("AgreementGLOM", "mnist_sample", epochs=1, batch_size=8, limit=16, eval_limit=16, output=str(tmp_path / "run"),
-                    verbose=0, export=False, strategy="mirrored", model_kwargs=TINY, callbacks=[weights])
-    assert metrics["replicas"] == 2 and metrics["epochs_completed"] == 2 and np.isfinite(metrics["history"]["pretrain_loss"]).all()
-    (_, first, columns0, head0), (_, _, columns1, _), (_, second, columns2, head2), (_, _, columns3, head3) = weights.seen
+    metrics = train(
+        "AgreementGLOM",
+        "mnist_sample",
+        epochs=1,
+        batch_size=8,
+        limit=16,
+        eval_limit=16,
+        output=str(tmp_path / "run"),
+        verbose=0,
+        export=False,
+        strategy="mirrored",
+        model_kwargs=TINY,
+        callbacks=[weights],
+    )
+    assert (
+        metrics["replicas"] == 2
+        and metrics["epochs_completed"] == 2
+        and np.isfinite(metrics["history"]["pretrain_loss"]).all()
+    )
+    (_, first, columns0, head0), (_, _, columns1, _), (_, second, columns2, head2), (_, _, columns3, head3) = (
+        weights.seen
+    )
     assert first.endswith("_pretrain") and head0 is None and not second.endswith("_pretrain")
     assert any(not np.array_equal(a, b) for a, b in zip(columns0, columns1))  # stage 1 trains the columns
     for a, b, c in zip(columns1, columns2, columns3):  # stage 2 starts from them and leaves them alone
@@ -206,7 +251,10 @@ def test_stage_epochs_set_each_stage_from_the_recipe_the_api_and_the_command_lin
     recipe = recipes.get("AgreementGLOM", "fashion_mnist").replace(epochs=4)
     lengths = [(stage.name, r.epochs) for stage, r in recipe.with_stage_epochs({"pretrain": 20}).stage_recipes()]
     assert lengths == [("pretrain", 20), ("classifier", 4)]  # a stage not named keeps --epochs
-    with pytest.raises(ValueError, match=r"`stage_epochs` expected stage names among \['pretrain', 'classifier'\], received \['head'\]\."):
+    with pytest.raises(
+        ValueError,
+        match=r"`stage_epochs` expected stage names among \['pretrain', 'classifier'\], received \['head'\]\.",
+    ):
         recipe.with_stage_epochs({"head": 2})
     with pytest.raises(ValueError, match=r"received \['train'\] \(a single-stage recipe: use `epochs`\)\."):
         recipes.get("EffCapsNet", "mnist").with_stage_epochs({"train": 2})
@@ -214,14 +262,33 @@ def test_stage_epochs_set_each_stage_from_the_recipe_the_api_and_the_command_lin
         recipe.with_stage_epochs({"classifier": 0})
 
     tiny = [arg for key, value in TINY.items() for arg in ("--model-arg", f"{key}={value}")]
-    common = ["train", "AgreementGLOM", "--batch-size", "8", "--limit", "16", "--eval-limit", "16", "--no-export", "--quiet", *tiny]
+    common = [
+        "train",
+        "AgreementGLOM",
+        "--batch-size",
+        "8",
+        "--limit",
+        "16",
+        "--eval-limit",
+        "16",
+        "--no-export",
+        "--quiet",
+        *tiny,
+    ]
     out = tmp_path / "run"
     assert cli.main([*common, "--stage-epochs", "pretrain=1", "classifier=2", "--output", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["stages"] == [{"name": "pretrain", "epochs": 1}, {"name": "classifier", "epochs": 2}]
-    assert metrics["epochs_completed"] == 3 and len(metrics["history"]["pretrain_loss"]) == 1 and len(metrics["history"]["val_accuracy"]) == 2
+    assert (
+        metrics["epochs_completed"] == 3
+        and len(metrics["history"]["pretrain_loss"]) == 1
+        and len(metrics["history"]["val_accuracy"]) == 2
+    )
     times = metrics["history"]["pretrain_epoch_seconds"] + metrics["history"]["epoch_seconds"]
     assert len(times) == 3 and metrics["train_seconds"] == round(sum(times), 2)  # both stages' epochs
     capsys.readouterr()
     assert cli.main([*common, "--stage-epochs", "head=2", "--output", str(tmp_path / "bad")]) == 2
-    assert "`stage_epochs` expected stage names among ['pretrain', 'classifier'], received ['head']" in capsys.readouterr().err
+    assert (
+        "`stage_epochs` expected stage names among ['pretrain', 'classifier'], received ['head']"
+        in capsys.readouterr().err
+    )

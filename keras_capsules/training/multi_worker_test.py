@@ -44,8 +44,14 @@ def _run_cluster(commands):
     cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
     processes = []
     for index, command in enumerate(commands):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        env = dict(
+            os.environ,
+            TF_CPP_MIN_LOG_LEVEL="3",
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+        )
+        processes.append(
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        )
     results = []
     try:
         for process in processes:
@@ -71,7 +77,9 @@ def _train_two_workers(command, folder):
 
 
 def _outputs(results):
-    return "\n".join(f"--- worker {index} (exit {code}) ---\n{output[-3000:]}" for index, (code, output) in enumerate(results))
+    return "\n".join(
+        f"--- worker {index} (exit {code}) ---\n{output[-3000:]}" for index, (code, output) in enumerate(results)
+    )
 
 
 @large
@@ -88,7 +96,9 @@ def test_two_workers_train_with_the_custom_loop_to_identical_weights(tmp_path):
     assert chief["weights_sha256"] == worker["weights_sha256"]  # identical weights, BatchNorm statistics included
     losses = chief["history"]["loss"]
     assert len(losses) == 3 and losses[-1] < losses[0], losses
-    scores = [{k: v for k, v in record["history"].items() if k != "epoch_seconds"} for record in (chief, worker)]  # times differ
+    scores = [
+        {k: v for k, v in record["history"].items() if k != "epoch_seconds"} for record in (chief, worker)
+    ]  # times differ
     assert scores[0] == scores[1] and chief["evaluations"] == worker["evaluations"]
     assert chief["optimizer_iterations"] == 3 * (64 // 16)
     # Only the chief writes the model, the export and the checkpoints.
@@ -109,7 +119,10 @@ KERAS_FIT = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Keras 3 fit under MultiWorkerMirroredStrategy fails (keras-team/keras#20585); use the custom loop",
+)
 @large
 def test_upstream_keras_fit_under_multi_worker():
     results = _run_cluster([[sys.executable, "-c", KERAS_FIT]] * 2)

@@ -28,7 +28,13 @@ from keras import ops
 
 from keras_capsules import errors
 from keras_capsules.metrics import sparsity
-from keras_capsules.pruning_scope import KERNEL_NAMES, PRUNING_LAYERS, prunable_weights, pruning_layers, unique_variables  # noqa: F401  (public here too)
+from keras_capsules.pruning_scope import (  # noqa: F401  (public here too)
+    KERNEL_NAMES,
+    PRUNING_LAYERS,
+    prunable_weights,
+    pruning_layers,
+    unique_variables,
+)
 from keras_capsules.routing.base import Router
 from keras_capsules.serialization import register
 
@@ -36,7 +42,10 @@ from keras_capsules.serialization import register
 def shrinkable_weights(model, layer_types=None):
     """The variables LOBSTER shrinks: every trainable weight of the pruning layers and of the routers."""
     return unique_variables(
-        v for types in (layer_types or PRUNING_LAYERS, (Router,)) for layer in pruning_layers(model, types) for v in layer.trainable_weights
+        v
+        for types in (layer_types or PRUNING_LAYERS, (Router,))
+        for layer in pruning_layers(model, types)
+        for v in layer.trainable_weights
     )
 
 
@@ -150,7 +159,9 @@ def prune_magnitude(model, target_sparsity, scope="global", layer_types=None, ke
 def validation_loss(model, validation_data, batch_size=None):
     """The model's compiled loss on ``validation_data`` (a dataset or an ``(x, y)`` tuple)."""
     if isinstance(validation_data, (tuple, list)):
-        results = model.evaluate(validation_data[0], validation_data[1], batch_size=batch_size, verbose=0, return_dict=True)
+        results = model.evaluate(
+            validation_data[0], validation_data[1], batch_size=batch_size, verbose=0, return_dict=True
+        )
     else:
         results = model.evaluate(validation_data, verbose=0, return_dict=True)
     return float(results["loss"])
@@ -228,7 +239,9 @@ class LobsterOptimizer(keras.optimizers.Optimizer):
     def build(self, var_list):
         if not self.inner_optimizer.built:
             self.inner_optimizer.build(var_list)
-        self.strength = self.add_variable(shape=(), initializer=keras.initializers.Constant(self.initial_strength), name="strength")
+        self.strength = self.add_variable(
+            shape=(), initializer=keras.initializers.Constant(self.initial_strength), name="strength"
+        )
         super().build(var_list)
 
     @property
@@ -276,16 +289,30 @@ class LobsterOptimizer(keras.optimizers.Optimizer):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        config["inner_optimizer"] = keras.saving.deserialize_keras_object(config["inner_optimizer"], custom_objects=custom_objects)
+        config["inner_optimizer"] = keras.saving.deserialize_keras_object(
+            config["inner_optimizer"], custom_objects=custom_objects
+        )
         return cls(**config)
 
 
 def _require_tensorflow(owner, model, single_device=False):
     if keras.backend.backend() != "tensorflow":
-        errors.fail(owner, "backend", "the TensorFlow backend (masks and shrinkage act inside the compiled TF step)", keras.backend.backend(), RuntimeError)
+        errors.fail(
+            owner,
+            "backend",
+            "the TensorFlow backend (masks and shrinkage act inside the compiled TF step)",
+            keras.backend.backend(),
+            RuntimeError,
+        )
     replicas = model.distribute_strategy.num_replicas_in_sync
     if single_device and replicas > 1:
-        errors.fail(owner, "model", "a model trained under the default strategy (LOBSTER's per-step shrinkage is single-device)", f"{replicas} replicas", RuntimeError)
+        errors.fail(
+            owner,
+            "model",
+            "a model trained under the default strategy (LOBSTER's per-step shrinkage is single-device)",
+            f"{replicas} replicas",
+            RuntimeError,
+        )
 
 
 class LobsterPruning(keras.callbacks.Callback):
@@ -420,7 +447,17 @@ class MagnitudePruning(keras.callbacks.Callback):
         layer_types: pruning-layer classes (default :data:`PRUNING_LAYERS`).
     """
 
-    def __init__(self, target_sparsity, initial_sparsity=0.0, start_epoch=0, end_epoch=None, frequency=1, power=3, scope="global", layer_types=None):
+    def __init__(
+        self,
+        target_sparsity,
+        initial_sparsity=0.0,
+        start_epoch=0,
+        end_epoch=None,
+        frequency=1,
+        power=3,
+        scope="global",
+        layer_types=None,
+    ):
         super().__init__()
         for argument, value in (("target_sparsity", target_sparsity), ("initial_sparsity", initial_sparsity)):
             if not errors.is_number(value) or not 0 <= value < 1:

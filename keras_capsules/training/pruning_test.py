@@ -34,7 +34,11 @@ def _assert_still_zero(model, zero_masks):
 
 def test_scope_and_sparsity_report():
     model = _model()
-    assert [v.path for v in pruning.prunable_weights(model)] == ["conv1/kernel", "primary_caps/pose_conv/kernel", "class_caps/votes/kernel"]
+    assert [v.path for v in pruning.prunable_weights(model)] == [
+        "conv1/kernel",
+        "primary_caps/pose_conv/kernel",
+        "class_caps/votes/kernel",
+    ]
     shrunk = {v.path for v in pruning.shrinkable_weights(model)}
     assert {"conv1/bias", "primary_caps/pose_conv/bias"} <= shrunk
     assert any(p.startswith("class_caps/dynamic_router") and p.endswith("/bias") for p in shrunk)  # the routing bias
@@ -101,7 +105,9 @@ def test_threshold_search_by_hand():
     x, y = _data(24)
     variables = pruning.prunable_weights(model)
     threshold, base, steps = pruning.search_magnitude_threshold(model, (x, y), variables, max_steps=5)
-    assert len(steps) == 5 and steps[0][0] == pytest.approx(np.mean(np.concatenate([np.abs(keras.ops.convert_to_numpy(v)).ravel() for v in variables])), rel=1e-5)
+    assert len(steps) == 5 and steps[0][0] == pytest.approx(
+        np.mean(np.concatenate([np.abs(keras.ops.convert_to_numpy(v)).ravel() for v in variables])), rel=1e-5
+    )
     accepted = [t for t, loss, ok in steps if ok]
     assert threshold == (accepted[-1] if accepted else 0.0)
     assert all((loss <= base) == ok for _, loss, ok in steps)

@@ -46,7 +46,9 @@ def _run(script, output, kill_at=None, timeout=240):
     Returns the output lines and the exit code.
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    process = subprocess.Popen([sys.executable, script, output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, script, output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     fired = []
     watchdog = threading.Timer(timeout, lambda: (fired.append(True), process.kill()))
     watchdog.start()
@@ -100,8 +102,26 @@ def test_restart_on_a_corrupt_checkpoint_fails_clearly(tmp_path, capsys):
     from keras_capsules import cli
 
     output = tmp_path / "run"
-    args = ["train", "EffCapsNet", "--epochs", "1", "--batch-size", "16", "--limit", "32", "--eval-limit", "32", "--output", str(output),
-            "--no-export", "--quiet", "--augmentation", "none", "--model-arg", "reconstruction=False"]
+    args = [
+        "train",
+        "EffCapsNet",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--limit",
+        "32",
+        "--eval-limit",
+        "32",
+        "--output",
+        str(output),
+        "--no-export",
+        "--quiet",
+        "--augmentation",
+        "none",
+        "--model-arg",
+        "reconstruction=False",
+    ]
     assert cli.main(args) == 0
     weights = output / "checkpoints" / "epoch-0001" / "checkpoint.weights.h5"
     weights.write_bytes(weights.read_bytes()[:1000])

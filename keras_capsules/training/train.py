@@ -6,18 +6,18 @@ import inspect
 import json
 import os
 import time
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
 
 from keras_capsules import applications, datasets, errors, recipes
 from keras_capsules.applications import fine_tune
+from keras_capsules.datasets import holdout as validation
 from keras_capsules.datasets.augment import multi_view
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
-from keras_capsules.datasets import holdout as validation
 from keras_capsules.training import memory_plan, pruning
 from keras_capsules.training.checkpoints import (
     CheckpointError,
@@ -27,7 +27,13 @@ from keras_capsules.training.checkpoints import (
     clear_checkpoints,
     restore_checkpoint,
 )
-from keras_capsules.training.distribute import distributed_evaluate, distributed_fit, get_strategy, is_multi_worker, worker_index
+from keras_capsules.training.distribute import (
+    distributed_evaluate,
+    distributed_fit,
+    get_strategy,
+    is_multi_worker,
+    worker_index,
+)
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -37,7 +43,9 @@ def construct_model(recipe, classes, input_shape=None, **model_overrides):
     """The uncompiled application named by ``recipe.model`` (see :func:`build_model` for the arguments)."""
     constructor = getattr(applications, recipe.model, None)
     if constructor is None or not callable(constructor) or isinstance(constructor, type):
-        raise ValueError(f"train: unknown model {recipe.model!r}; expected an application constructor name such as 'EffCapsNet'.")
+        raise ValueError(
+            f"train: unknown model {recipe.model!r}; expected an application constructor name such as 'EffCapsNet'."
+        )
     kwargs = {**recipe.model_kwargs, **{k: v for k, v in model_overrides.items() if v is not None}}
     kwargs.setdefault("classes", classes)
     if input_shape is not None:
@@ -59,7 +67,9 @@ def build_model(recipe, classes, input_shape=None, steps_per_epoch=None, **model
         **model_overrides: constructor arguments replacing the recipe's (``None`` values are ignored).
     """
     model = construct_model(recipe, classes, input_shape, **model_overrides)
-    model.compile(optimizer=recipe.make_optimizer(steps_per_epoch), loss=recipe.make_loss(), metrics=recipe.make_metrics())
+    model.compile(
+        optimizer=recipe.make_optimizer(steps_per_epoch), loss=recipe.make_loss(), metrics=recipe.make_metrics()
+    )
     return model
 
 
@@ -76,7 +86,9 @@ def set_stage_trainable(model, stage, frozen):
     names = {layer.name for layer in model.layers}
     unknown = sorted(set(stage.trainable or ()) - names)
     if unknown:
-        raise ValueError(f"train: stage {stage.name!r} field `trainable` expected layer names of model {model.name!r}, received {unknown}.")
+        raise ValueError(
+            f"train: stage {stage.name!r} field `trainable` expected layer names of model {model.name!r}, received {unknown}."
+        )
     for layer in model.layers:
         train_it = stage.trainable is None or layer.name in stage.trainable
         if train_it and layer.name in frozen:
@@ -123,7 +135,9 @@ def _multi_view_data(recipe, stage, plain_data, steps, seed, drop_remainder):
     import tensorflow as tf
 
     if recipe.augmentation is None:
-        raise ValueError(f"train: stage {stage.name!r} makes {stage.views} views per image and expected an augmentation preset, received None.")
+        raise ValueError(
+            f"train: stage {stage.name!r} makes {stage.views} views per image and expected an augmentation preset, received None."
+        )
     views = multi_view(plain_data.unbatch(), recipe.augmentation, stage.views, recipe.batch_size, seed, drop_remainder)
     return views.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(tf.data.AUTOTUNE)
 
@@ -153,7 +167,9 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
     requested = recipe.validation_examples
     if requested is None and recipe.pruning is not None:
         requested = int(recipe.pruning.get("validation_examples", 5500))  # REM's threshold-search set
-    if datasets.info(dataset).pipeline is not None:  # derived sets are drawn on the fly: there are no fixed examples to hold out
+    if (
+        datasets.info(dataset).pipeline is not None
+    ):  # derived sets are drawn on the fly: there are no fixed examples to hold out
         if requested or recipe.pruning is not None:
             raise ValueError(
                 f"train: argument `validation_examples` expected 0 or None for {dataset!r}, a set generated on the fly "
@@ -162,7 +178,14 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
 
         def generated(augment):
             return datasets.load(
-                dataset, recipe.train_split, batch_size=recipe.batch_size, seed=seed, limit=limit, drop_remainder=multi_worker, augment=augment, **loader_options
+                dataset,
+                recipe.train_split,
+                batch_size=recipe.batch_size,
+                seed=seed,
+                limit=limit,
+                drop_remainder=multi_worker,
+                augment=augment,
+                **loader_options,
             )
 
         return SplitData(generated, None, validation.record(0, reason=f"{dataset} is generated on the fly"))
@@ -173,7 +196,9 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
         requested = -(-validation.default_size(used) // replicas) * replicas
     examples = validation.resolve_size(requested, len(images))
     if examples == 0 and recipe.pruning is not None:
-        raise ValueError("train: argument `validation_examples` expected a positive hold-out for a pruning recipe (its threshold search reads it), received 0.")
+        raise ValueError(
+            "train: argument `validation_examples` expected a positive hold-out for a pruning recipe (its threshold search reads it), received 0."
+        )
     if datasets.info(dataset).stratified_holdout:  # a folder of images: each class holds out its share
         train_indices, validation_indices = validation.stratified_split_indices(labels, examples)
         held_out_record = validation.stratified_record(labels, validation_indices, datasets.class_names(dataset))
@@ -184,15 +209,24 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
 
     def training(augment):
         return datasets.from_arrays(
-            images[train_indices], labels[train_indices], batch_size=recipe.batch_size, augment=augment,
-            training=True, seed=seed, shuffle=True, drop_remainder=multi_worker,
+            images[train_indices],
+            labels[train_indices],
+            batch_size=recipe.batch_size,
+            augment=augment,
+            training=True,
+            seed=seed,
+            shuffle=True,
+            drop_remainder=multi_worker,
         )
 
     held_out = None
     if examples:
         # Cached: it is evaluated after every epoch (and many times by a pruning search).
         held_out = datasets.from_arrays(
-            images[validation_indices], labels[validation_indices], batch_size=max(recipe.batch_size, 64), augment=recipe.augmentation
+            images[validation_indices],
+            labels[validation_indices],
+            batch_size=max(recipe.batch_size, 64),
+            augment=recipe.augmentation,
         ).cache()
     return SplitData(training, held_out, {**held_out_record, "training_examples": len(train_indices)})
 
@@ -231,7 +265,9 @@ def finished_run(output, recipe, arguments, export):
             stored = json.load(handle)
     except (OSError, ValueError):
         return None
-    recipe_json = json.loads(json.dumps(dataclasses.asdict(recipe), default=repr))  # tuples as lists, as metrics.json stores them
+    recipe_json = json.loads(
+        json.dumps(dataclasses.asdict(recipe), default=repr)
+    )  # tuples as lists, as metrics.json stores them
     same = isinstance(stored, dict) and stored.get("arguments") == arguments and stored.get("recipe") == recipe_json
     files = ["model.keras", *([os.path.join("export", "saved_model.pb")] if export else [])]
     if same and all(os.path.isfile(os.path.join(output, name)) for name in files):
@@ -257,7 +293,11 @@ def default_output(model, dataset):
 def _paper_or_generic_recipe(model, dataset, variant):
     """``recipes.get(model, dataset, variant)``; for a dataset no paper used (a folder of images) without a recipe of its own, the application's generic recipe."""
     info = datasets.info(dataset)
-    if info.stratified_holdout and (model, dataset, variant) not in recipes.available(model) and variant in ("default", "generic"):
+    if (
+        info.stratified_holdout
+        and (model, dataset, variant) not in recipes.available(model)
+        and variant in ("default", "generic")
+    ):
         from keras_capsules.recipes.generic import generic
 
         return generic(model, dataset, has_test="test" in info.splits)
@@ -269,11 +309,15 @@ def _fine_tuning_stages(recipe, weights, freeze_backbone_epochs):
     if not freeze_backbone_epochs:
         return recipe
     if weights is None:
-        raise ValueError(f"train: argument `freeze_backbone_epochs` expected 0 without `weights` (there is no pretrained backbone to freeze), received {freeze_backbone_epochs!r}.")
+        raise ValueError(
+            f"train: argument `freeze_backbone_epochs` expected 0 without `weights` (there is no pretrained backbone to freeze), received {freeze_backbone_epochs!r}."
+        )
     if recipe.stages or not errors.is_integer(freeze_backbone_epochs) or not 0 < freeze_backbone_epochs < recipe.epochs:
         raise ValueError(
             f"train: argument `freeze_backbone_epochs` expected an integer in 1..{recipe.epochs - 1} (fewer than the {recipe.epochs} "
-            f"epochs, on a single-stage recipe), received {freeze_backbone_epochs!r}" + (" with a multi-stage recipe" if recipe.stages else "") + "."
+            f"epochs, on a single-stage recipe), received {freeze_backbone_epochs!r}"
+            + (" with a multi-stage recipe" if recipe.stages else "")
+            + "."
         )
     new_layers = tuple(fine_tune.new_layer_names(recipe.model, weights, **recipe.model_kwargs))
     stages = (
@@ -283,7 +327,9 @@ def _fine_tuning_stages(recipe, weights, freeze_backbone_epochs):
     return dataclasses.replace(recipe, stages=stages)
 
 
-def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwargs, validation_examples, stage_epochs=None):
+def _resolve_recipe(
+    model, dataset, variant, replacements, overrides, model_kwargs, validation_examples, stage_epochs=None
+):
     """Recipe resolution: ``recipes.get(model, dataset, variant)`` with the run's overrides, its model arguments checked.
 
     Args:
@@ -302,7 +348,9 @@ def _resolve_recipe(model, dataset, variant, replacements, overrides, model_kwar
     model_overrides = {**{k: v for k, v in overrides.items() if k not in recipe_fields}, **(model_kwargs or {})}
     recipe = _paper_or_generic_recipe(model, dataset, variant).replace(**replacements)
     recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
-    recipe = dataclasses.replace(recipe, model_kwargs={**recipe.model_kwargs, **model_overrides})  # metrics.json records the run
+    recipe = dataclasses.replace(
+        recipe, model_kwargs={**recipe.model_kwargs, **model_overrides}
+    )  # metrics.json records the run
     if validation_examples is not None:
         recipe = dataclasses.replace(recipe, validation_examples=validation_examples)
     recipe = recipe.with_stage_epochs(stage_epochs)
@@ -355,7 +403,20 @@ def _start_run(recipe, strategy, output, arguments, verbose, callbacks, memory_c
     task_id, chief = worker_index(strategy)
     if isinstance(max_memory, str):
         max_memory = memory_plan.parse_size(max_memory)
-    return _Run(recipe, strategy, strategy_name, multi_worker, chief, task_id, output, arguments, verbose, callbacks, memory_check, max_memory)
+    return _Run(
+        recipe,
+        strategy,
+        strategy_name,
+        multi_worker,
+        chief,
+        task_id,
+        output,
+        arguments,
+        verbose,
+        callbacks,
+        memory_check,
+        max_memory,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,11 +442,15 @@ class _RunData:
 def _load_data(run, dataset, data_dir, download):
     """The :class:`_RunData` of ``run``'s recipe on ``dataset`` (``data_dir``, ``download`` as in :func:`~keras_capsules.datasets.load`)."""
     recipe, limit = run.recipe, run.arguments["limit"]
-    split = split_training_data(recipe, dataset, data_dir, download, run.seed, limit, run.multi_worker, run.strategy.num_replicas_in_sync)
+    split = split_training_data(
+        recipe, dataset, data_dir, download, run.seed, limit, run.multi_worker, run.strategy.num_replicas_in_sync
+    )
     training = split.training(recipe.augmentation)
     evaluations = {}
     for eval_dataset, eval_split in recipe.evaluations():
-        eval_dataset = datasets.evaluation_dataset(eval_dataset, eval_split, data_dir)  # "affnist|affine_mnist": the real files when present
+        eval_dataset = datasets.evaluation_dataset(
+            eval_dataset, eval_split, data_dir
+        )  # "affnist|affine_mnist": the real files when present
         key = eval_split if eval_dataset == dataset else f"{eval_dataset}:{eval_split}"
         evaluations[key] = datasets.load(
             eval_dataset,
@@ -412,7 +477,9 @@ def _stage_data(run, data, stage):
         if stage.views == 1:
             data.by_views[1] = data.training
         else:
-            data.by_views[stage.views] = _multi_view_data(run.recipe, stage, data.split.training(None), data.steps, run.seed, run.multi_worker)
+            data.by_views[stage.views] = _multi_view_data(
+                run.recipe, stage, data.split.training(None), data.steps, run.seed, run.multi_worker
+            )
     stage_data = data.by_views[stage.views]
     return stage_data.repeat() if run.recipe.steps_per_epoch else stage_data
 
@@ -454,7 +521,9 @@ def _stage_callbacks(run, stage_recipe, trained, checkpoint, validation_data):
     stage_callbacks = [checkpoint, *stage_recipe.make_callbacks(trained.loss), *(run.callbacks or [])]
     if run.recipe.pruning is not None:
         options = {k: v for k, v in run.recipe.pruning.items() if k != "validation_examples"}
-        stage_callbacks.insert(0, pruning.LobsterPruning(validation_data, batch_size=run.recipe.batch_size, verbose=run.verbose, **options))
+        stage_callbacks.insert(
+            0, pruning.LobsterPruning(validation_data, batch_size=run.recipe.batch_size, verbose=run.verbose, **options)
+        )
     return stage_callbacks
 
 
@@ -519,16 +588,33 @@ def _train_stages(run, net, plan, point, data):
                     return planned
             iterations_at_start = int(trained.optimizer.iterations.numpy())
         checkpoint = EpochCheckpoint(
-            run.backup_dir, history=history, write=run.chief, epoch_offset=offsets[index], prefix="" if last else f"{stage.name}_", stage=stage.name
+            run.backup_dir,
+            history=history,
+            write=run.chief,
+            epoch_offset=offsets[index],
+            prefix="" if last else f"{stage.name}_",
+            stage=stage.name,
         )
         checkpoints.append(checkpoint)
         stage_callbacks = _stage_callbacks(run, stage_recipe, trained, checkpoint, data.split.validation)
-        if run.verbose and run.memory_check != "off" and len(checkpoints) == 1:  # the plan's second half: the epoch's time
-            stage_callbacks.append(memory_plan.EpochTimeEstimate(data.steps, print_fn=lambda line: print(f"\n{line}", flush=True)))
+        if (
+            run.verbose and run.memory_check != "off" and len(checkpoints) == 1
+        ):  # the plan's second half: the epoch's time
+            stage_callbacks.append(
+                memory_plan.EpochTimeEstimate(data.steps, print_fn=lambda line: print(f"\n{line}", flush=True))
+            )
         # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
         stage_validation = data.split.validation if stage.output is None else None
         distributed_fit(
-            trained, _stage_data(run, data, stage), stage_recipe.epochs, run.strategy, run.recipe.steps_per_epoch, initial_epoch, stage_callbacks, run.verbose, stage_validation
+            trained,
+            _stage_data(run, data, stage),
+            stage_recipe.epochs,
+            run.strategy,
+            run.recipe.steps_per_epoch,
+            initial_epoch,
+            stage_callbacks,
+            run.verbose,
+            stage_validation,
         )
         history = checkpoint.history
     seconds = time.time() - start
@@ -552,7 +638,10 @@ def _run_record(run, net, identity, plan, point, data, trained):
     the stages' plan, resume point and :class:`_Trained`.
     """
     recipe, strategy, history = run.recipe, run.strategy, trained.history
-    evaluations = {key: distributed_evaluate(net, eval_data, strategy, verbose=run.verbose) for key, eval_data in data.evaluations.items()}
+    evaluations = {
+        key: distributed_evaluate(net, eval_data, strategy, verbose=run.verbose)
+        for key, eval_data in data.evaluations.items()
+    }
     first = next(iter(evaluations.values()), {})  # empty with `eval_on=()`: a phase that reads no test split
     return {
         **identity,
@@ -561,7 +650,9 @@ def _run_record(run, net, identity, plan, point, data, trained):
         "evaluations": evaluations,
         "epochs_completed": trained.epochs_completed,
         "resumed_from_epoch": point.done,
-        "stages": [{"name": stage.name, "epochs": stage_recipe.epochs} for stage, stage_recipe in plan] if recipe.stages else None,
+        "stages": [{"name": stage.name, "epochs": stage_recipe.epochs} for stage, stage_recipe in plan]
+        if recipe.stages
+        else None,
         "resumed_in_stage": plan[point.stage][0].name if recipe.stages and point.done else None,
         "steps_per_epoch": data.steps,
         "optimizer_iterations_at_start": trained.iterations_at_start,
@@ -586,7 +677,9 @@ def _save_run(run, net, export, metrics):
         save_model(net, os.path.join(run.output, "model.keras"))
         if export:
             export_saved_model(net, os.path.join(run.output, "export"), overwrite=True)  # the run's own export
-    atomic.write_json(os.path.join(run.output, "metrics.json" if run.chief else f"metrics-worker-{run.task_id}.json"), metrics)
+    atomic.write_json(
+        os.path.join(run.output, "metrics.json" if run.chief else f"metrics-worker-{run.task_id}.json"), metrics
+    )
 
 
 def train(
@@ -686,13 +779,37 @@ def train(
         ``"already_complete": True``.
     """
     recipe = _resolve_recipe(
-        model, dataset, variant, {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}, overrides, model_kwargs, validation_examples,
+        model,
+        dataset,
+        variant,
+        {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate},
+        overrides,
+        model_kwargs,
+        validation_examples,
         stage_epochs,
     )
     recipe = _fine_tuning_stages(recipe, weights, freeze_backbone_epochs)
-    arguments = {"limit": limit, "eval_limit": eval_limit, "seed": seed, **({"weights": weights} if weights is not None else {})}
-    run = _start_run(recipe, strategy, output or default_output(model, dataset), arguments, verbose, callbacks, memory_check, max_memory)
-    finished = finished_run(run.output, recipe, arguments, export) if resume and not run.multi_worker and memory_check != "only" else None
+    arguments = {
+        "limit": limit,
+        "eval_limit": eval_limit,
+        "seed": seed,
+        **({"weights": weights} if weights is not None else {}),
+    }
+    run = _start_run(
+        recipe,
+        strategy,
+        output or default_output(model, dataset),
+        arguments,
+        verbose,
+        callbacks,
+        memory_check,
+        max_memory,
+    )
+    finished = (
+        finished_run(run.output, recipe, arguments, export)
+        if resume and not run.multi_worker and memory_check != "only"
+        else None
+    )
     if finished is not None:
         return finished
     if memory_check != "only":
@@ -703,7 +820,11 @@ def train(
     with run.strategy.scope():
         input_shape, classes = data.training.element_spec[0].shape[1:], datasets.num_classes(dataset)
         architecture = {k: v for k, v in recipe.model_kwargs.items() if k not in ("input_shape", "classes")}
-        tuned = None if weights is None else fine_tune.fine_tune_model(recipe.model, weights, input_shape, classes, **architecture)
+        tuned = (
+            None
+            if weights is None
+            else fine_tune.fine_tune_model(recipe.model, weights, input_shape, classes, **architecture)
+        )
         net = construct_model(recipe, classes, input_shape) if tuned is None else tuned.model
         if hasattr(net, "class_names") and not datasets.info(dataset).multi_label:
             net.class_names = datasets.class_names(dataset)  # saved in model.keras: predict names the classes anywhere
@@ -713,8 +834,18 @@ def train(
     point = _resume_point(run, plan, resume)
     trained = _train_stages(run, net, plan, point, data)
     if memory_check == "only":
-        return {"model": model, "dataset": dataset, "dry_run": True, "plan": trained if isinstance(trained, memory_plan.TrainingPlan) else None}
-    identity = {"model": model, "dataset": dataset, "variant": recipe.variant, "fine_tuned": None if tuned is None else tuned.record()}
+        return {
+            "model": model,
+            "dataset": dataset,
+            "dry_run": True,
+            "plan": trained if isinstance(trained, memory_plan.TrainingPlan) else None,
+        }
+    identity = {
+        "model": model,
+        "dataset": dataset,
+        "variant": recipe.variant,
+        "fine_tuned": None if tuned is None else tuned.record(),
+    }
     if datasets.info(dataset).stratified_holdout:  # a folder of images: what was read, converted and skipped
         identity["dataset_folder"] = datasets.folder_summary(dataset)
     metrics = _run_record(run, net, identity, plan, point, data, trained)

@@ -33,7 +33,9 @@ def test_sizes():
     assert validation.resolve_size(np.int64(3), 8000) == 3
     assert validation.resolve_size(0, 8000) == 0
     for bad in (-1, 8000, 2.5, True):
-        with pytest.raises(ValueError, match=r"train: argument `validation_examples` expected None or an integer in \[0, 8000\)"):
+        with pytest.raises(
+            ValueError, match=r"train: argument `validation_examples` expected None or an integer in \[0, 8000\)"
+        ):
             validation.resolve_size(bad, 8000)
 
 
@@ -43,7 +45,9 @@ def _digests(dataset):
 
 def test_training_data_never_contains_the_hold_out():
     recipe = recipes.get("EffCapsNet", "mnist_sample").replace(batch_size=500, validation_examples=300)
-    split = train_module.split_training_data(recipe, "mnist_sample", None, False, seed=0, limit=None, multi_worker=False)
+    split = train_module.split_training_data(
+        recipe, "mnist_sample", None, False, seed=0, limit=None, multi_worker=False
+    )
     trained, held_out = _digests(split.training(None)), _digests(split.validation)
     images, _ = datasets.load_arrays("mnist_sample", "train")
     assert len(held_out) == 300 and len(trained) == len(images) - 300
@@ -89,8 +93,18 @@ def counted_run(tmp_path_factory):
     _count_test_reads(mp, reads)
     try:
         metrics = train_module.train(
-            "EffCapsNet", "mnist_sample", epochs=2, batch_size=16, limit=48, eval_limit=40, output=output, verbose=0,
-            export=False, augmentation=None, model_kwargs={"reconstruction": False}, validation_examples=24,
+            "EffCapsNet",
+            "mnist_sample",
+            epochs=2,
+            batch_size=16,
+            limit=48,
+            eval_limit=40,
+            output=output,
+            verbose=0,
+            export=False,
+            augmentation=None,
+            model_kwargs={"reconstruction": False},
+            validation_examples=24,
         )
     finally:
         mp.undo()
@@ -112,8 +126,18 @@ def test_validation_reported_every_epoch_and_test_read_once(counted_run):
 @large
 def test_validation_off_is_recorded(tmp_path):
     metrics = train_module.train(
-        "EffCapsNet", "mnist_sample", epochs=1, batch_size=16, limit=16, eval_limit=16, output=str(tmp_path), verbose=0,
-        export=False, augmentation=None, model_kwargs={"reconstruction": False}, validation_examples=0,
+        "EffCapsNet",
+        "mnist_sample",
+        epochs=1,
+        batch_size=16,
+        limit=16,
+        eval_limit=16,
+        output=str(tmp_path),
+        verbose=0,
+        export=False,
+        augmentation=None,
+        model_kwargs={"reconstruction": False},
+        validation_examples=0,
     )
     assert metrics["validation"]["examples"] == 0 and metrics["validation"]["reason"] == "validation_examples=0"
     assert "val_accuracy" not in metrics["history"] and metrics["validation_accuracy"] is None

@@ -2,7 +2,6 @@
 
 import inspect
 
-
 from keras_capsules import applications, errors, recipes, routing
 
 
@@ -10,7 +9,9 @@ def _import_keras_tuner():
     try:
         import keras_tuner
     except ImportError as error:  # pragma: no cover - exercised only without the extra
-        raise ImportError("keras_capsules.tuning needs keras-tuner and tensorboard: pip install 'keras-capsules[tuning]'") from error
+        raise ImportError(
+            "keras_capsules.tuning needs keras-tuner and tensorboard: pip install 'keras-capsules[tuning]'"
+        ) from error
     return keras_tuner
 
 
@@ -53,7 +54,9 @@ class CapsuleHyperModel(_base()):
         super().__init__(name=name or f"hyper_{application}", tunable=tunable)
         constructor = getattr(applications, application, None)
         if not callable(constructor):
-            errors.fail("CapsuleHyperModel", "application", "an application constructor name such as 'EffCapsNet'", application)
+            errors.fail(
+                "CapsuleHyperModel", "application", "an application constructor name such as 'EffCapsNet'", application
+            )
         if classes is None:
             errors.fail("CapsuleHyperModel", "classes", "the number of classes", classes)
         self.application = application
@@ -95,7 +98,9 @@ class CapsuleHyperModel(_base()):
             kwargs["primary_capsule_dim"] = hp.Choice("primary_capsule_dim", [4, 8, 16], default=8)
         if kwargs.get("reconstruction") and "reconstruction_weight" in self.parameters:
             default = self.parameters["reconstruction_weight"].default
-            kwargs["reconstruction_weight"] = hp.Float("reconstruction_weight", default / 10, default * 10, sampling="log", default=default)
+            kwargs["reconstruction_weight"] = hp.Float(
+                "reconstruction_weight", default / 10, default * 10, sampling="log", default=default
+            )
         rate = self.recipe.learning_rate
         learning_rate = hp.Float("learning_rate", rate / 10, rate * 10, sampling="log", default=rate)
         model = self.constructor(classes=self.classes, input_shape=self.input_shape, **kwargs)
@@ -115,4 +120,3 @@ def HyperCapsNet(input_shape=None, classes=10, **kwargs):
 def HyperEffCapsNet(input_shape=None, classes=10, **kwargs):
     """:class:`CapsuleHyperModel` for :func:`~keras_capsules.applications.EffCapsNet`."""
     return CapsuleHyperModel("EffCapsNet", input_shape=input_shape, classes=classes, **kwargs)
-

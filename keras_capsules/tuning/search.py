@@ -64,7 +64,14 @@ def tune(
         seed=seed,
         overwrite=overwrite,
     )
-    tuner.search(x, y, validation_data=(xv, yv), epochs=epochs, batch_size=batch_size or hypermodel.recipe.batch_size, verbose=verbose)
+    tuner.search(
+        x,
+        y,
+        validation_data=(xv, yv),
+        epochs=epochs,
+        batch_size=batch_size or hypermodel.recipe.batch_size,
+        verbose=verbose,
+    )
     best = tuner.get_best_hyperparameters(1)[0]
     with open(os.path.join(directory, f"{model}-{dataset}", "best_hyperparameters.json"), "w") as handle:
         json.dump(best.values, handle, indent=2)

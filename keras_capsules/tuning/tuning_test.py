@@ -1,13 +1,12 @@
 import json
-import os
 
 import keras
-import numpy as np
 import keras_tuner
+import numpy as np
 import pytest
 
-from keras_capsules.tuning import CapsuleHyperModel, HyperCapsNet, HyperEffCapsNet, tune
 from keras_capsules.testing.tiers import large
+from keras_capsules.tuning import CapsuleHyperModel, HyperCapsNet, HyperEffCapsNet, tune
 
 
 def _class_caps(model):
@@ -44,7 +43,10 @@ def test_errors_name_the_argument():
         CapsuleHyperModel("EffCapsNet", classes=10, routers=["nope"])
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="keras-tuner search with tf.data inputs runs on the TensorFlow backend here")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="keras-tuner search with tf.data inputs runs on the TensorFlow backend here",
+)
 @large
 def test_two_trial_search_and_the_best_model_retrains(tmp_path):
     tuner, best = tune(
@@ -75,7 +77,21 @@ def test_tune_command(tmp_path, capsys):
     from keras_capsules import cli
 
     code = cli.main(
-        ["tune", "EffCapsNet", "--max-trials", "1", "--limit", "64", "--batch-size", "32", "--routers", "self_attention", "--output", str(tmp_path), "--quiet"]
+        [
+            "tune",
+            "EffCapsNet",
+            "--max-trials",
+            "1",
+            "--limit",
+            "64",
+            "--batch-size",
+            "32",
+            "--routers",
+            "self_attention",
+            "--output",
+            str(tmp_path),
+            "--quiet",
+        ]
     )
     assert code == 0
     assert "best validation accuracy" in capsys.readouterr().out
@@ -84,5 +100,24 @@ def test_tune_command(tmp_path, capsys):
     trial_folders = sorted(p.name for p in project.iterdir() if p.name.startswith("trial_"))
     assert len(trial_folders) == 1
     # Running it again continues the finished search instead of discarding it: no new trial.
-    assert cli.main(["tune", "EffCapsNet", "--max-trials", "1", "--limit", "64", "--batch-size", "32", "--routers", "self_attention", "--output", str(tmp_path), "--quiet"]) == 0
+    assert (
+        cli.main(
+            [
+                "tune",
+                "EffCapsNet",
+                "--max-trials",
+                "1",
+                "--limit",
+                "64",
+                "--batch-size",
+                "32",
+                "--routers",
+                "self_attention",
+                "--output",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in project.iterdir() if p.name.startswith("trial_")) == trial_folders

@@ -62,10 +62,14 @@ def pack(checkpoint_dir, out_dir, weights_only=False):
                 with np.errstate(over="ignore"):  # reported below, by name
                     small = values.astype(np.float16)
                 if not np.all(np.isfinite(small)):
-                    raise ValueError(f"compact_checkpoint.pack: {path} does not fit float16 (largest magnitude {np.max(np.abs(values)):.3g}).")
+                    raise ValueError(
+                        f"compact_checkpoint.pack: {path} does not fit float16 (largest magnitude {np.max(np.abs(values)):.3g})."
+                    )
                 packed.create_dataset(path, data=small).attrs["stored_as"] = "float16"
             elif float32 and dataset.ndim > 0 and weights_only:
-                packed.create_dataset(path, data=np.asarray(dataset.shape, np.int64)).attrs["stored_as"] = "zeros"  # its shape alone
+                packed.create_dataset(path, data=np.asarray(dataset.shape, np.int64)).attrs["stored_as"] = (
+                    "zeros"  # its shape alone
+                )
             elif float32 and dataset.ndim > 0:
                 upper_bits = (values.view(np.uint32) >> 16).astype(np.uint16)
                 packed.create_dataset(path, data=upper_bits).attrs["stored_as"] = "bfloat16"
@@ -102,7 +106,8 @@ def unpack(packed_dir, backup_dir):
             weights_bytes=os.path.getsize(weights),
             weights_sha256=file_sha256(weights),
             compacted="unpacked from float16 model weights; the optimizer's moments restarted at zero (not packed); the iteration count is exact"
-            if restarted else "unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
+            if restarted
+            else "unpacked from float16 model weights and bfloat16 optimizer moments; the iteration count is exact",
         )
         with open(os.path.join(folder, checkpoints.STATE_FILE), "w") as handle:
             json.dump(state, handle, indent=2)
@@ -115,7 +120,9 @@ def main(argv=None):
     pack_parser = commands.add_parser("pack", help="an epoch-NNNN checkpoint folder -> compact.h5 and state.json")
     pack_parser.add_argument("checkpoint_dir")
     pack_parser.add_argument("out_dir")
-    pack_parser.add_argument("--weights-only", action="store_true", help="leave the optimizer's moments out (restarted at zero on unpack)")
+    pack_parser.add_argument(
+        "--weights-only", action="store_true", help="leave the optimizer's moments out (restarted at zero on unpack)"
+    )
     unpack_parser = commands.add_parser("unpack", help="a packed folder -> RUN_DIR/epoch-NNNN that train resumes")
     unpack_parser.add_argument("packed_dir")
     unpack_parser.add_argument("backup_dir")

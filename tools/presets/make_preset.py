@@ -89,7 +89,9 @@ def recorded_train_seconds(given, run_metrics, log_path):
     if given is None:
         return train_seconds(run_metrics, log_path)
     if not given > 0:
-        raise SystemExit(f"make_preset: argument --train-seconds expected a positive number of seconds, received {given}")
+        raise SystemExit(
+            f"make_preset: argument --train-seconds expected a positive number of seconds, received {given}"
+        )
     return round(float(given), 1)
 
 
@@ -115,20 +117,27 @@ def main(argv=None):
     parser.add_argument("--subset-limit", type=int, default=1000)
     parser.add_argument("--command", help="the training command to record (default: the last one in RUN_DIR/train.log)")
     parser.add_argument("--storage", default="float32", choices=("float32", "float16"))
-    parser.add_argument("--train-seconds", type=float, default=None,
-                        help="the training time to record when the run's own record counts time that was not training "
-                        "(a job stopped with SIGSTOP for benchmarks: its epochs' wall times include the pause); default: the run's record")
+    parser.add_argument(
+        "--train-seconds",
+        type=float,
+        default=None,
+        help="the training time to record when the run's own record counts time that was not training "
+        "(a job stopped with SIGSTOP for benchmarks: its epochs' wall times include the pause); default: the run's record",
+    )
     parser.add_argument("--notes", default="", help="short remarks on the evaluation (the paper's figure, a target)")
     parser.add_argument("--metrics", default="{}", help="extra card entries (JSON)")
     parser.add_argument("--description", default="", help="what the model is (the card's opening)")
     parser.add_argument("--limitations", default="", help="intended use and limitations")
     parser.add_argument("--procedure", default="", help="the training procedure in a short paragraph")
     parser.add_argument("--log", help="training log page (default tools/presets/logs/<model>-<name>.md)")
-    parser.add_argument("--test-informed", required=True, choices=("yes", "no"), help="did any training decision follow a test score")
+    parser.add_argument(
+        "--test-informed", required=True, choices=("yes", "no"), help="did any training decision follow a test score"
+    )
     parser.add_argument("--decisions", required=True, help="one sentence: what the training decisions read")
     parser.add_argument("--citation-file", help="BibTeX of the paper(s)")
     parser.add_argument(
-        "--export-only", action="store_true",
+        "--export-only",
+        action="store_true",
         help="only write the .npz from RUN_DIR/model.keras (run it with the library version that trained the run when "
         "its .keras format differs), then run again with --skip-export to measure and register",
     )
@@ -156,32 +165,60 @@ def main(argv=None):
     held_out = run_metrics.get("validation")
     subset = {"dataset": args.subset_dataset or args.dataset, "split": "test", "limit": args.subset_limit}
     draft = dict(
-        model=args.model, name=args.name, dataset=args.dataset, kwargs=kwargs, file=file_name, sha256=digest,
-        test_accuracy=0.0, test_examples=0, subset_accuracy=0.0, subset=subset, parameters=0,
-        recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]), command=command,
-        epochs=int(run_metrics["epochs_completed"]), train_seconds=recorded_train_seconds(args.train_seconds, run_metrics, os.path.join(args.run_dir, "train.log")),
-        hardware=hardware(), library_version=keras_capsules.__version__,
-        date=datetime.date.today().isoformat(), storage_dtype=args.storage, description=args.description,
-        limitations=args.limitations, procedure=args.procedure, log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
+        model=args.model,
+        name=args.name,
+        dataset=args.dataset,
+        kwargs=kwargs,
+        file=file_name,
+        sha256=digest,
+        test_accuracy=0.0,
+        test_examples=0,
+        subset_accuracy=0.0,
+        subset=subset,
+        parameters=0,
+        recipe=(run_metrics["model"], run_metrics["dataset"], run_metrics["variant"]),
+        command=command,
+        epochs=int(run_metrics["epochs_completed"]),
+        train_seconds=recorded_train_seconds(args.train_seconds, run_metrics, os.path.join(args.run_dir, "train.log")),
+        hardware=hardware(),
+        library_version=keras_capsules.__version__,
+        date=datetime.date.today().isoformat(),
+        storage_dtype=args.storage,
+        description=args.description,
+        limitations=args.limitations,
+        procedure=args.procedure,
+        log=args.log or f"tools/presets/logs/{file_name[:-4]}.md",
         validation=held_out if held_out and held_out.get("examples") else None,
-        validation_curve=tuple(round(float(a), 4) for a in run_metrics.get("history", {}).get("val_accuracy", [])), test_informed=args.test_informed == "yes",
-        decisions=args.decisions, citation=open(args.citation_file).read().strip() if args.citation_file else "",
-        notes=args.notes, metrics=json.loads(args.metrics),
+        validation_curve=tuple(round(float(a), 4) for a in run_metrics.get("history", {}).get("val_accuracy", [])),
+        test_informed=args.test_informed == "yes",
+        decisions=args.decisions,
+        citation=open(args.citation_file).read().strip() if args.citation_file else "",
+        notes=args.notes,
+        metrics=json.loads(args.metrics),
     )
     presets.register_preset(presets.Preset(**draft))
     model = getattr(applications, args.model)(weights=args.name)  # the public path, with the file that ships
     test_accuracy, test_examples = accuracy(model, args.dataset, "test", args.data_dir)
     subset_accuracy, _ = accuracy(model, subset["dataset"], "test", args.data_dir, limit=args.subset_limit)
-    record = dict(draft, test_accuracy=round(test_accuracy, 6), test_examples=test_examples, subset_accuracy=round(subset_accuracy, 6),
-                  parameters=int(model.count_params()), recipe=list(draft["recipe"]), validation_curve=list(draft["validation_curve"]))
+    record = dict(
+        draft,
+        test_accuracy=round(test_accuracy, 6),
+        test_examples=test_examples,
+        subset_accuracy=round(subset_accuracy, 6),
+        parameters=int(model.count_params()),
+        recipe=list(draft["recipe"]),
+        validation_curve=list(draft["validation_curve"]),
+    )
     records = json.load(open(registry.REGISTRY_FILE)) if os.path.isfile(registry.REGISTRY_FILE) else []
     records = [r for r in records if (r["model"], r["name"]) != (args.model, args.name)] + [record]
     records.sort(key=lambda r: (r["model"], r["name"]))
     with open(registry.REGISTRY_FILE, "w") as handle:
         json.dump(records, handle, indent=2)
         handle.write("\n")
-    print(f"{args.model}(weights={args.name!r}): test accuracy {100 * test_accuracy:.2f} % ({test_examples} images), "
-          f"subset {100 * subset_accuracy:.2f} %, file {file_name} {os.path.getsize(path) / 1e6:.2f} MB")
+    print(
+        f"{args.model}(weights={args.name!r}): test accuracy {100 * test_accuracy:.2f} % ({test_examples} images), "
+        f"subset {100 * subset_accuracy:.2f} %, file {file_name} {os.path.getsize(path) / 1e6:.2f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ def targets():
     for model in sorted({key.split("/")[0] for key in presets.available()}):  # every application with a preset
         module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
         pages.append((os.path.join(ROOT, "docs", "applications", f"{module}.md"), cards.docs_section(model)))
-    pages += [(os.path.join(ROOT, page), cards.presets_table()) for page in ("README.md", os.path.join("docs", "presets.md"))]
+    pages += [
+        (os.path.join(ROOT, page), cards.presets_table()) for page in ("README.md", os.path.join("docs", "presets.md"))
+    ]
     return pages
 
 
@@ -41,5 +43,7 @@ def main(check=False):
 
 if __name__ == "__main__":
     changed = main(check="--check" in sys.argv)
-    print("stale: " if "--check" in sys.argv and changed else "updated: " if changed else "up to date", ", ".join(changed))
+    print(
+        "stale: " if "--check" in sys.argv and changed else "updated: " if changed else "up to date", ", ".join(changed)
+    )
     sys.exit(1 if "--check" in sys.argv and changed else 0)

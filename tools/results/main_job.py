@@ -55,7 +55,9 @@ def run_main_job(commit, folder):
     entry = "import sys; from keras_capsules.cli import main; sys.exit(main(sys.argv[1:]))"
     loads = [load_average()]
     start = time.monotonic()
-    subprocess.run([sys.executable, "-c", entry, *COMMAND, "--output", str(output)], env=environment, cwd=folder, check=True)
+    subprocess.run(
+        [sys.executable, "-c", entry, *COMMAND, "--output", str(output)], env=environment, cwd=folder, check=True
+    )
     seconds = time.monotonic() - start
     loads.append(load_average())
     return json.loads((output / "metrics.json").read_text()), seconds, loads
@@ -73,7 +75,12 @@ def record(metrics, commit, seconds, loads, now):
         "date": now.strftime("%Y-%m-%d"),
         "time_utc": now.strftime("%H:%M"),
         "commit": commit,
-        "host": {"cpu": cpu_name(), "cores": os.cpu_count(), "gpu": None, "load_average_1min": {"start": loads[0], "end": loads[1]}},
+        "host": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "gpu": None,
+            "load_average_1min": {"start": loads[0], "end": loads[1]},
+        },
         "software": {"python": platform.python_version(), "tensorflow": tf.__version__, "keras": keras.__version__},
         "dataset": metrics["dataset"],
         "epochs": metrics["epochs_completed"],
@@ -94,7 +101,9 @@ def main(argv=None):
     parser.add_argument("--commit", default="HEAD", help="the commit whose tree runs (default HEAD)")
     parser.add_argument("--keep", help="a folder for the export and the run (default: a temporary one, removed)")
     args = parser.parse_args(argv)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.commit], check=True, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", args.commit], check=True, capture_output=True, text=True
+    ).stdout.strip()
     now = datetime.datetime.now(datetime.timezone.utc)
     if args.keep:
         metrics, seconds, loads = run_main_job(commit, args.keep)
@@ -105,7 +114,9 @@ def main(argv=None):
     RECORDS.mkdir(parents=True, exist_ok=True)
     path = RECORDS / f"{result['date']}-{re.sub(r'[^a-z0-9]+', '-', cpu_name().lower()).strip('-')}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{path.relative_to(ROOT)}: test accuracy {100 * result['test_accuracy']:.2f} %, {result['train_seconds']:.0f} s of training")
+    print(
+        f"{path.relative_to(ROOT)}: test accuracy {100 * result['test_accuracy']:.2f} %, {result['train_seconds']:.0f} s of training"
+    )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,9 @@ def as_levels(owner, x):
         return ops.expand_dims(x, 2), True
     if rank == 4:
         return x, False
-    errors.fail(owner, "inputs", "a tensor of rank 3 (batch, N, d) or 4 (batch, N, levels, d)", f"shape {tuple(x.shape)}")
+    errors.fail(
+        owner, "inputs", "a tensor of rank 3 (batch, N, d) or 4 (batch, N, levels, d)", f"shape {tuple(x.shape)}"
+    )
 
 
 def partition_windows(x, grid, window):

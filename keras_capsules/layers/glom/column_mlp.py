@@ -70,7 +70,9 @@ class ColumnMLP(keras.layers.Layer):
         errors.check_dim(self, "inputs", input_shape, 2, self.groups, "groups")
         num_patches, dim = input_shape[1], input_shape[3]
         if num_patches is None or dim is None:
-            errors.fail(self, "inputs", "known N and d (the LayerNorm has one scale per patch)", f"shape {tuple(input_shape)}")
+            errors.fail(
+                self, "inputs", "known N and d (the LayerNorm has one scale per patch)", f"shape {tuple(input_shape)}"
+            )
         hidden = self.hidden_multiplier * dim
         widths = [dim] + [hidden] * (self.depth - 1) + [dim]
         self.norm_scales, self.norm_offsets, self.kernels, self.biases = [], [], [], []
@@ -80,7 +82,9 @@ class ColumnMLP(keras.layers.Layer):
             init = keras.initializers.RandomUniform(-bound, bound)
             self.norm_scales.append(self.add_weight(name=f"norm_{i}_gamma", shape=(num_patches,), initializer="ones"))
             self.norm_offsets.append(self.add_weight(name=f"norm_{i}_beta", shape=(num_patches,), initializer="zeros"))
-            self.kernels.append(self.add_weight(name=f"kernel_{i}", shape=(self.groups, fan_in, fan_out), initializer=init))
+            self.kernels.append(
+                self.add_weight(name=f"kernel_{i}", shape=(self.groups, fan_in, fan_out), initializer=init)
+            )
             self.biases.append(self.add_weight(name=f"bias_{i}", shape=(self.groups, fan_out), initializer=init))
 
     def call(self, inputs):

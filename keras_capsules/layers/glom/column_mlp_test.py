@@ -12,6 +12,7 @@ from keras_capsules.testing.glom import np_column_mlp
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype="float64")
 
+
 def test_column_mlp_layer_norm_over_patches_matches_numpy():
     x = np.random.default_rng(4).normal(size=(2, 6, 3, 5)).astype("float32")
     for activation, fn in (("gelu", None), ("sin", np.sin)):
@@ -29,9 +30,11 @@ def test_column_mlp_layer_norm_over_patches_matches_numpy():
     big.build((None, 64, 2, 128))
     assert big.count_params() == 132_608
 
+
 def test_layer_contract():
     levels = np.random.default_rng(9).normal(size=(3, 16, 2, 8)).astype("float32")
     run_layer_test(glom.ColumnMLP, {"groups": 2, "activation": "sin"}, levels, [(3, 16, 2, 8)], run_export=False)
+
 
 def test_activation_errors_name_layer_and_argument():
     with pytest.raises(ValueError, match=r"ColumnMLP.*activation"):

@@ -112,7 +112,9 @@ class GlomColumns(keras.layers.Layer):
     ) -> None:
         super().__init__(**kwargs)
         self.levels = errors.check_positive_int(self, "levels", levels)
-        self.iterations = 2 * self.levels if iterations is None else errors.check_positive_int(self, "iterations", iterations)
+        self.iterations = (
+            2 * self.levels if iterations is None else errors.check_positive_int(self, "iterations", iterations)
+        )
         self.grid_shape = None if grid_shape is None else tuple(int(g) for g in grid_shape)
         self.agreement_thresholds = self._check_thresholds(agreement_thresholds)
         self.agreement_radius = agreement_radius
@@ -131,11 +133,22 @@ class GlomColumns(keras.layers.Layer):
 
         up = [t[0] for t in self.agreement_thresholds]
         down = [t[1] for t in self.agreement_thresholds]
-        common = dict(depth=self.column_depth, hidden_multiplier=self.hidden_multiplier, epsilon=self.epsilon, dtype=self.dtype_policy)
+        common = dict(
+            depth=self.column_depth,
+            hidden_multiplier=self.hidden_multiplier,
+            epsilon=self.epsilon,
+            dtype=self.dtype_policy,
+        )
         self.bottom_up = ColumnMLP(self.levels, activation="gelu", name="bottom_up", **common)
-        self.top_down = ColumnMLP(self.levels - 1, activation="sin", name="top_down", **common) if self.levels > 1 else None
+        self.top_down = (
+            ColumnMLP(self.levels - 1, activation="sin", name="top_down", **common) if self.levels > 1 else None
+        )
         self.attention = ConsensusAttention(
-            attend_self=self.attend_self, radius=attention_radius, grid_shape=self.grid_shape, name="attention", dtype=self.dtype_policy
+            attend_self=self.attend_self,
+            radius=attention_radius,
+            grid_shape=self.grid_shape,
+            name="attention",
+            dtype=self.dtype_policy,
         )
         self.agreement = None
         if self.use_agreement:
@@ -156,7 +169,9 @@ class GlomColumns(keras.layers.Layer):
         if thresholds is None:
             thresholds = default_agreement_thresholds(self.levels)
         if not isinstance(thresholds, (list, tuple)) or len(thresholds) != self.levels:
-            errors.fail(self, "agreement_thresholds", f"None or a list of {self.levels} thresholds (one per level)", thresholds)
+            errors.fail(
+                self, "agreement_thresholds", f"None or a list of {self.levels} thresholds (one per level)", thresholds
+            )
         pairs = []
         for t in thresholds:
             if errors.is_number(t):
@@ -177,7 +192,9 @@ class GlomColumns(keras.layers.Layer):
         )
 
         def scalar(name, value, trainable=True):
-            return self.add_weight(name=name, shape=(), initializer=keras.initializers.Constant(value), trainable=trainable)
+            return self.add_weight(
+                name=name, shape=(), initializer=keras.initializers.Constant(value), trainable=trainable
+            )
 
         self.w_level = scalar("w_level", self.fusion_init)
         self.w_bottom_up = scalar("w_bottom_up", self.fusion_init)
@@ -201,10 +218,14 @@ class GlomColumns(keras.layers.Layer):
     def call(self, inputs, return_agreement=False, return_iterations=None):
         return_iterations = self.return_iterations if return_iterations is None else bool(return_iterations)
         if return_agreement and self.agreement is None:
-            errors.fail(self, "return_agreement", "False when use_agreement=False (there is no CAE output)", return_agreement)
+            errors.fail(
+                self, "return_agreement", "False when use_agreement=False (there is no CAE output)", return_agreement
+            )
         tokens = as_float(self, inputs)
         batch, num = ops.shape(tokens)[0], tokens.shape[1]
-        levels = ops.broadcast_to(ops.cast(self.initial_levels, tokens.dtype), (batch, num, self.levels, tokens.shape[2]))
+        levels = ops.broadcast_to(
+            ops.cast(self.initial_levels, tokens.dtype), (batch, num, self.levels, tokens.shape[2])
+        )
         bottom = ops.expand_dims(tokens, 2)
         w_top_down = self.top_down_weight if self.w_top_down is None else self.w_top_down
         history = [levels]

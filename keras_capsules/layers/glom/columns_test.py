@@ -12,15 +12,20 @@ from keras_capsules.testing.glom import with_trained_offsets
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype="float64")
 
+
 def test_default_thresholds_interpolate_between_bottom_and_top():
     assert glom.default_agreement_thresholds(2) == [0.0, -0.2]
     assert glom.default_agreement_thresholds(5) == [0.0, -0.05, -0.1, -0.15, -0.2]
     assert glom.default_agreement_thresholds(1) == [0.0]
     layer = glom.GlomColumns(levels=3)
     assert layer.agreement_thresholds == [(0.0, 0.0), (-0.1, -0.1), (-0.2, -0.2)]
-    assert glom.GlomColumns(levels=2, agreement_thresholds=[[0.1, 0.0], -0.3]).agreement_thresholds == [(0.1, 0.0), (-0.3, -0.3)]
+    assert glom.GlomColumns(levels=2, agreement_thresholds=[[0.1, 0.0], -0.3]).agreement_thresholds == [
+        (0.1, 0.0),
+        (-0.3, -0.3),
+    ]
     with pytest.raises(ValueError, match="agreement_thresholds"):
         glom.GlomColumns(levels=3, agreement_thresholds=[0.0, -0.2])
+
 
 def test_fusion_is_eq8_with_code_conventions():
     """One iteration by hand from the sub-layers: eq. 8 with w_td = 0.016385 and the division by n_k = (5, 5, 4)."""
@@ -37,6 +42,7 @@ def test_fusion_is_eq8_with_code_conventions():
     assert len(paper.weights) == 0 and _np(paper(tokens)).shape == (2, 9, 3, 4)
     assert sorted(w.name for w in paper.weights if w.shape == ()) == ["w_attention", "w_bottom_up", "w_level"]
 
+
 @pytest.mark.parametrize("levels", [1, 2, 3])
 def test_columns_any_number_of_levels_and_outputs(levels):
     tokens = np.random.default_rng(6).normal(size=(2, 16, 8)).astype("float32")
@@ -48,6 +54,7 @@ def test_columns_any_number_of_levels_and_outputs(levels):
     np.testing.assert_allclose(history[:, -1], _np(out), rtol=1e-6)
     np.testing.assert_allclose(history[:, 0], np.broadcast_to(_np(layer.initial_levels), (2, 16, levels, 8)), rtol=1e-6)
     assert (layer.top_down is None) == (levels == 1)
+
 
 def _weight_gradients(layer, x):
     """Gradients of ``sum(layer(x)**2)`` for every trainable weight of ``layer``, as NumPy (TF and JAX)."""
@@ -70,6 +77,7 @@ def _weight_gradients(layer, x):
         return [_np(g) for g in jax.grad(loss)([v.value for v in layer.trainable_variables])]
     pytest.skip(f"weight gradients are not wired for the {backend} backend in this test")
 
+
 def test_gradient_reaches_all_five_fusion_terms():
     tokens = keras.ops.convert_to_tensor(np.random.default_rng(7).normal(size=(2, 16, 8)).astype("float32"))
     layer = glom.GlomColumns(levels=2, iterations=2, trainable_top_down_weight=True)
@@ -86,6 +94,7 @@ def test_gradient_reaches_all_five_fusion_terms():
     grads = _weight_gradients(fixed, tokens)
     assert all(np.abs(g).sum() > 0 for v, g in zip(fixed.trainable_variables, grads) if "top_down" in v.path)
 
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_finite_in_low_precision_and_for_zero_inputs(dtype):
     tokens = np.random.default_rng(8).normal(size=(2, 16, 8)) * 30
@@ -96,6 +105,7 @@ def test_finite_in_low_precision_and_for_zero_inputs(dtype):
         assert_finite([keras.ops.cast(glom.DissimilarityHead(window=2)(x), "float32")])
         assert_finite([keras.ops.cast(glom.ContrastiveAgreement()(x), "float32")])
 
+
 def test_layer_contracts():
     rng = np.random.default_rng(9)
     tokens = rng.normal(size=(3, 16, 8)).astype("float32")
@@ -104,6 +114,7 @@ def test_layer_contracts():
     # GPU rounds a batch of 2 and one of 3 differently.
     run_layer_test(glom.GlomColumns, {"levels": 2, "iterations": 1}, tokens, [(3, 16, 2, 8)])
     run_layer_test(glom.SelectLevel, {"level": 0}, levels, [(3, 16, 8)], run_saving=False, run_export=False)
+
 
 def test_columns_with_trained_offsets_do_not_depend_on_the_batch():
     """The code's 2K iterations, with per-patch LayerNorm offsets as training leaves them: the first two
@@ -117,6 +128,7 @@ def test_columns_with_trained_offsets_do_not_depend_on_the_batch():
     for size in (1, 2):
         np.testing.assert_allclose(_np(layer(tokens[:size])), full[:size], rtol=1e-5, atol=1e-6)
 
+
 def test_argument_errors_name_layer_and_argument():
     with pytest.raises(ValueError, match=r"GlomColumns.*inputs.*rank 3"):
         glom.GlomColumns()(np.zeros((1, 4, 2, 2), "float32"))
@@ -124,6 +136,7 @@ def test_argument_errors_name_layer_and_argument():
         glom.GlomColumns(use_agreement=False)(np.zeros((1, 4, 2), "float32"), return_agreement=True)
     with pytest.raises(TypeError, match=r"GlomColumns.*levels"):
         glom.GlomColumns(levels=2.0)
+
 
 def test_untrained_columns_hold_identical_upper_levels_after_one_iteration():
     # Why an untrained GLOM is ill-conditioned from iteration 2 (export tests draw trained-like offsets):

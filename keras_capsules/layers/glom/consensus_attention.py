@@ -48,7 +48,9 @@ class ConsensusAttention(keras.layers.Layer):
         errors.check_rank(self, "inputs", input_shape, (3, 4), "(batch, N, d) or (batch, N, levels, d)")
         if self.radius > 0:
             if input_shape[1] is None:
-                errors.fail(self, "inputs", "a known number of columns N when radius > 0", f"shape {tuple(input_shape)}")
+                errors.fail(
+                    self, "inputs", "a known number of columns N when radius > 0", f"shape {tuple(input_shape)}"
+                )
             grid = _utils.resolve_grid(self, "grid_shape", input_shape[1], self.grid_shape)
             self._non_local = _utils.non_local_mask(grid, self.radius)
 

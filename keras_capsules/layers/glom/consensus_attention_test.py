@@ -14,6 +14,7 @@ from keras_capsules.testing.glom import np_self_attention
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype="float64")
 
+
 def test_consensus_attention_matches_numpy_equation():
     f = np.random.default_rng(1).normal(size=(2, 9, 2, 4)).astype("float32")
     for attend_self in (False, True):
@@ -24,7 +25,10 @@ def test_consensus_attention_matches_numpy_equation():
                 np.testing.assert_allclose(got[b, :, k], want, rtol=1e-4, atol=1e-5)
     local = _np(glom.ConsensusAttention(radius=1)(f[:, :, 0]))
     for b in range(2):
-        np.testing.assert_allclose(local[b], np_self_attention(f[b, :, 0].astype("float64"), radius=1, grid=(3, 3)), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            local[b], np_self_attention(f[b, :, 0].astype("float64"), radius=1, grid=(3, 3)), rtol=1e-4, atol=1e-5
+        )
+
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_consensus_attention_is_finite_near_the_largest_float(dtype):
@@ -34,13 +38,17 @@ def test_consensus_attention_is_finite_near_the_largest_float(dtype):
     out = _np(keras.ops.cast(glom.ConsensusAttention(attend_self=True, dtype=dtype)(big), "float32"))
     np.testing.assert_allclose(out, _np(keras.ops.cast(big, "float32")), rtol=1e-6)
 
+
 def test_layer_contract():
     levels = np.random.default_rng(9).normal(size=(3, 16, 2, 8)).astype("float32")
     run_layer_test(glom.ConsensusAttention, {"radius": 2}, levels, [(3, 16, 2, 8)], run_export=False)
 
+
 def test_numpy_numbers_are_accepted_for_radii_and_thresholds_and_stored_as_python_numbers():
     f = np.random.default_rng(2).normal(size=(1, 9, 4)).astype("float32")
-    np.testing.assert_array_equal(_np(glom.ConsensusAttention(radius=np.int64(1))(f)), _np(glom.ConsensusAttention(radius=1)(f)))
+    np.testing.assert_array_equal(
+        _np(glom.ConsensusAttention(radius=np.int64(1))(f)), _np(glom.ConsensusAttention(radius=1)(f))
+    )
     layers = [
         glom.ConsensusAttention(radius=np.uint8(2)),
         glom.ContrastiveAgreement(radius=np.int32(3), up_threshold=np.float32(0.5), down_threshold=[np.float64(0.1)]),

@@ -88,7 +88,9 @@ class ContrastiveAgreement(keras.layers.Layer):
         self._up, self._down = up[None, :, None, None], down[None, :, None, None]
         if self.radius > 0:
             if input_shape[1] is None:
-                errors.fail(self, "inputs", "a known number of columns N when radius > 0", f"shape {tuple(input_shape)}")
+                errors.fail(
+                    self, "inputs", "a known number of columns N when radius > 0", f"shape {tuple(input_shape)}"
+                )
             grid = _utils.resolve_grid(self, "grid_shape", input_shape[1], self.grid_shape)
             self._non_local = _utils.non_local_mask(grid, self.radius)
 

@@ -30,7 +30,9 @@ class DissimilarityHead(WindowHead):
         unit = _utils.l2_normalize(values)
         sim = ops.einsum("bpid,bpjd->bpij", unit, unit)
         weights = ops.sum(ops.exp(1.0 - sim), axis=-1)
-        weights = weights / ops.max(weights, axis=-1, keepdims=True, initial=0.0)  # weights > 0; ``initial`` allows batch 0
+        weights = weights / ops.max(
+            weights, axis=-1, keepdims=True, initial=0.0
+        )  # weights > 0; ``initial`` allows batch 0
         return ops.cast(ops.einsum("bpi,bpid->bpd", weights, values), windows.dtype)
 
     def window_weights(self, inputs):

@@ -123,7 +123,9 @@ class ClassifierHead(keras.layers.Layer):
     def __init__(self, classes: int, hidden_dim: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.classes = errors.check_positive_int(self, "classes", classes)
-        self.hidden_dim = None if hidden_dim is None else errors.check_positive_int(self, "hidden_dim", hidden_dim, minimum=0)
+        self.hidden_dim = (
+            None if hidden_dim is None else errors.check_positive_int(self, "hidden_dim", hidden_dim, minimum=0)
+        )
         self.hidden = None
         self.logits = keras.layers.Dense(self.classes, name="logits", dtype=self.dtype_policy)
 

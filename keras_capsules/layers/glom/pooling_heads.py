@@ -33,4 +33,6 @@ class WindowMaxPooling(WindowHead):
     """
 
     def reduce(self, windows):
-        return ops.max(windows, axis=2, initial=float("-inf"))  # ``initial``: Keras' TF max refuses an empty batch otherwise
+        return ops.max(
+            windows, axis=2, initial=float("-inf")
+        )  # ``initial``: Keras' TF max refuses an empty batch otherwise

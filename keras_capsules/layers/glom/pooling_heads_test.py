@@ -11,6 +11,7 @@ from keras_capsules.testing import run_layer_test
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype="float64")
 
+
 def test_window_heads_errors_and_pooling():
     tokens = np.random.default_rng(3).normal(size=(2, 49, 4)).astype("float32")
     for cls in (glom.DissimilarityHead, glom.WindowAveragePooling, glom.WindowMaxPooling):
@@ -23,6 +24,7 @@ def test_window_heads_errors_and_pooling():
     mx = _np(glom.WindowMaxPooling(window=3)(tokens[:, :36]))
     np.testing.assert_allclose(avg[0, 1, 0], grid[0, 3:6, 0:3].reshape(-1, 4).mean(0), rtol=1e-5)
     np.testing.assert_allclose(mx[0, 2], grid[0, 3:6, 0:3].reshape(-1, 4).max(0), rtol=1e-6)
+
 
 def test_layer_contracts():
     tokens = np.random.default_rng(9).normal(size=(3, 16, 8)).astype("float32")

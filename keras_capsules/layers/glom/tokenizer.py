@@ -42,7 +42,12 @@ class ConvTokenizer(keras.layers.Layer):
             self.stack += [
                 keras.layers.ZeroPadding2D(1, name=f"pad_{i}", dtype=self.dtype_policy),
                 keras.layers.Conv2D(
-                    width, 3, strides=2 if i == 0 else 1, use_bias=False, kernel_initializer=self.kernel_initializer, name=f"conv_{i}",
+                    width,
+                    3,
+                    strides=2 if i == 0 else 1,
+                    use_bias=False,
+                    kernel_initializer=self.kernel_initializer,
+                    name=f"conv_{i}",
                     dtype=self.dtype_policy,
                 ),
                 keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5, name=f"bn_{i}", dtype=self.dtype_policy),
@@ -78,7 +83,10 @@ class ConvTokenizer(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"embedding_dim": self.embedding_dim, "kernel_initializer": keras.initializers.serialize(self.kernel_initializer)}
+            {
+                "embedding_dim": self.embedding_dim,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
         )
         return config
 
@@ -104,7 +112,9 @@ class PatchEmbedding(keras.layers.Layer):
         for size in input_shape[1:3]:
             if size is None or size % self.patch_size:
                 errors.fail(
-                    self, "inputs", f"a feature map with known height and width divisible by patch_size={self.patch_size}",
+                    self,
+                    "inputs",
+                    f"a feature map with known height and width divisible by patch_size={self.patch_size}",
                     f"shape {tuple(input_shape)}",
                 )
 

@@ -11,6 +11,7 @@ from keras_capsules.testing import run_layer_test
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype="float64")
 
+
 def test_tokenizer_patch_embedding_shapes_and_parameters():
     tokenizer = glom.ConvTokenizer()
     tokenizer.build((None, 32, 32, 3))
@@ -24,6 +25,7 @@ def test_tokenizer_patch_embedding_shapes_and_parameters():
     np.testing.assert_array_equal(out[1, 4], x[1, 2:4, 2:4].transpose(2, 0, 1).reshape(-1))  # (c, row, col) order
     with pytest.raises(ValueError, match="patch_size=3"):
         glom.PatchEmbedding(3)(x)
+
 
 def test_layer_contracts():
     images = np.random.default_rng(9).uniform(size=(3, 16, 16, 1)).astype("float32")

@@ -48,7 +48,8 @@ class WindowHead(keras.layers.Layer):
         grid = self._grid(input_shape)
         if grid[0] % self.window or grid[1] % self.window:
             errors.fail(
-                self, "inputs",
+                self,
+                "inputs",
                 f"a grid whose height and width are multiples of window={self.window} (e.g. pad 28x28 images to 32x32 "
                 "for an 8x8 grid, or pick a window that divides the grid)",
                 f"a {grid[0]}x{grid[1]} grid (input shape {tuple(input_shape)})",
