@@ -1,0 +1,187 @@
+"""Accuracy under FGSM or PGD per epsilon: :func:`adversarial_accuracy` and its :class:`AdversarialResult`.
+
+The attacks themselves are in :mod:`keras_capsules.evaluation.adversarial`; every epsilon of one result
+attacks the same images with the same loss, and PGD's random start is the same unit draw (from ``seed``)
+scaled by each epsilon.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+from typing import Optional
+
+import numpy as np
+
+from keras_capsules.evaluation.adversarial import STEP_SIZE_FACTOR, _setup
+
+#: The epsilons of the default table (units of the [0, 1] image range).
+EPSILONS = (0.05, 0.1, 0.2, 0.3)
+
+
+@dataclasses.dataclass
+class AdversarialResult:
+    """Accuracy of one model under one attack, per epsilon.
+
+    Attributes:
+        model: the model's name (preset key, file name, or Keras name).
+        attack: ``"fgsm"`` or ``"pgd"``.
+        examples: how many images (the first ones of the split, or of ``x``).
+        accuracy: on the clean images.
+        table: ``[(epsilon, accuracy), ...]``, accuracies in [0, 1].
+        zero_gradient: per row, the fraction of images whose loss gradient was zero at the first step.
+        steps: gradient steps per image (1 for FGSM).
+        step_size: the step, or ``None`` for PGD's ``2.5 epsilon / steps`` (FGSM: epsilon).
+        random_start: whether each attack started from a uniform draw in the epsilon-ball.
+        seed: seed of that draw.
+        loss: the loss attacked; loss_source: where it came from.
+        input_scale: the factor the [0, 1] images were multiplied by before the model.
+        dataset, split: where the images came from (``None`` for arrays passed in).
+        seconds: wall time of the attacks and predictions.
+    """
+
+    model: str
+    attack: str
+    examples: int
+    accuracy: float
+    table: list
+    zero_gradient: list
+    steps: int
+    step_size: Optional[float]
+    random_start: bool
+    seed: int
+    loss: str
+    loss_source: str
+    input_scale: float
+    dataset: Optional[str] = None
+    split: Optional[str] = None
+    seconds: Optional[float] = None
+
+    def describe_attack(self):
+        """``"PGD, 10 steps of 2.5 epsilon / 10, random start (seed 0)"``-style summary."""
+        if self.attack == "fgsm":
+            text = "FGSM, one step of epsilon"
+        else:
+            size = f"{STEP_SIZE_FACTOR:g} epsilon / {self.steps}" if self.step_size is None else f"{self.step_size:g}"
+            text = f"PGD, {self.steps} steps of {size}"
+        return text + (f", random start (seed {self.seed})" if self.random_start else ", no random start")
+
+    def to_text(self):
+        """The table as aligned text (what ``keras-capsules robustness --attack`` prints)."""
+        where = f" on {self.dataset} {self.split}" if self.dataset else ""
+        lines = [
+            f"{self.model}{where}: {self.examples:,d} images; {self.describe_attack()}",
+            f"loss attacked: {self.loss} ({self.loss_source}); images in [0, 1] x {self.input_scale:g} into the model",
+            f"clean accuracy: {100 * self.accuracy:.2f} %",
+            f"{'epsilon':>8}{'accuracy':>12}{'zero gradient':>16}  loss",
+        ]
+        for (epsilon, accuracy), stuck in zip(self.table, self.zero_gradient):
+            lines.append(f"{epsilon:>8g}{f'{100 * accuracy:.2f} %':>12}{f'{100 * stuck:.1f} %':>16}  {self.loss}")
+        return "\n".join(lines)
+
+    def to_dict(self):
+        """A JSON-serialisable dict; :meth:`from_dict` reads it back."""
+        record = dataclasses.asdict(self)
+        record["table"] = [[float(e), float(a)] for e, a in self.table]
+        return record
+
+    @classmethod
+    def from_dict(cls, record):
+        """The result :meth:`to_dict` wrote."""
+        record = dict(record)
+        record["table"] = [(float(e), float(a)) for e, a in record["table"]]
+        return cls(**record)
+
+
+def adversarial_accuracy(
+    model,
+    x,
+    y,
+    attack="fgsm",
+    epsilons=EPSILONS,
+    steps=None,
+    step_size=None,
+    random_start=None,
+    loss=None,
+    batch_size=256,
+    seed=0,
+    input_scale=None,
+):
+    """Accuracy of ``model`` on adversarial copies of ``(x, y)``, one per epsilon.
+
+    Arguments as :func:`~keras_capsules.evaluation.adversarial_examples`, with ``epsilons`` a list of
+    radii. Returns an :class:`AdversarialResult` (the loss attacked and its source recorded).
+    """
+    import time
+
+    function = "adversarial_accuracy"
+    epsilons = [epsilons] if np.ndim(epsilons) == 0 else list(epsilons)
+    if not epsilons:
+        raise ValueError(f"{function}: argument `epsilons` expected at least one epsilon, received none.")
+    started = time.perf_counter()
+    prepared, x, labels, noise = _setup(
+        function, model, x, y, attack, epsilons, steps, step_size, random_start, loss, batch_size, seed, input_scale
+    )
+    batches = range(0, len(x), batch_size)
+    clean = sum(int(np.sum(prepared.predict(x[s : s + batch_size]) == labels[s : s + batch_size])) for s in batches)
+    table, zero_gradient = [], []
+    for epsilon in epsilons:
+        correct = stuck = 0
+        for s in batches:
+            images, flat = prepared.run(
+                x[s : s + batch_size],
+                labels[s : s + batch_size],
+                float(epsilon),
+                None if noise is None else noise[s : s + batch_size],
+            )
+            correct += int(np.sum(prepared.predict(images) == labels[s : s + batch_size]))
+            stuck += int(np.sum(flat))
+        table.append((float(epsilon), correct / len(x)))
+        zero_gradient.append(stuck / len(x))
+    return AdversarialResult(
+        model=prepared.name,
+        attack=attack,
+        examples=len(x),
+        accuracy=clean / len(x),
+        table=table,
+        zero_gradient=zero_gradient,
+        steps=prepared.steps,
+        step_size=None if prepared.step_size is None else float(prepared.step_size),
+        random_start=prepared.random_start,
+        seed=int(seed),
+        loss=prepared.loss,
+        loss_source=prepared.loss_source,
+        input_scale=prepared.scale,
+        seconds=round(time.perf_counter() - started, 2),
+    )
+
+
+def report(
+    model,
+    dataset="mnist",
+    split="test",
+    attack="fgsm",
+    epsilons=EPSILONS,
+    limit=None,
+    json_path=None,
+    stream=None,
+    data_dir=None,
+    download=False,
+    loss_source=None,
+    **options,
+):
+    """What ``keras-capsules robustness --attack`` runs: the first ``limit`` images of ``dataset``'s ``split``
+    through :func:`adversarial_accuracy` (``options``: its keyword arguments), the table printed to ``stream``
+    (stdout) and the result written to ``json_path`` when given; ``loss_source`` says where a ``loss`` passed
+    in came from (e.g. ``"recipe EffCapsNet/mnist/default"``). Returns the result."""
+    from keras_capsules.evaluation.robustness import _load_images
+
+    images, labels = _load_images(dataset, split, limit, data_dir, download)
+    result = adversarial_accuracy(model, images, labels, attack, epsilons, **options)
+    result = dataclasses.replace(result, dataset=dataset, split=split, loss_source=loss_source or result.loss_source)
+    print(result.to_text(), file=stream or sys.stdout)
+    if json_path is not None:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as handle:
+            json.dump(result.to_dict(), handle, indent=2)
+    return result

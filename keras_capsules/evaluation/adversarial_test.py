@@ -1,0 +1,216 @@
+"""FGSM and PGD against NumPy references on linear models: gradients, projection, random start, arguments."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_capsules.evaluation import adversarial_accuracy, adversarial_examples
+
+RNG = np.random.default_rng(3)
+X = RNG.uniform(0, 1, size=(6, 2, 3, 1)).astype("float32")
+X[0, 0, 0, 0], X[1, 1, 2, 0] = 0.0, 1.0  # pixels on the range's edges: clipping to [0, 1] matters
+Y = np.array([0, 1, 2, 0, 1, 2])
+W = RNG.normal(size=(6, 3)).astype("float32")
+B = RNG.normal(size=(3,)).astype("float32")
+
+
+def _linear(activation, compile_loss=None):
+    """``activation(flatten(x) W + b)``: a 6-pixel, 3-class linear model with fixed weights."""
+    model = keras.Sequential([keras.Input((2, 3, 1)), keras.layers.Flatten(), keras.layers.Dense(3, activation)])
+    model.layers[-1].set_weights([W, B])
+    if compile_loss is not None:
+        model.compile(loss=compile_loss)
+    return model
+
+
+def _softmax_cross_entropy_gradient(x):
+    """d/dx of -log softmax(x W + b)[y], per image (NumPy, float64)."""
+    logits = x.reshape(len(x), -1).astype("float64") @ W + B
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return ((p - np.eye(3)[Y]) @ W.T).reshape(x.shape)
+
+
+def _sigmoid_margin_gradient(x):
+    """d/dx of the margin loss (m+ 0.9, m- 0.1, lambda 0.5) on sigmoid(x W + b), per image (NumPy, float64)."""
+    v = 1 / (1 + np.exp(-(x.reshape(len(x), -1).astype("float64") @ W + B)))
+    t = np.eye(3)[Y]
+    dv = -2 * t * np.maximum(0.9 - v, 0) + 2 * 0.5 * (1 - t) * np.maximum(v - 0.1, 0)
+    return ((dv * v * (1 - v)) @ W.T).reshape(x.shape)
+
+
+def test_fgsm_is_the_sign_of_the_cross_entropy_gradient_of_a_linear_softmax_model():
+    epsilon = 0.1
+    expected = np.clip(X + epsilon * np.sign(_softmax_cross_entropy_gradient(X)), 0, 1)
+    result = adversarial_examples(_linear("softmax", "sparse_categorical_crossentropy"), X, Y, epsilon=epsilon)
+    np.testing.assert_allclose(result.images, expected, atol=1e-6)
+    assert (result.loss, result.loss_source, result.steps, result.step_size) == (
+        "sparse_categorical_crossentropy",
+        "compiled model",
+        1,
+        epsilon,
+    )
+    assert result.input_scale == 1.0 and result.zero_gradient == 0.0 and not result.random_start
+    # The same through loss="cross_entropy" on the uncompiled model (which ends in a softmax: probabilities).
+    named = adversarial_examples(_linear("softmax"), X, Y, epsilon=epsilon, loss="cross_entropy", batch_size=4)
+    np.testing.assert_allclose(named.images, expected, atol=1e-6)
+    assert (named.loss, named.loss_source) == ("cross_entropy (from probabilities)", "argument")
+
+
+def test_fgsm_with_the_margin_loss_follows_its_gradient_on_sigmoid_scores():
+    expected = np.clip(X + 0.05 * np.sign(_sigmoid_margin_gradient(X)), 0, 1)
+    result = adversarial_examples(_linear("sigmoid"), X, Y, epsilon=0.05, loss="margin")
+    np.testing.assert_allclose(result.images, expected, atol=1e-6)
+    assert result.loss == "margin"
+
+
+def test_every_pgd_step_stays_in_the_epsilon_ball_and_in_the_image_range():
+    model, epsilon = _linear("softmax", "sparse_categorical_crossentropy"), 0.3
+    previous = None
+    for steps in range(1, 6):  # PGD with k steps is the path's k-th point (same seed, same start)
+        images = adversarial_examples(model, X, Y, "pgd", epsilon, steps=steps, step_size=0.2, seed=5).images
+        assert np.all(np.abs(images - X) <= epsilon + 1e-6) and images.min() >= 0 and images.max() <= 1
+        if previous is not None:  # one step of 0.2 at most from the last point, per pixel
+            assert np.all(np.abs(images - previous) <= 0.2 + 1e-6)
+        previous = images
+
+
+def test_pgd_of_one_step_of_epsilon_without_random_start_is_fgsm():
+    model = _linear("softmax", "sparse_categorical_crossentropy")
+    pgd = adversarial_examples(model, X, Y, "pgd", 0.07, steps=1, step_size=0.07, random_start=False)
+    fgsm = adversarial_examples(model, X, Y, "fgsm", 0.07)
+    np.testing.assert_array_equal(pgd.images, fgsm.images)
+
+
+def test_the_random_start_is_a_seeded_draw_inside_the_ball():
+    # A zero kernel and bias give every image the same scores: zero gradient, so PGD stays at its start.
+    model = _linear("softmax", "sparse_categorical_crossentropy")
+    model.layers[-1].set_weights([np.zeros_like(W), np.zeros_like(B)])
+    x = np.full((40, 2, 3, 1), 0.5, "float32")
+    y = np.zeros(40, "int64")
+    start = adversarial_examples(model, x, y, "pgd", 0.2, steps=2, seed=1)
+    delta = start.images - x
+    assert start.zero_gradient == 1.0 and np.all(np.abs(delta) <= 0.2 + 1e-6)
+    # uniform in [-0.2, 0.2]: 240 pixels spread over the interval, mean |delta| near 0.1
+    assert delta.min() < -0.15 and delta.max() > 0.15 and 0.08 < np.abs(delta).mean() < 0.12
+    again = adversarial_examples(model, x, y, "pgd", 0.2, steps=2, seed=1, batch_size=7)
+    np.testing.assert_array_equal(again.images, start.images)  # the seed fixes it, whatever the batches
+    other = adversarial_examples(model, x, y, "pgd", 0.2, steps=2, seed=2)
+    assert not np.array_equal(other.images, start.images)
+
+
+def test_a_model_that_rescales_0_255_inputs_is_attacked_in_the_0_1_range():
+    scaled = keras.Sequential(
+        [keras.Input((2, 3, 1)), keras.layers.Rescaling(1 / 255), keras.layers.Flatten(), keras.layers.Dense(3)]
+    )
+    scaled.layers[-1].set_weights([W, B])
+    result = adversarial_examples(scaled, X, Y, epsilon=0.1, loss="cross_entropy")
+    expected = np.clip(X + 0.1 * np.sign(_softmax_cross_entropy_gradient(X)), 0, 1)
+    np.testing.assert_allclose(result.images, expected, atol=1e-6)
+    assert result.input_scale == 255.0 and result.loss == "cross_entropy (from logits)"
+
+
+def _two_class_images(count, seed):
+    """Bright top or bottom halves (class 0 or 1) with noise, ``(count, 4, 4, 1)`` in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, count)
+    images = rng.uniform(0, 0.3, size=(count, 4, 4, 1))
+    images[labels == 0, :2] += 0.5
+    images[labels == 1, 2:] += 0.5
+    return images.astype("float32"), labels
+
+
+def test_the_attacks_lower_a_trained_models_accuracy_to_the_linear_models_worst_case():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(2, "softmax")])
+    model.compile(keras.optimizers.Adam(0.05), "sparse_categorical_crossentropy")
+    model.fit(*_two_class_images(256, 0), epochs=10, batch_size=64, verbose=0)
+    x, y = _two_class_images(64, 1)
+    epsilons = [0.0, 0.2, 0.25, 0.3]
+    fgsm = adversarial_accuracy(model, x, y, "fgsm", epsilons=epsilons)
+    pgd = adversarial_accuracy(model, x, y, "pgd", epsilons=epsilons)
+    # Two classes, linear logits: the logit margin d = x (w_y - w_o) + b_y - b_o falls by at most
+    # epsilon |w_y - w_o|_1 in the ball, exactly at the corner the gradient's (constant) sign points to.
+    kernel, bias = model.layers[-1].get_weights()
+    flat = x.reshape(len(x), -1).astype("float64")
+    sign = np.where(y == 0, 1.0, -1.0)
+    margin = sign * (flat @ (kernel[:, 0] - kernel[:, 1]) + bias[0] - bias[1])
+    # The corner may leave [0, 1]; clipped pixels move less, so count them pixel by pixel.
+    direction = -sign[:, None] * np.sign(kernel[:, 0] - kernel[:, 1])[None, :]
+    for (epsilon, accuracy), (_, pgd_accuracy) in zip(fgsm.table, pgd.table):
+        moved = np.clip(flat + epsilon * direction, 0, 1) - flat
+        worst = margin + sign * (moved @ (kernel[:, 0] - kernel[:, 1]))
+        assert accuracy == pgd_accuracy == np.mean(worst > 0), epsilon
+    assert fgsm.accuracy == fgsm.table[0][1] == 1.0 and fgsm.table[-1][1] < 0.5
+    # The accuracy is the model's on adversarial_examples' images.
+    images = adversarial_examples(model, x, y, "pgd", 0.25).images
+    assert pgd.table[2][1] == np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == y)
+    assert (pgd.loss, pgd.steps, pgd.step_size, pgd.random_start) == ("sparse_categorical_crossentropy", 10, None, True)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (
+            {"attack": "cw"},
+            r"adversarial_examples: argument `attack` expected one of \['fgsm', 'pgd'\], received 'cw'\.",
+        ),
+        (
+            {"epsilon": -0.1},
+            r"adversarial_examples: argument `epsilon` expected a non-negative number .*, received -0\.1\.",
+        ),
+        (
+            {"attack": "pgd", "steps": 0},
+            r"adversarial_examples: argument `steps` expected a positive integer, received 0\.",
+        ),
+        ({"steps": 5}, r"adversarial_examples: FGSM takes one step .* received steps=5, step_size=None"),
+        (
+            {"attack": "pgd", "step_size": -1.0},
+            r"adversarial_examples: argument `step_size` expected None .* or a positive number, received -1\.0\.",
+        ),
+        ({"batch_size": 0}, r"adversarial_examples: argument `batch_size` expected a positive integer, received 0\."),
+        ({"loss": "hinge"}, r"adversarial_examples: argument `loss` expected None .*, received 'hinge'\."),
+    ],
+)
+def test_bad_arguments_name_the_function_argument_expected_and_received_values(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        adversarial_examples(_linear("softmax", "sparse_categorical_crossentropy"), X, Y, **arguments)
+
+
+def test_bad_data_and_an_unreadable_loss_are_refused():
+    model = _linear("softmax", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"argument `x` expected images scaled to \[0, 1\].*values in \[0, 255\]"):
+        adversarial_examples(model, X * 255, Y)
+    with pytest.raises(
+        ValueError, match=r"argument `y` expected class indices of shape \(6,\), received 'shape \(5,\)'"
+    ):
+        adversarial_examples(model, X, Y[:5])
+    with pytest.raises(
+        ValueError, match=r"adversarial_examples: argument `loss` expected .* training loss cannot be read"
+    ):
+        adversarial_examples(_linear("softmax"), X, Y)
+    with pytest.raises(ValueError, match=r"adversarial_accuracy: argument `epsilons` expected at least one"):
+        adversarial_accuracy(model, X, Y, epsilons=[])
+
+
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="this session runs on JAX: the tests above cover it")
+def test_the_gradients_work_on_jax_too():
+    """The FGSM, margin and random-start tests in a child process on the JAX backend (jax.grad, jit)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax", reason="the jax extra is not installed")
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        __file__,
+        "-k",
+        "sign or margin or start",
+    ]
+    done = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": "jax"}, capture_output=True, text=True)
+    assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
