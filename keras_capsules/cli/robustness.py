@@ -1,7 +1,10 @@
-"""``keras-capsules robustness``: accuracy of a ``.keras`` model or a preset under rotation, scale, shear and translation.
+"""``keras-capsules robustness``: accuracy of a ``.keras`` model or a preset under rotation, scale, shear and translation,
+or (``--attack fgsm|pgd``) under white-box L-infinity attacks per epsilon.
 
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
+
+import argparse
 
 from keras_capsules.cli.options import (
     DATA_DEFAULT,
@@ -13,6 +16,71 @@ from keras_capsules.cli.options import (
 )
 
 TRANSFORMS = ("rotation", "scale", "shear", "translation")
+ATTACKS = ("fgsm", "pgd")
+LOSSES = ("margin", "cross_entropy")
+
+
+def training_loss(model):
+    """``(loss object, source)``: the training loss of a preset (its recipe's last stage) or of a ``.keras`` file
+    (the recipe in the ``metrics.json`` that ``train`` wrote beside it), or ``None`` when neither says."""
+    from keras_capsules import presets, recipes
+    from keras_capsules.training.evaluation import training_record
+
+    key = presets.find(model)
+    if key is not None:
+        preset = presets.get(*key)
+        return recipes.get(*preset.recipe).stage_recipes()[-1][1].make_loss(), "recipe " + "/".join(preset.recipe)
+    recipe = training_record(model).get("recipe")
+    if not isinstance(recipe, dict) or not recipe.get("loss"):
+        return None
+    last = (recipe.get("stages") or [{}])[-1]
+    name, kwargs = last.get("loss") or recipe["loss"], last.get("loss_kwargs") or recipe.get("loss_kwargs") or {}
+    recorded = recipes.Recipe(
+        model=recipe.get("model", "?"), dataset=recipe.get("dataset", "?"), loss=name, loss_kwargs=kwargs
+    )
+    return recorded.make_loss(), "metrics.json beside the model"
+
+
+def _attack(args, dataset, split, augment):
+    from keras_capsules import datasets
+    from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, report
+
+    unused = [flag for flag, value in (("--transform", args.transform), ("--plot", args.plot)) if value]
+    if args.attack == "fgsm":
+        unused += [
+            flag for flag, value in (("--pgd-steps", args.pgd_steps), ("--pgd-step-size", args.pgd_step_size)) if value
+        ]
+    if unused:
+        raise ValueError(
+            f"robustness: with --attack {args.attack}, {' and '.join(unused)} do not apply; received {unused}."
+        )
+    if augment is not None and datasets.get_augmentation(augment).evaluate is not None:
+        raise ValueError(
+            f"robustness: --attack expected a model that takes the images as they come, received one trained with "
+            f"augmentation preset {augment!r}, whose evaluation transform the attack cannot differentiate (pass --augment none to attack it without)."
+        )
+    loss, source = args.loss, None
+    if loss is None:
+        loss, source = training_loss(args.model) or (None, None)
+    report(
+        args.model,
+        dataset,
+        split,
+        args.attack,
+        args.epsilons or EPSILONS,
+        limit=args.limit,
+        json_path=args.json,
+        data_dir=args.data_dir,
+        download=args.download,
+        loss_source=source,
+        loss=loss,
+        steps=args.pgd_steps,
+        step_size=args.pgd_step_size,
+        random_start=args.random_start,
+        batch_size=args.batch_size,
+        seed=args.seed,
+    )
+    return 0
 
 
 def _robustness(args):
@@ -31,8 +99,10 @@ def _robustness(args):
         dataset, split = folder_for_model("robustness", args.data_dir, model, split)
     else:
         dataset = args.dataset or (presets.get(*key).dataset if key else trained_on(args.model))
-    options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
     augment = augment_option(args.augment, None if key else args.model)
+    if args.attack is not None:
+        return _attack(args, dataset, split, augment)
+    options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
     report(
         model,
         dataset,
@@ -49,10 +119,12 @@ def _robustness(args):
 def add_robustness_command(commands):
     robustness = commands.add_parser(
         "robustness",
-        help="accuracy under rotation, scale, shear and translation, per magnitude",
+        help="accuracy under rotation, scale, shear and translation per magnitude, or under FGSM / PGD per epsilon",
         description="Evaluates MODEL.keras or a preset on deterministic rotated, scaled, sheared and translated copies of a dataset "
         "split (the same images for every model: the seed fixes each image's draw) and prints accuracy per transform and "
-        "magnitude: rotation 0-60 degrees in 15-degree steps, scale 0.6-1.4, shear 0-0.4, translation 0-8 pixels.",
+        "magnitude: rotation 0-60 degrees in 15-degree steps, scale 0.6-1.4, shear 0-0.4, translation 0-8 pixels. "
+        "With --attack: accuracy under a white-box L-infinity attack (FGSM, or PGD) per epsilon, on images in [0, 1], "
+        "attacking the model's training loss (a preset's recipe, the metrics.json beside a file) or --loss.",
     )
     robustness.add_argument(
         "model",
@@ -73,7 +145,10 @@ def add_robustness_command(commands):
         "--batch-size", type=int, default=256, metavar="IMAGES", help="images per model call (default: 256 images)"
     )
     robustness.add_argument(
-        "--seed", type=int, default=0, help="seed of the per-image signs and directions (default: 0)"
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the per-image signs and directions, or of PGD's random start (default: 0)",
     )
     robustness.add_argument(
         "--augment",
@@ -94,4 +169,32 @@ def add_robustness_command(commands):
         help="also draw accuracy against magnitude per transform to this PNG (default: no plot)",
     )
     robustness.add_argument("--json", metavar="FILE.json", help="also write the result as JSON (default: none)")
+    attack = robustness.add_argument_group("adversarial attacks")
+    attack.add_argument(
+        "--attack",
+        choices=ATTACKS,
+        help="instead of the transforms: accuracy under this attack per epsilon (default: none)",
+    )
+    attack.add_argument(
+        "--epsilons",
+        nargs="+",
+        type=float,
+        metavar="EPSILON",
+        help="L-infinity radii in units of the [0, 1] image range (default: 0.05 0.1 0.2 0.3)",
+    )
+    attack.add_argument("--pgd-steps", type=int, metavar="STEPS", help="PGD's steps (default: 10)")
+    attack.add_argument(
+        "--pgd-step-size", type=float, metavar="SIZE", help="PGD's step (default: 2.5 epsilon / steps, per epsilon)"
+    )
+    attack.add_argument(
+        "--random-start",
+        action=argparse.BooleanOptionalAction,
+        help="start from a uniform draw in the epsilon-ball, seeded by --seed (default: on for PGD, off for FGSM)",
+    )
+    attack.add_argument(
+        "--loss",
+        choices=LOSSES,
+        help="loss attacked (default: the model's training loss: a preset's recipe, or the metrics.json beside a file; "
+        "cross_entropy is on probabilities after a softmax, else on the outputs as logits)",
+    )
     robustness.set_defaults(handler=_robustness)

@@ -31,3 +31,69 @@ def test_robustness_command_prints_the_table_and_writes_json(tmp_path, capsys):
     for magnitude, accuracy in record["table"]["scale"]:
         assert abs(accuracy * 16 - round(accuracy * 16)) < 1e-6
     assert "scale" in printed and len(record["table"]["scale"]) == 5
+
+
+def test_robustness_attack_prints_accuracy_per_epsilon_with_the_recipes_loss(tmp_path, capsys):
+    out = tmp_path / "fgsm.json"
+    arguments = ["robustness", "EffCapsNet/mnist", "--dataset", "mnist_sample", "--limit", "16", "--attack", "fgsm"]
+    assert cli.main(arguments + ["--epsilons", "0", "0.3", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert (record["model"], record["attack"], record["examples"], record["dataset"]) == (
+        "EffCapsNet/mnist",
+        "fgsm",
+        16,
+        "mnist_sample",
+    )
+    assert (record["loss"], record["loss_source"]) == ("margin", "recipe EffCapsNet/mnist/default")
+    assert [e for e, _ in record["table"]] == [0.0, 0.3]
+    assert record["table"][0][1] == record["accuracy"]  # epsilon 0 leaves the images as they are
+    assert "loss attacked: margin (recipe EffCapsNet/mnist/default)" in printed and "0.3" in printed
+
+
+def _linear_file(tmp_path, recipe):
+    """A 10-class linear model on 28x28x1 images, saved with a metrics.json holding ``recipe`` (or none)."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(10)])
+    model.save(tmp_path / "model.keras")
+    if recipe is not None:
+        (tmp_path / "metrics.json").write_text(json.dumps({"dataset": "mnist_sample", "recipe": recipe}))
+    return model, str(tmp_path / "model.keras")
+
+
+def test_robustness_attack_reads_a_files_training_loss_and_runs_pgd(tmp_path, capsys):
+    import numpy as np
+
+    from keras_capsules import datasets
+
+    recipe = {
+        "model": "BaselineCNN",
+        "dataset": "mnist_sample",
+        "loss": "crossentropy",
+        "loss_kwargs": {},
+        "stages": [],
+    }
+    model, path = _linear_file(tmp_path, recipe)
+    out = tmp_path / "pgd.json"
+    arguments = ["robustness", path, "--limit", "16", "--attack", "pgd", "--pgd-steps", "2", "--epsilons", "0", "0.2"]
+    assert cli.main(arguments + ["--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    images, labels = datasets.load_arrays("mnist_sample", "test")
+    clean = np.mean(np.argmax(model.predict(images[:16] / 255.0, verbose=0), axis=1) == labels[:16])
+    assert record["accuracy"] == record["table"][0][1] == clean
+    assert record["table"][1][1] <= clean and (record["steps"], record["random_start"]) == (2, True)
+    assert (record["loss"], record["loss_source"]) == ("cross_entropy (from logits)", "metrics.json beside the model")
+    assert "cross_entropy (from logits)" in capsys.readouterr().out
+
+
+def test_robustness_attack_errors_name_the_options(tmp_path, capsys):
+    _, path = _linear_file(tmp_path, None)
+    base = ["robustness", path, "--limit", "4", "--attack"]
+    assert cli.main(base + ["pgd"]) != 0  # no metrics.json, not compiled: no loss to read
+    assert "argument `loss` expected" in capsys.readouterr().err
+    assert cli.main(base + ["fgsm", "--pgd-steps", "3"]) != 0
+    assert "with --attack fgsm, --pgd-steps do not apply" in capsys.readouterr().err
+    assert cli.main(base + ["pgd", "--loss", "cross_entropy", "--epsilons", "-0.1"]) != 0
+    assert "argument `epsilon` expected a non-negative number" in capsys.readouterr().err
