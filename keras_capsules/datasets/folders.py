@@ -42,7 +42,6 @@ summary and counted in the record.
 - gray and colour images mixed: converted to the chosen channels, counted.
 """
 
-import collections
 import dataclasses
 import os
 from typing import TYPE_CHECKING
@@ -51,6 +50,10 @@ import numpy as np
 
 from keras_capsules import errors
 from keras_capsules.datasets import holdout as hold_out
+from keras_capsules.datasets.folder_fingerprint import fingerprint
+from keras_capsules.datasets.folder_report import summary_lines
+from keras_capsules.datasets.folder_scan import IMAGE_EXTENSIONS, NAMED, scan_folder, skipped_words
+from keras_capsules.datasets.folder_settings import check_settings, inferred
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.loaders import from_arrays, load_arrays
 from keras_capsules.datasets.registry import DatasetInfo, available, get_info, register_dataset
@@ -60,36 +63,12 @@ if TYPE_CHECKING:
 
 __all__ = ["IMAGE_EXTENSIONS", "folder_summary", "from_directory", "register_folder"]
 
-#: File extensions read as images (compared in lower case).
-IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 #: How images of another size are brought to the chosen one (recorded in the summary).
 RESIZE_METHOD = "bilinear with antialias (tf.image.resize), stretched to the exact size, rounded to uint8"
 SUBSETS = ("train", "validation", "test")
-#: Files named in a warning, at most.
-_NAMED = 3
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Read folders by ``(absolute path, image_size, channels)``.
 _READ: "dict[tuple, _Folder]" = {}
-
-
-@dataclasses.dataclass
-class _Scan:
-    """What a walk of the folder found: image files per split and class folder, and what it skipped."""
-
-    root: str
-    layout: str = "class folders"
-    class_folders: tuple = ()
-    files: dict = dataclasses.field(default_factory=dict)  # split -> [(path, class folder index)]
-    skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    named: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(list))
-    extensions: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    nested_folders: int = 0
-
-    def skip(self, kind, path):
-        """Counts ``path`` as skipped for reason ``kind``, naming the first few."""
-        self.skipped[kind] += 1
-        if len(self.named[kind]) < _NAMED:
-            self.named[kind].append(os.path.relpath(path, self.root))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,123 +80,6 @@ class _Folder:
     record: dict
     default_name: str
     infos: dict = dataclasses.field(default_factory=dict)
-
-
-def _entries(folder, scan):
-    """The entries of ``folder`` sorted by name, hidden ones (``.name``) counted and left out."""
-    entries = []
-    with os.scandir(folder) as listing:
-        listing = sorted(listing, key=lambda entry: entry.name)
-    for entry in listing:
-        if entry.name.startswith("."):
-            scan.skip("hidden", entry.path)
-        else:
-            entries.append(entry)
-    return entries
-
-
-def _walk(folder, ancestors, scan):
-    """Image files under ``folder``, sorted by name, sub-folders recursively; symlinks are followed unless they loop.
-
-    Args:
-        ancestors: real paths of the folders above (and including) ``folder``: a link back to one is a cycle.
-    """
-    found = []
-    for entry in _entries(folder, scan):
-        if entry.is_dir():
-            real = os.path.realpath(entry.path)
-            if real in ancestors:
-                scan.skip("symlink_cycle", entry.path)
-                continue
-            scan.nested_folders += 1
-            found += _walk(entry.path, ancestors | {real}, scan)
-        elif entry.is_file():
-            extension = os.path.splitext(entry.name)[1].lower()
-            if extension in IMAGE_EXTENSIONS:
-                found.append(entry.path)
-            else:
-                scan.skip("not_image", entry.path)
-                scan.extensions[extension or entry.name] += 1
-        elif entry.is_symlink():
-            scan.skip("broken_link", entry.path)
-        else:
-            scan.skip("not_image", entry.path)  # a socket, a device, a pipe
-    return found
-
-
-def _class_folders(entries, scan):
-    """The class folders among a split folder's ``entries`` (those that are folders), files beside them counted as skipped."""
-    folders = []
-    for entry in entries:
-        if entry.is_dir():
-            folders.append(entry)
-        elif entry.is_symlink() and not entry.is_file():
-            scan.skip("broken_link", entry.path)
-        else:
-            scan.skip("outside_class_folders", entry.path)
-    return folders
-
-
-def _scan(path, owner):
-    """Walks ``path``: the layout, the sorted class folders and the image files of each split (see the module docstring)."""
-    if not os.path.exists(path):
-        errors.fail(owner, "path", "an existing folder of images (one sub-folder per class)", path, FileNotFoundError)
-    if not os.path.isdir(path):
-        errors.fail(
-            owner, "path", "a folder of images (one sub-folder per class), not a file", path, NotADirectoryError
-        )
-    scan = _Scan(path)
-    top = _entries(path, scan)
-    names = {entry.name for entry in top if entry.is_dir()}
-    if {"train", "test"} <= names:
-        scan.layout = "train/ and test/"
-        roots = {"train": os.path.join(path, "train"), "test": os.path.join(path, "test")}
-        for entry in top:
-            if entry.name not in roots:
-                scan.skip("outside_class_folders", entry.path)
-        by_split = {split: _class_folders(_entries(root, scan), scan) for split, root in roots.items()}
-    else:
-        roots = {"train": path}
-        by_split = {"train": _class_folders(top, scan)}
-    folder_names = {split: [entry.name for entry in entries] for split, entries in by_split.items()}
-    if "test" in folder_names and folder_names["test"] != folder_names["train"]:
-        only_train = sorted(set(folder_names["train"]) - set(folder_names["test"]))
-        only_test = sorted(set(folder_names["test"]) - set(folder_names["train"]))
-        raise DataFormatError(
-            f"{owner}: argument `path` expected train/ and test/ with the same class folders (labels are given by the "
-            f"sorted names), received {path!r} with {only_train or 'none'} only in train/ and {only_test or 'none'} only in test/."
-        )
-    scan.class_folders = tuple(folder_names["train"])
-    if len(scan.class_folders) < 2:
-        where = "train/" if "test" in roots else "the folder"
-        found = f"the single class folder {scan.class_folders[0]!r}" if scan.class_folders else "no class sub-folder"
-        if not scan.class_folders and scan.skipped["outside_class_folders"]:
-            found += f", only {scan.skipped['outside_class_folders']} files (put each image in its class's sub-folder)"
-        hint = (
-            ""
-            if "test" in roots or "train" not in scan.class_folders
-            else " (train/ is read as a split only next to test/)"
-        )
-        raise DataFormatError(
-            f"{owner}: argument `path` expected a folder with one sub-folder of images per class, at least 2 classes (a "
-            f"classifier needs two), received {path!r}: {where} holds {found}{hint}."
-        )
-    top_real = os.path.realpath(path)
-    for split, entries in by_split.items():
-        ancestors = {top_real, os.path.realpath(roots[split])}
-        scan.files[split] = []
-        for label, entry in enumerate(entries):
-            real = os.path.realpath(entry.path)
-            if real in ancestors:
-                scan.skip("symlink_cycle", entry.path)
-                continue
-            scan.files[split] += [(file, label) for file in _walk(entry.path, ancestors | {real}, scan)]
-    if not any(scan.files.values()):
-        raise DataFormatError(
-            f"{owner}: argument `path` expected image files ({', '.join(IMAGE_EXTENSIONS)}) in its class folders, "
-            f"received {path!r} whose {len(scan.class_folders)} class folders hold none ({_skipped_words(scan) or 'nothing else either'})."
-        )
-    return scan
 
 
 def _decoded(paths, convert=None):
@@ -286,53 +148,22 @@ def _converter(size, channels):
     return convert
 
 
-def _inferred(stored, image_size, channels):
-    """The size and channels (given, else inferred from ``stored``, the decoded images' ``(h, w, c, 16-bit)``) and why."""
-    if image_size is None:
-        sizes = collections.Counter(map(tuple, stored[:, :2].tolist()))
-        image_size = max(sizes, key=lambda size: (sizes[size], size[0] * size[1], size[0]))
-        size_reason = f"the most common size ({sizes[image_size]} of {len(stored)} images)"
-    else:
-        size_reason = "given"
-    if channels is None:
-        color = int(np.sum(stored[:, 2] >= 3))
-        channels = 3 if color else 1
-        channels_reason = f"{color} of {len(stored)} images are colour" if color else "every image is gray"
-    else:
-        channels_reason = "given"
-    return tuple(int(s) for s in image_size), channels, size_reason, channels_reason
-
-
-def _check_settings(owner, image_size, channels):
-    if image_size is not None:
-        if not (
-            isinstance(image_size, (tuple, list))
-            and len(image_size) == 2
-            and all(errors.is_integer(s) and s > 0 for s in image_size)
-        ):
-            errors.fail(owner, "image_size", "None (inferred) or (height, width), two positive integers", image_size)
-        image_size = (int(image_size[0]), int(image_size[1]))
-    if channels is not None:
-        errors.check_one_of(owner, "channels", channels, (1, 3))
-    return image_size, channels
-
-
 def _read_folder(path, image_size, channels, owner):
     """The :class:`_Folder` of ``path`` with these settings: read (and the summary printed) on the first call only."""
     if not isinstance(path, (str, os.PathLike)):
         errors.fail(owner, "path", "a folder path (str or os.PathLike)", path, TypeError)
-    image_size, channels = _check_settings(owner, image_size, channels)
+    image_size, channels = check_settings(owner, image_size, channels)
     path = os.path.abspath(os.fspath(path))
     key = (path, image_size, channels)
     if key not in _READ:
         _READ[key] = _read(path, image_size, channels, owner, _default_name(*key))
-        print("\n".join(_summary_lines(_READ[key].record)), flush=True)
+        print("\n".join(summary_lines(_READ[key].record)), flush=True)
     return _READ[key]
 
 
 def _read(path, image_size, channels, owner, default_name):
     """Scans and decodes the folder ``path``: its :class:`_Folder` (arrays per split, the record), registered as nothing yet."""
-    scan = _scan(path, owner)
+    scan = scan_folder(path, owner)
     splits = tuple(scan.files)
     paths = [file for split in splits for file, _ in scan.files[split]]
     split_of = np.concatenate([np.full(len(scan.files[split]), i) for i, split in enumerate(splits)])
@@ -342,7 +173,7 @@ def _read(path, image_size, channels, owner, default_name):
         ok, stored, _ = _decoded(paths)
         if not ok.any():
             _none_decode(owner, path, paths)
-        image_size, channels, *reasons = _inferred(stored[ok], image_size, channels)
+        image_size, channels, *reasons = inferred(stored[ok], image_size, channels)
     ok, stored, images = _decoded(paths, _converter(image_size, channels))
     for index in np.flatnonzero(~ok):
         scan.skip("undecodable", paths[index])
@@ -355,7 +186,7 @@ def _read(path, image_size, channels, owner, default_name):
     if len(class_names) < 2:
         raise DataFormatError(
             f"{owner}: argument `path` expected at least 2 class folders with training images (a classifier needs two), "
-            f"received {path!r} with images only in {list(class_names)} ({_skipped_words(scan)})."
+            f"received {path!r} with images only in {list(class_names)} ({skipped_words(scan)})."
         )
     keep = ok & trained[labels]
     if "test" in splits and not np.any(keep & (split_of == 1)):
@@ -395,75 +226,19 @@ def _read(path, image_size, channels, owner, default_name):
         "skipped": dict(scan.skipped),
         "skipped_named": {kind: list(names) for kind, names in scan.named.items()},
         "skipped_extensions": dict(scan.extensions),
+        "fingerprint": fingerprint(
+            path, class_names, [(splits[split_of[i]], paths[i], new_label[labels[i]]) for i in np.flatnonzero(keep)]
+        ),
     }
     return _Folder(class_names, arrays, record, default_name)
 
 
 def _none_decode(owner, path, paths):
-    named = ", ".join(os.path.relpath(p, path) for p in paths[:_NAMED])
+    named = ", ".join(os.path.relpath(p, path) for p in paths[:NAMED])
     raise DataFormatError(
         f"{owner}: argument `path` expected images that TensorFlow decodes (PNG, JPEG, BMP, GIF), received {path!r} whose "
         f"{len(paths)} image files all fail to decode (corrupt, truncated or another format), e.g. {named}."
     )
-
-
-_SKIP_WORDS = {
-    "undecodable": "files that do not decode (corrupt, truncated or another format)",
-    "not_image": "files that are not PNG/JPEG/BMP/GIF",
-    "hidden": "hidden files or folders",
-    "outside_class_folders": "entries outside the class folders",
-    "broken_link": "broken symlinks",
-    "symlink_cycle": "symlinks to a folder above them (cycles), not followed",
-}
-
-
-def _skipped_words(scan):
-    return "; ".join(f"{scan.skipped[kind]} {words}" for kind, words in _SKIP_WORDS.items() if scan.skipped[kind])
-
-
-def _summary_lines(record):
-    """The printed summary of a folder's ``record``: what was read, chosen, converted and skipped."""
-    classes = record["class_names"]
-    lines = [f"Image folder {record['path']} ({record['layout']}): {len(classes)} classes {classes}"]
-    lines.append("  images: " + ", ".join(f"{split} {count}" for split, count in record["images"].items()))
-    height, width = record["image_size"]
-    lines.append(
-        f"  size {height}x{width}: {record['image_size_from']}; {record['resized']} image(s) resized to it ({record['resize_method']})"
-    )
-    lines.append(
-        f"  channels {record['channels']} ({'gray' if record['channels'] == 1 else 'RGB'}): {record['channels_from']}"
-    )
-    converted = [
-        f"{record[key]} {words}"
-        for key, words in (
-            ("gray_to_rgb", "gray images repeated to RGB"),
-            ("rgb_to_gray", "colour images turned to gray (luma)"),
-            ("alpha_dropped", "alpha channels dropped"),
-            ("sixteen_bit", "16-bit images scaled to 8 bits (high byte)"),
-        )
-        if record[key]
-    ]
-    if converted:
-        lines.append("  converted: " + "; ".join(converted))
-    if record["nested_folders"]:
-        lines.append(f"  {record['nested_folders']} sub-folders inside class folders were read with their class")
-    for kind, words in _SKIP_WORDS.items():
-        count = record["skipped"].get(kind)
-        if count:
-            named = ", ".join(record["skipped_named"][kind]) + (", ..." if count > _NAMED else "")
-            if kind == "not_image":
-                named = ", ".join(f"{extension} {n}" for extension, n in sorted(record["skipped_extensions"].items()))
-            lines.append(f"  {'warning: ' if kind in _WARNED else ''}skipped {count} {words}: {named}")
-    if record["empty_classes"]:
-        lines.append(
-            f"  warning: skipped the class folders without a readable training image {record['empty_classes']} "
-            f"(and their {record['images_of_empty_classes']} other images)"
-        )
-    return lines
-
-
-#: Skips that the summary flags as warnings (the others are expected in ordinary folders).
-_WARNED = ("undecodable", "outside_class_folders", "broken_link", "symlink_cycle")
 
 
 def _default_name(path, image_size, channels):
@@ -548,7 +323,8 @@ def folder_summary(name: str) -> dict:
         ``resized`` and ``resize_method``, the conversion counts (``gray_to_rgb``, ``rgb_to_gray``,
         ``alpha_dropped``, ``sixteen_bit``), ``nested_folders``, ``empty_classes`` (skipped, with their
         ``images_of_empty_classes``), ``skipped`` counts by reason with ``skipped_named`` (the first few
-        files) and ``skipped_extensions``.
+        files) and ``skipped_extensions``, and the ``fingerprint`` of the images read
+        (:func:`~keras_capsules.datasets.folder_fingerprint.fingerprint`).
 
     Raises:
         ValueError: ``name`` is not a registered folder.

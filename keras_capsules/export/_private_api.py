@@ -1,10 +1,11 @@
 """The library's only use of private Keras and TensorFlow APIs (``keras.src``, ``tensorflow.python``).
 
-ONNX conversion needs three things no public API offers: Keras' input signature of a model, Keras'
-numpy-2 fixes of tf2onnx, and TensorFlow's graph freezing. They are imported here and nowhere else
-(``layering_test`` checks it), so a Keras or TensorFlow upgrade that moves them breaks this file only;
-``export/formats_test.py`` exports every application to ONNX and would show it.
+ONNX conversion needs Keras' input signature of a model, its numpy-2 fixes of tf2onnx and TensorFlow's graph
+freezing; a model built from its shapes (``training/shape_plan.py``) Keras' pending variables and name counters.
+Imported here only (``layering_test`` checks it): an upgrade that moves them breaks this file and its tests.
 """
+
+import contextlib
 
 import keras
 
@@ -36,3 +37,24 @@ def tf2onnx_convert(model, path):
     tf2onnx.convert.from_function(
         _FrozenFunction(convert_variables_to_constants_v2(concrete)), signature, output_path=path
     )
+
+
+@contextlib.contextmanager
+def deferred_variables():
+    """Within: variables get shapes and no values, never given any later; layer names made within are not counted."""
+    from keras.src.backend.common import global_state
+
+    waiting = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
+    names = global_state.get_global_attribute("object_name_uids")
+    names = None if names is None else names.copy()
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", waiting)
+        global_state.set_global_attribute("object_name_uids", names)
+
+
+def is_deferred(variable):
+    """Whether the Keras ``variable`` was made in :func:`deferred_variables` (a shape, no value)."""
+    return getattr(variable, "_value", True) is None

@@ -61,3 +61,43 @@ def check_output_file(path, *, overwrite=False, inputs=(), what="output file"):
         raise ValueError(
             f"{what} {path!r} exists; pass overwrite=True (CLI: --overwrite) to replace it, or choose another name."
         )
+
+
+def _cannot(what, path, why):
+    return ValueError(f"{what} expected a folder it can create and write into, received {path!r}: {why}.")
+
+
+def check_writable_folder(path, *, what="output folder"):
+    """Refuses, before anything is written, a folder that cannot be created or written into (nothing is created).
+
+    Args:
+        path: the folder.
+        what: how error messages name it, e.g. ``"train: argument `output` (CLI --output)"``.
+
+    Raises:
+        ValueError: ``path`` is an existing file, a file stands where one of its parents would be, or
+            its nearest existing parent (or itself) cannot be written into; naming ``what``, the path and why.
+    """
+    target = os.path.abspath(os.fspath(path))
+    existing = target
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "it is an existing file" if existing == target else f"{existing!r} is a file, not a folder"
+        raise _cannot(what, path, f"{where} (nothing was written)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "it" if existing == target else f"its parent {existing!r}"
+        raise _cannot(what, path, f"no permission to write into {where} (choose a folder you can write to)")
+
+
+def make_folder(path, *, what="output folder"):
+    """``os.makedirs(path, exist_ok=True)``, its failures (read-only disk, no space, ...) worded as :func:`check_writable_folder`'s.
+
+    Raises:
+        ValueError: the folder cannot be created, naming ``what``, the path and the system's reason.
+    """
+    check_writable_folder(path, what=what)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise _cannot(what, path, f"{error.strerror or error} ({type(error).__name__})") from None

@@ -24,7 +24,9 @@ another backend gets a ``ValueError``):
    the loss (``model.compute_loss`` of a compiled model, so the reconstruction decoder that
    :class:`~keras_capsules.applications.CapsuleClassifier` runs in its loss is in; the mean square of
    the outputs for a model that is not compiled, which then leaves out what only a compiled loss runs)
-   and ``tape.gradient`` of the trainable weights.
+   and ``tape.gradient`` of the trainable weights (:func:`~keras_capsules.training.shape_plan.traced_step`).
+   A model built from its shapes alone (:func:`~keras_capsules.training.shape_plan.from_shapes`: no
+   weight allocated) is planned the same way, before anything is allocated.
 2. Its ops are replayed one at a time in the order they were created (the forward pass, then the
    backward pass): an op's outputs are allocated when it runs and freed once their last consumer has
    run; views (``Identity``, ``Reshape``, ``Squeeze``, ...) share their input's memory and variable reads
@@ -68,6 +70,7 @@ import keras
 from keras_capsules import errors
 from keras_capsules.introspection import all_layers
 from keras_capsules.routing import Router
+from keras_capsules.training import shape_plan
 
 try:
     import resource
@@ -422,49 +425,6 @@ def _routed_scope(layers):
             delattr(layer, name)
 
 
-def _traced_step(model, batch_size, label_shape, label_dtype):
-    """The concrete function of one training step of ``model`` at ``batch_size`` (see the module docstring, 1.)."""
-    import tensorflow as tf
-
-    inputs = getattr(model, "inputs", None)
-    if not inputs:
-        errors.fail(
-            "memory_plan.estimate",
-            "model",
-            "a model with known inputs (functional or Sequential with an Input)",
-            f"{type(model).__name__} {model.name!r}",
-        )
-    specs = []
-    for tensor in inputs:
-        shape = (batch_size, *tensor.shape[1:])
-        if None in shape:
-            errors.fail(
-                "memory_plan.estimate",
-                "model",
-                "a model whose inputs have fixed sizes besides the batch",
-                f"input shape {tuple(tensor.shape)}",
-            )
-        specs.append(tf.TensorSpec(shape, tensor.dtype))
-    label_spec = tf.TensorSpec((batch_size, *label_shape), label_dtype)
-    compiled = getattr(model, "compiled", False)
-    variables = model.trainable_variables
-    # As Keras's own train step: an override of compute_loss may not take `training`.
-    training = {"training": True} if "training" in inspect.signature(model.compute_loss).parameters else {}
-
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            y_pred = model(x, training=True)
-            if compiled:
-                loss = model.compute_loss(x=x, y=y, y_pred=y_pred, **training)
-            else:
-                floats = [t for t in keras.tree.flatten(y_pred) if t.dtype.is_floating]
-                loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, "float32"))) for t in floats])
-        return tape.gradient(loss, variables)
-
-    x_spec = specs[0] if len(specs) == 1 else specs
-    return tf.function(step, autograph=False).get_concrete_function(x_spec, label_spec)
-
-
 def optimizer_slots(optimizer) -> int:
     """Variables ``optimizer`` keeps per trainable weight: Adam 2, SGD with momentum 1, plain SGD 0.
 
@@ -588,7 +548,8 @@ def estimate(
 
     Args:
         model: a built Keras model with fixed input sizes (compiled as it will train, so that its loss,
-            a reconstruction decoder's included, is traced; see the module docstring).
+            a reconstruction decoder's included, is traced; see the module docstring), or one built in
+            :func:`~keras_capsules.training.shape_plan.from_shapes` (nothing allocated).
         batch_size: examples per step.
         optimizer: what trains it: an optimizer, a name or config for ``keras.optimizers.get`` (``"sgd"``
             is plain SGD); default the compiled model's, else ``"adam"``.
@@ -616,8 +577,8 @@ def estimate(
     slots = optimizer_slots(optimizer)
     optimizer_name = type(keras.optimizers.get(optimizer) if isinstance(optimizer, (str, dict)) else optimizer).__name__
     with _routed_scope(_routed_layers(model)):
-        step = _traced_step(model, batch_size, tuple(label_shape), label_dtype)
-    live = live_tensors(step.graph.get_operations(), step.graph.outputs)
+        operations, outputs = shape_plan.traced_step(model, batch_size, tuple(label_shape), label_dtype)
+    live = live_tensors(operations, outputs)
     votes = sum(count for name, count in live.at_peak.items() if _in_routed_scope(name))
     shapes = tuple(tuple(t.shape[1:]) for t in model.inputs)
 

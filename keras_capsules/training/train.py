@@ -18,11 +18,11 @@ from keras_capsules.datasets import holdout as validation
 from keras_capsules.datasets.augment import multi_view
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
-from keras_capsules.training import memory_plan, pruning
+from keras_capsules.saving.output_paths import check_writable_folder, make_folder
+from keras_capsules.training import memory_plan, pruning, run_dataset, stages
 from keras_capsules.training.checkpoints import (
     CheckpointError,
     EpochCheckpoint,
-    build_optimizer,
     checkpoint_dirs,
     clear_checkpoints,
     restore_checkpoint,
@@ -34,100 +34,16 @@ from keras_capsules.training.distribute import (
     is_multi_worker,
     worker_index,
 )
+from keras_capsules.training.run_dataset import default_output
+from keras_capsules.training.stages import (  # noqa: F401 (build_model, construct_model: also imported from here)
+    build_model,
+    construct_model,
+    set_stage_trainable,
+    stage_model,
+)
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-
-def construct_model(recipe, classes, input_shape=None, **model_overrides):
-    """The uncompiled application named by ``recipe.model`` (see :func:`build_model` for the arguments)."""
-    constructor = getattr(applications, recipe.model, None)
-    if constructor is None or not callable(constructor) or isinstance(constructor, type):
-        raise ValueError(
-            f"train: unknown model {recipe.model!r}; expected an application constructor name such as 'EffCapsNet'."
-        )
-    kwargs = {**recipe.model_kwargs, **{k: v for k, v in model_overrides.items() if v is not None}}
-    kwargs.setdefault("classes", classes)
-    if input_shape is not None:
-        kwargs.setdefault("input_shape", tuple(input_shape))
-    return constructor(**kwargs)
-
-
-def build_model(recipe, classes, input_shape=None, steps_per_epoch=None, **model_overrides):
-    """Builds and compiles the application named by ``recipe.model`` with the recipe's optimizer, loss and metrics.
-
-    Call it inside ``strategy.scope()`` for distributed training. (Multi-stage recipes compile one
-    model per stage: see :func:`stage_model`.)
-
-    Args:
-        recipe: a :class:`~keras_capsules.recipes.Recipe`.
-        classes: number of classes (unless ``recipe.model_kwargs`` sets it).
-        input_shape: image shape (unless ``recipe.model_kwargs`` sets it).
-        steps_per_epoch: optimizer steps per epoch, for the learning-rate schedule.
-        **model_overrides: constructor arguments replacing the recipe's (``None`` values are ignored).
-    """
-    model = construct_model(recipe, classes, input_shape, **model_overrides)
-    model.compile(
-        optimizer=recipe.make_optimizer(steps_per_epoch), loss=recipe.make_loss(), metrics=recipe.make_metrics()
-    )
-    return model
-
-
-def set_stage_trainable(model, stage, frozen):
-    """Freezes the layers with weights that ``stage.trainable`` does not name, and unfreezes those frozen by earlier stages.
-
-    Layers are only touched when a stage asks for it, so a single-stage recipe keeps the model's own flags.
-
-    Args:
-        model: the model all stages share.
-        stage: a :class:`~keras_capsules.recipes.base.Stage`.
-        frozen: set of the layer names frozen by earlier stages; updated in place.
-    """
-    names = {layer.name for layer in model.layers}
-    unknown = sorted(set(stage.trainable or ()) - names)
-    if unknown:
-        raise ValueError(
-            f"train: stage {stage.name!r} field `trainable` expected layer names of model {model.name!r}, received {unknown}."
-        )
-    for layer in model.layers:
-        train_it = stage.trainable is None or layer.name in stage.trainable
-        if train_it and layer.name in frozen:
-            layer.trainable = True
-            frozen.discard(layer.name)
-        elif not train_it and layer.weights and layer.trainable:
-            layer.trainable = False
-            frozen.add(layer.name)
-
-
-def stage_model(model, stage, recipe, steps_per_epoch):
-    """The compiled model one stage trains: ``model``, or ``model``'s inputs -> the output of layer ``stage.output``.
-
-    Call :func:`set_stage_trainable` first (the optimizer is built for the trainable weights), inside
-    ``strategy.scope()`` for distributed training.
-
-    Args:
-        model: the model all stages share.
-        stage: a :class:`~keras_capsules.recipes.base.Stage`.
-        recipe: the stage's single-stage recipe (``Recipe.stage_recipes``).
-        steps_per_epoch: optimizer steps per epoch, for the learning-rate schedule.
-    """
-    net = model
-    if stage.output is not None:
-        try:
-            output = model.get_layer(stage.output).output
-        except ValueError:
-            raise ValueError(
-                f"train: stage {stage.name!r} field `output` expected a layer name of model {model.name!r}, received {stage.output!r}."
-            ) from None
-        net = keras.Model(model.inputs, output, name=f"{model.name}_{stage.name}")
-    optimizer = recipe.make_optimizer(steps_per_epoch)
-    if recipe.pruning is not None:
-        # Wrapped from the start (not by the callback), so every checkpoint holds the same optimizer structure.
-        paths = [variable.path for variable in pruning.shrinkable_weights(net)]
-        optimizer = pruning.LobsterOptimizer(optimizer, recipe.pruning.get("strength", 1e-4), variable_paths=paths)
-    net.compile(optimizer=optimizer, loss=recipe.make_loss(), metrics=recipe.make_metrics())
-    build_optimizer(net)  # before the first traced step, which would otherwise build it and be traced twice
-    return net
 
 
 def _multi_view_data(recipe, stage, plain_data, steps, seed, drop_remainder):
@@ -281,13 +197,6 @@ def weights_fingerprint(model):
     for value in model.get_weights():
         digest.update(np.ascontiguousarray(value).tobytes())
     return digest.hexdigest()
-
-
-def default_output(model, dataset):
-    """``runs/<model>-<dataset>``; for a folder of images (registered as ``folder:/path/...``), ``runs/<model>-<the folder's name>``."""
-    if datasets.info(dataset).stratified_holdout:
-        dataset = os.path.basename(os.path.normpath(datasets.folder_summary(dataset)["path"])) or "folder"
-    return os.path.join("runs", f"{model}-{dataset}")
 
 
 def _paper_or_generic_recipe(model, dataset, variant):
@@ -537,26 +446,11 @@ class _Trained:
     seconds: float
 
 
-def _check_memory(run, trained, stage, stage_recipe, data):
-    """The memory plan of the first stage this call trains (``trained``: its compiled model), printed and checked.
-
-    Raises:
-        memory_plan.MemoryPlanError: the estimated peak exceeds ``run.max_memory`` (default: what the
-            process can use), naming the largest batch that fits.
-    """
-    plan = memory_plan.estimate(trained, stage_recipe.batch_size * stage.views, steps_per_epoch=data.steps)
-    if run.verbose:
-        print(plan.describe(), flush=True)
-    return memory_plan.check(plan, run.max_memory)
-
-
 def _train_stages(run, net, plan, point, data):
     """Trains ``net`` through the stages of ``plan`` from ``point``, a checkpoint after every epoch.
 
     Stages before ``point.stage`` only set their trainable flags; ``net`` ends with the constructor's
     flags and compiled by the last stage (which trains the model itself; ``Recipe`` checks it).
-    Before the first ``fit``, the step's memory plan is printed and checked (``run.memory_check``:
-    ``"only"`` stops there, returning ``None``).
 
     Returns:
         A :class:`_Trained`, or ``None`` after a dry run.
@@ -582,10 +476,6 @@ def _train_stages(run, net, plan, point, data):
         if initial_epoch == stage_recipe.epochs and not last:
             continue  # the checkpoint closed this stage: the next one starts fresh
         if not checkpoints:
-            if run.memory_check != "off":
-                planned = _check_memory(run, trained, stage, stage_recipe, data)
-                if run.memory_check == "only":
-                    return planned
             iterations_at_start = int(trained.optimizer.iterations.numpy())
         checkpoint = EpochCheckpoint(
             run.backup_dir,
@@ -737,7 +627,9 @@ def train(
         dataset: dataset name (``"mnist_sample"`` ships with the package).
         epochs, batch_size, learning_rate: override the recipe (``epochs``: every stage of a multi-stage recipe).
         output: folder for ``metrics.json``, ``model.keras``, ``export/`` and ``checkpoints/``
-            (default ``runs/<model>-<dataset>``, see :func:`default_output`).
+            (default ``runs/<model>-<dataset>``, for a folder of images ``runs/<model>-<folder name>-<hash of
+            its path>``: see :func:`~keras_capsules.training.run_dataset.default_output`); a run of other images there is
+            refused unless ``resume=False`` (:mod:`~keras_capsules.training.run_dataset`).
         data_dir: folder with the dataset's standard files.
         limit: use only the first ``limit`` training examples. eval_limit: the same for evaluation.
         seed: random seed for weights, shuffling and augmentation.
@@ -805,6 +697,9 @@ def train(
         memory_check,
         max_memory,
     )
+    what = "train: argument `output` (CLI --output)"
+    check_writable_folder(run.output, what=what)
+    run_dataset.check(run.output, model, dataset, resume and not run.multi_worker)
     finished = (
         finished_run(run.output, recipe, arguments, export)
         if resume and not run.multi_worker and memory_check != "only"
@@ -813,33 +708,29 @@ def train(
     if finished is not None:
         return finished
     if memory_check != "only":
-        os.makedirs(run.output, exist_ok=True)
+        make_folder(run.output, what=what)
+        if run.chief:
+            run_dataset.write(run.output, dataset)
     keras.utils.set_random_seed(seed)
 
     data = _load_data(run, dataset, data_dir, download)
-    with run.strategy.scope():
-        input_shape, classes = data.training.element_spec[0].shape[1:], datasets.num_classes(dataset)
-        architecture = {k: v for k, v in recipe.model_kwargs.items() if k not in ("input_shape", "classes")}
-        tuned = (
-            None
-            if weights is None
-            else fine_tune.fine_tune_model(recipe.model, weights, input_shape, classes, **architecture)
-        )
-        net = construct_model(recipe, classes, input_shape) if tuned is None else tuned.model
-        if hasattr(net, "class_names") and not datasets.info(dataset).multi_label:
-            net.class_names = datasets.class_names(dataset)  # saved in model.keras: predict names the classes anywhere
-        if not resume and run.chief and memory_check != "only":
-            clear_checkpoints(run.backup_dir)
+    input_shape, classes = tuple(data.training.element_spec[0].shape[1:]), datasets.num_classes(dataset)
     plan = recipe.stage_recipes()
     point = _resume_point(run, plan, resume)
+    if memory_check != "off":  # before any weight is allocated: a model too large for memory is refused, not killed
+        first = stages.first_stage(plan, point.done, _epoch_offsets(plan), point.stage)
+        planned = stages.plan_memory(
+            recipe, weights, input_shape, classes, plan, first, data.steps, run.max_memory, run.verbose
+        )
+        if memory_check == "only":
+            return {"model": model, "dataset": dataset, "dry_run": True, "plan": planned}
+    with run.strategy.scope():
+        net, tuned = stages.network(recipe, weights, input_shape, classes)
+        if hasattr(net, "class_names") and not datasets.info(dataset).multi_label:
+            net.class_names = datasets.class_names(dataset)  # saved in model.keras: predict names the classes anywhere
+        if not resume and run.chief:
+            clear_checkpoints(run.backup_dir)
     trained = _train_stages(run, net, plan, point, data)
-    if memory_check == "only":
-        return {
-            "model": model,
-            "dataset": dataset,
-            "dry_run": True,
-            "plan": trained if isinstance(trained, memory_plan.TrainingPlan) else None,
-        }
     identity = {
         "model": model,
         "dataset": dataset,
