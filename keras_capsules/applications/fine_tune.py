@@ -34,7 +34,7 @@ class FineTuned:
 
     Attributes:
         model: the application, backbone weights from the preset, top freshly initialised.
-        preset: the preset key, ``"MODEL/NAME"``.
+        preset: the preset key, ``"MODEL/NAME"``, or the preset folder's path.
         backbone: names of the layers whose weights came from the preset, in model order.
         top: names of the weighted layers that start from their initialisation (class capsules, decoder).
         adapted: ``{layer name: what was done}`` for weights converted rather than copied (see the module docstring).
@@ -71,24 +71,44 @@ def _adapt_first_kernel(stored, wanted):
 
 
 def _resolve(model_name, weights, kwargs):
-    """``(key, preset, constructor, arguments)``: the preset ``weights`` of ``model_name`` and its architecture arguments under ``kwargs``."""
-    from keras_capsules import applications
+    """``(key, recorded, weights_path, constructor, arguments)``: the preset ``weights`` of ``model_name`` (a registered
+    preset, or a preset folder written by ``presets.save``), the constructor arguments it records (``input_shape`` and
+    ``classes`` included), its weights file, and its architecture arguments under ``kwargs``."""
+    import os
 
-    key = presets.find(weights if "/" in str(weights) or ":" in str(weights) else f"{model_name}/{weights}")
+    from keras_capsules import applications
+    from keras_capsules.presets import folders
+    from keras_capsules.presets.constructor import FREE_ARGUMENTS
+
     constructor = getattr(applications, model_name)
-    if key is None or key[0] != model_name:
-        names = ", ".join(f"{model_name}/{name}" for name in constructor.presets())
-        raise ValueError(
-            f"fine_tune_model({model_name!r}, weights={weights!r}): argument `weights` expected a preset of {model_name} "
-            f"({names or 'it has none'}), received {weights!r}."
-        )
-    preset = presets.get(*key)
+    if isinstance(weights, (str, os.PathLike)) and folders.is_preset_folder(weights):
+        folder = folders.read(weights, function=f"fine_tune_model({model_name!r}, weights={os.fspath(weights)!r})")
+        if folder.model != model_name:
+            raise ValueError(
+                f"fine_tune_model({model_name!r}, weights={os.fspath(weights)!r}): argument `weights` expected a preset "
+                f"folder made by {model_name}, received one made by {folder.model or 'a Keras config'}."
+            )
+        shown = {"input_shape": folder.metadata.get("preprocessing", {}).get("input_shape")}
+        if folder.class_names:
+            shown["classes"] = len(folder.class_names)
+        architecture = {
+            k: v for k, v in folder.arguments.items() if k not in FREE_ARGUMENTS
+        }  # not include_top, name...
+        key, recorded, path = os.fspath(weights), {**shown, **architecture}, folder.weights_path
+    else:
+        key = presets.find(weights if "/" in str(weights) or ":" in str(weights) else f"{model_name}/{weights}")
+        if key is None or key[0] != model_name:
+            names = ", ".join(f"{model_name}/{name}" for name in constructor.presets())
+            raise ValueError(
+                f"fine_tune_model({model_name!r}, weights={weights!r}): argument `weights` expected a preset of {model_name} "
+                f"({names or 'it has none'}) or a preset folder it made, received {weights!r}."
+            )
+        preset = presets.get(*key)
+        key, recorded, path = "/".join(key), preset.kwargs, presets.locate(preset)
     arguments = {
-        k: (tuple(v) if isinstance(v, list) else v)
-        for k, v in preset.kwargs.items()
-        if k not in ("input_shape", "classes")
+        k: (tuple(v) if isinstance(v, list) else v) for k, v in recorded.items() if k not in ("input_shape", "classes")
     }
-    return key, preset, constructor, {**arguments, **kwargs}
+    return key, recorded, path, constructor, {**arguments, **kwargs}
 
 
 def _backbone_names(constructor, input_shape, arguments):
@@ -101,8 +121,8 @@ def new_layer_names(model_name, weights, **kwargs):
 
     Layer names do not depend on the input size or the classes, so the model is built at the preset's.
     """
-    _, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
-    shape, classes = tuple(preset.kwargs["input_shape"]), preset.kwargs["classes"]
+    _, recorded, _, constructor, arguments = _resolve(model_name, weights, kwargs)
+    shape, classes = tuple(recorded["input_shape"]), recorded["classes"]
     backbone = _backbone_names(constructor, shape, arguments)
     return [
         name
@@ -116,7 +136,8 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
 
     Args:
         model_name: application constructor name, e.g. ``"EffCapsNet"``.
-        weights: a preset of that application: ``"mnist"``, or ``"EffCapsNet/mnist"``.
+        weights: a preset of that application: ``"mnist"``, ``"EffCapsNet/mnist"``, or the path of a preset
+            folder it made (``presets.save``, ``keras-capsules train --save-preset``).
         input_shape: the new images' ``(height, width, channels)``.
         classes: the new number of classes (the new class capsules).
         **kwargs: constructor arguments over the preset's (for example ``reconstruction=False``);
@@ -130,16 +151,16 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
             differs in a way the architecture cannot take (the message names the layer, both shapes
             and the preset's input shape).
     """
-    key, preset, constructor, arguments = _resolve(model_name, weights, kwargs)
+    key, recorded, weights_path, constructor, arguments = _resolve(model_name, weights, kwargs)
     where = f"fine_tune_model({model_name!r}, weights={weights!r})"
     model = constructor(input_shape=tuple(input_shape), classes=int(classes), **arguments)
     backbone_names = _backbone_names(constructor, input_shape, arguments)
     stored = {}
-    for name, value in read_weights(presets.locate(preset)).items():
+    for name, value in read_weights(weights_path).items():
         layer, _, index = name.rpartition("/")
         stored.setdefault(layer, {})[int(index)] = value
     layers = weighted_layers(model)
-    preset_shape = tuple(preset.kwargs.get("input_shape", ()))
+    preset_shape = tuple(recorded.get("input_shape", ()))
     adapted = {}
     for position, name in enumerate(backbone_names):
         layer = layers[name]
@@ -162,4 +183,4 @@ def fine_tune_model(model_name, weights, input_shape, classes, **kwargs):
         for variable, value in zip(layer.weights, values):
             variable.assign(value.astype(variable.dtype))
     top = [name for name in layers if name not in backbone_names]
-    return FineTuned(model, "/".join(key), backbone_names, top, adapted)
+    return FineTuned(model, key, backbone_names, top, adapted)

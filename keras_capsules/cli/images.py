@@ -7,7 +7,7 @@ import os
 import sys
 
 #: Picture files, decoded by ``tf.io.decode_image`` (GIF: the first frame).
-PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp")
 #: ITU-R BT.601 luma weights of R, G, B (those of ``tf.image.rgb_to_grayscale``).
 LUMA = (0.299, 0.587, 0.114)
 
@@ -27,7 +27,7 @@ def read_images(path):
 
     if os.path.isdir(path):
         raise ValueError(
-            f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP or .npy), received {path!r}, a directory."
+            f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP, WebP or .npy), received {path!r}, a directory."
         )
     if not os.path.isfile(path):
         raise ValueError(f"predict: image file {path!r} does not exist.")
@@ -52,13 +52,14 @@ def read_images(path):
 
         try:
             picture = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
-        except tf.errors.InvalidArgumentError as error:
+        except tf.errors.OpError:
             raise ValueError(
-                f"predict: {path!r} is not a readable {suffix[1:].upper()} image ({error.message})."
+                f"predict: {path!r} is not a readable {suffix[1:].upper()} image: it does not decode (corrupt, truncated, "
+                "or another format under that extension)."
             ) from None
         return [(path, picture.numpy())]
     raise ValueError(
-        f"predict: argument `IMAGE` expected a .png, .jpg, .jpeg, .gif, .bmp or .npy file, received {path!r}."
+        f"predict: argument `IMAGE` expected a .png, .jpg, .jpeg, .gif, .bmp, .webp or .npy file, received {path!r}."
     )
 
 

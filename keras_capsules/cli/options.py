@@ -96,12 +96,12 @@ def preset_option(text, flag):
     return key
 
 
-def folder_dataset(command, data_dir, image_size=None, channels=None):
+def folder_dataset(command, data_dir, image_size=None, channels=None, drop_empty_classes=False):
     """Registers ``data_dir``, a folder of class subfolders (or of ``train/`` and ``test/`` holding them), and returns its dataset name.
 
     Used when a command gets ``--data-dir`` and no ``--dataset``: the folder is the data, never a
     reason to fall back to another set. Its read summary (classes, images, size and channels and why,
-    conversions, skipped files) is printed.
+    conversions, skipped files) is printed. ``drop_empty_classes``: ``--drop-empty-classes``.
 
     Raises:
         ValueError: naming ``command`` and the folder, saying what was looked for, when the folder holds
@@ -111,7 +111,10 @@ def folder_dataset(command, data_dir, image_size=None, channels=None):
 
     try:
         return datasets.register_folder(
-            data_dir, image_size=None if image_size is None else tuple(image_size), channels=channels
+            data_dir,
+            image_size=None if image_size is None else tuple(image_size),
+            channels=channels,
+            drop_empty_classes=drop_empty_classes,
         ).name
     except (OSError, ValueError) as error:
         raise ValueError(
@@ -124,8 +127,9 @@ def folder_dataset(command, data_dir, image_size=None, channels=None):
 def add_folder_options(parser):
     """``--image-size H W`` and ``--channels C``: how a folder of images (``--data-dir`` without ``--dataset``) is read."""
     parser.add_argument(
-        "--image-size", type=int, nargs=2, metavar=("HEIGHT", "WIDTH"),
-        help="with --data-dir FOLDER of images: resize every image to this size (default: the folder's most common size)",
+        "--image-size", type=positive_int, nargs=2, metavar=("HEIGHT", "WIDTH"),
+        help="with --data-dir FOLDER of images: resize every image to this size (default: the folder's most common size, "
+        "scaled down to a longer side of 128 px)",
     )  # fmt: skip
     parser.add_argument(
         "--channels",

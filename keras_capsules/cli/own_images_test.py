@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from keras_capsules import cli
+from keras_capsules import cli, datasets
 from keras_capsules.datasets import folders, registry
+
+RNG = np.random.default_rng(0)
 
 
 @pytest.fixture(autouse=True)
@@ -125,3 +127,136 @@ def test_two_folders_of_one_name_get_their_own_runs_and_never_share_one(tmp_path
     _new_process(monkeypatch)
     assert cli.main(["train", "EffCapsNet", "--data-dir", str(project_a), *small_training]) == 2
     assert "(2 classes, 9 images" in capsys.readouterr().err
+
+
+# --------------------------------------------------------- 3. WebP, and classes that lose their images
+
+
+def test_webp_is_read_and_a_class_without_readable_images_is_an_error_unless_dropped(tmp_path, capsys):
+    data = _folder(tmp_path / "pets", classes=("cat",), size=(28, 28))
+    dogs = [RNG.integers(0, 256, (28, 28, 3), dtype=np.uint8) for _ in range(3)]
+    for i, dog in enumerate(dogs):
+        (data / "dog").mkdir(exist_ok=True)
+        Image.fromarray(dog).save(data / "dog" / f"{i}.webp", lossless=True)
+    (data / "fox").mkdir()
+    for i in range(2):
+        (data / "fox" / f"{i}.png").write_bytes(b"\x89PNG truncated")
+    argv = ["train", "EffCapsNet", "--data-dir", str(data), "--dry-run", "--output", str(tmp_path / "o")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "none of the 2 image files of 'fox' decodes (e.g. fox/0.png)" in err, err
+    assert "--drop-empty-classes" in err and "'dog'" not in err
+    assert cli.main([*argv, "--drop-empty-classes"]) == 0
+    out = capsys.readouterr().out
+    assert "2 classes ['cat', 'dog']" in out and "images: train 7" in out  # 4 PNG cats, 3 WebP dogs
+    assert "warning: skipped the class folders without a readable training image ['fox']" in out
+    images, labels = datasets.load_arrays(f"folder:{data}@drop-empty")
+    np.testing.assert_array_equal(images[labels == 1], np.stack(dogs))  # lossless WebP: the pixels written
+
+
+# ------------------------------------------------------------------------------- 4. symlinks
+
+
+def _constants(root, name, values):
+    for value in values:
+        _save_constant(root / name / f"{value}.png", value)
+
+
+def _save_constant(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.fromarray(np.full((28, 28), value, np.uint8)).save(path)
+
+
+def test_a_file_linked_from_two_places_is_read_once_never_with_two_labels(tmp_path, capsys):
+    data = tmp_path / "pets"
+    _constants(data, "cat", [10, 11, 12, 13])
+    _constants(data, "dog", [20, 21, 22, 23])
+    os.symlink(data / "cat" / "10.png", data / "dog" / "link.png")  # one file, two labels: left out of both
+    os.symlink(data / "cat" / "11.png", data / "cat" / "again.png")  # one file twice in one class: read once
+    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--dry-run", "--output", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "images: train 7" in out  # cat 11, 12, 13 (10 has two labels, again.png is 11); dog 20-23
+    assert "warning: skipped 1 files reached twice in one class through symlinks, read once: cat/again.png" in out
+    assert (
+        "warning: skipped 2 files reached from two classes through symlinks (two labels), left out of both: "
+        "cat/10.png, dog/link.png" in out
+    )
+    images, labels = datasets.load_arrays(f"folder:{data}")
+    pairs = sorted(zip(images[:, 0, 0, 0].tolist(), labels.tolist()))
+    assert pairs == [(11, 0), (12, 0), (13, 0), (20, 1), (21, 1), (22, 1), (23, 1)]  # each real file once
+
+
+def test_a_class_folder_linked_as_another_is_an_error_naming_both(tmp_path, capsys):
+    data = tmp_path / "pets"
+    _constants(data, "cat", [10, 11])
+    _constants(data, "dog", [20, 21])
+    os.symlink(data / "cat", data / "kitty")
+    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--dry-run", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "'cat' holds no image file" in err and "'kitty' holds no image file" in err
+    assert "4 files reached from two classes through symlinks were left out of both (e.g. cat/10.png, cat/11.png" in err
+
+
+# ------------------------------------------------------------------------------- 5. smaller
+
+
+def test_quiet_keeps_the_plan_the_epoch_line_and_names_a_class_without_validation_image(
+    tmp_path, capsys, small_training
+):
+    data = tmp_path / "pets"
+    _constants(data, "cat", list(range(10, 20)))
+    _constants(data, "dog", [50])  # one image: the hold-out (11 // 10 = 1 image) cannot take it
+    preset = tmp_path / "pets-preset"
+    argv = ["train", "EffCapsNet", "--data-dir", str(data), "--output", str(tmp_path / "run"), *small_training]
+    assert "--quiet" in argv
+    assert cli.main([*argv, "--save-preset", str(preset)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: the validation hold-out (1 images) has no image of the class(es) 'dog' (1 image)" in out
+    assert "Training plan: model 'eff_capsnet' on 28x28x1 inputs at batch 16" in out
+    assert "estimated peak memory:" in out and "val_accuracy: " in out  # Keras's one line per epoch
+    # --weights takes the preset folder --save-preset wrote: its backbone, new class capsules.
+    assert cli.main([*argv[:-2], "--dry-run", "--output", str(tmp_path / "tuned"), "--weights", str(preset)]) == 0
+    from keras_capsules import presets
+    from keras_capsules.applications.fine_tune import fine_tune_model
+
+    tuned = fine_tune_model("EffCapsNet", str(preset), (28, 28, 1), 3, reconstruction=False)
+    source = presets.load(str(preset))
+    assert tuned.preset == str(preset) and "class_caps" in tuned.top
+    np.testing.assert_array_equal(
+        tuned.model.get_layer("conv1").kernel.numpy(), source.get_layer("conv1").kernel.numpy()
+    )
+
+
+def test_an_unreadable_image_is_named_and_the_others_are_answered(tmp_path, capsys):
+    import keras
+
+    inputs = keras.Input((8, 8, 1))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.Flatten()(inputs)))
+    model.save(tmp_path / "m.keras")
+    good = _photo(str(tmp_path / "good.png"), 8, 8)
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff not a whole jpeg")
+    assert cli.main(["predict", str(tmp_path / "m.keras"), str(bad), good]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == good and len(captured.out.splitlines()) == 3  # its two classes
+    lines = [line for line in captured.err.splitlines() if "error" in line]
+    assert lines == [
+        f"keras-capsules predict: error: predict: {str(bad)!r} is not a readable JPG image: it does not decode (corrupt, "
+        "truncated, or another format under that extension)."
+    ]
+
+
+def test_image_size_and_output_errors_name_their_option(tmp_path, capsys):
+    data = _folder(tmp_path / "pets", size=(28, 28))
+    with pytest.raises(SystemExit):
+        cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--image-size", "0", "0", "--dry-run"])
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == "keras-capsules train: error: argument --image-size: expected an integer >= 1, received '0'"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--output", str(blocker / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"keras-capsules train: error: train: argument `output` (CLI --output) expected a folder it can create and write "
+        f"into, received {str(blocker / 'run')!r}: {str(blocker)!r} is a file, not a folder (nothing was written).\n"
+    )

@@ -42,8 +42,16 @@ def _predict(args):
         raise ValueError(
             f"predict: {args.model} takes inputs of shape {shape}; predict needs one image input (batch, height, width, channels)."
         )
-    images = [image for path in args.images for image in read_images(path)]
-    batch = np.stack([to_model_input(label, image, *shape[1:]) for label, image in images])
+    images, failed = [], []
+    for path in args.images:  # an unreadable image is reported; the others are answered
+        try:
+            images += [(label, to_model_input(label, image, *shape[1:])) for label, image in read_images(path)]
+        except ValueError as error:
+            failed.append(path)
+            print(f"keras-capsules predict: error: {error}", file=sys.stderr)
+    if not images:
+        return 2
+    batch = np.stack([values for _, values in images])
     scores = model.predict(batch, batch_size=args.batch_size, verbose=0)
     if not (isinstance(scores, np.ndarray) and scores.ndim == 2):
         returned = (
@@ -64,7 +72,7 @@ def _predict(args):
         width = max(len(str(index)) for index, _, _ in classes)
         for index, name, score in classes:
             print(f"  {score:.4f}  {index:>{width}d}  {name}")
-    return 0
+    return 2 if failed else 0  # a user error, as a bad argument
 
 
 def add_predict_command(commands):
@@ -73,15 +81,16 @@ def add_predict_command(commands):
         help="the top classes of images (PNG, JPEG, .npy) under a .keras model or a preset, with class names",
         description="Prints, for every image, its top classes with their names and scores (capsule lengths or probabilities), "
         "best first, as lines SCORE CLASS NAME. MODEL is a .keras file or a preset written MODEL/NAME or MODEL:NAME, any case "
-        "(e.g. EffCapsNet/mnist; `keras-capsules presets` lists them). Images are PNG, JPEG, GIF or BMP files, or .npy arrays "
+        "(e.g. EffCapsNet/mnist; `keras-capsules presets` lists them). Images are PNG, JPEG, GIF, BMP or WebP files, or .npy arrays "
         "(H, W), (H, W, C) or batches (N, H, W[, C]) of integers 0..255 or floats in [0, 1]; each is converted to the model's "
         "input: scaled to [0, 1], RGB to grey by luminance or grey to RGB, alpha dropped, and resized (bilinear) where its size "
-        "differs, which is said on stderr.",
+        "differs, which is said on stderr. An image that cannot be read is reported on stderr, one line naming its path, and "
+        "the others are answered; the exit status is then 2.",
     )
     predict.add_argument(
         "model", metavar="MODEL", help="a .keras file, or a preset MODEL/NAME or MODEL:NAME, e.g. EffCapsNet/mnist"
     )
-    predict.add_argument("images", metavar="IMAGE", nargs="+", help="PNG, JPEG, GIF, BMP or .npy files")
+    predict.add_argument("images", metavar="IMAGE", nargs="+", help="PNG, JPEG, GIF, BMP, WebP or .npy files")
     predict.add_argument(
         "--top-k", type=positive_int, default=5, metavar="K", help="classes shown per image (default: 5 classes)"
     )

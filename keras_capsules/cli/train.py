@@ -19,7 +19,7 @@ from keras_capsules.cli.recipe_flags import add_recipe_flags, recipe_overrides
 DEFAULT_DATASET = "mnist_sample"
 
 
-def training_dataset(dataset, data_dir, image_size=None, channels=None):
+def training_dataset(dataset, data_dir, image_size=None, channels=None, drop_empty_classes=False):
     """The dataset ``train`` trains on, from its ``--dataset``, ``--data-dir``, ``--image-size`` and ``--channels`` values.
 
     Returns:
@@ -28,10 +28,11 @@ def training_dataset(dataset, data_dir, image_size=None, channels=None):
         an error when it holds no class subfolders); else :data:`DEFAULT_DATASET`.
     """
     if dataset is None and data_dir is not None:
-        return folder_dataset("train", data_dir, image_size, channels)
-    if image_size is not None or channels is not None:
+        return folder_dataset("train", data_dir, image_size, channels, drop_empty_classes)
+    if image_size is not None or channels is not None or drop_empty_classes:
         raise ValueError(
-            "train: arguments `--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset, received them without."
+            "train: arguments `--image-size`, `--channels` and `--drop-empty-classes` expected --data-dir FOLDER of images "
+            "without --dataset, received them without."
         )
     return dataset or DEFAULT_DATASET
 
@@ -40,7 +41,7 @@ def _train(args):
     from keras_capsules.training import train
     from keras_capsules.training.train import default_output
 
-    dataset = training_dataset(args.dataset, args.data_dir, args.image_size, args.channels)
+    dataset = training_dataset(args.dataset, args.data_dir, args.image_size, args.channels, args.drop_empty_classes)
     overrides = recipe_overrides(args)
     model_kwargs = key_values(args.model_arg, "--model-arg")
     stage_epochs = key_values(args.stage_epochs, "--stage-epochs")
@@ -55,7 +56,7 @@ def _train(args):
         data_dir=args.data_dir,
         limit=args.limit,
         seed=args.seed,
-        verbose=0 if args.quiet else 1,
+        verbose=2 if args.quiet else 1,
         export=not args.no_export,
         variant=args.recipe,
         download=args.download,
@@ -157,13 +158,19 @@ def add_train_command(commands):
     )  # fmt: skip
     add_folder_options(train)
     train.add_argument(
+        "--drop-empty-classes", action="store_true",
+        help="with --data-dir FOLDER of images: train without the class folders that hold no readable image (default: "
+        "such a class is an error naming it)",
+    )  # fmt: skip
+    train.add_argument(
         "--save-preset", metavar="FOLDER",
         help="also write the trained model as a preset folder (configuration, weights, class names, preprocessing, a model card "
         "with this run's metrics) that presets.load(FOLDER) and MODEL(weights=FOLDER) read (default: none)",
     )  # fmt: skip
     train.add_argument(
         "--weights", metavar="PRESET",
-        help="fine-tune from this preset of MODEL (e.g. mnist): its backbone, new class capsules for the data's classes (default: none, from scratch)",
+        help="fine-tune from this preset of MODEL (e.g. mnist) or a preset folder of MODEL (written by --save-preset): its "
+        "backbone, new class capsules for the data's classes (default: none, from scratch)",
     )  # fmt: skip
     train.add_argument(
         "--freeze-backbone-epochs", type=int, default=0, metavar="EPOCHS",
@@ -191,7 +198,11 @@ def add_train_command(commands):
         help="delete the checkpoints in the output folder and start over (default: resume)",
     )
     train.add_argument("--no-export", action="store_true", help="skip the SavedModel export (default: export)")
-    train.add_argument("--quiet", action="store_true", help="no progress bar (default: a progress bar per epoch)")
+    train.add_argument(
+        "--quiet", action="store_true",
+        help="no progress bar: one line per epoch with its losses and validation accuracy; the folder summary and the "
+        "memory plan are still printed (default: a progress bar per epoch)",
+    )  # fmt: skip
     train.add_argument(
         "--dry-run", action="store_true",
         help="print the training plan (parameters, estimated peak memory of a step and its parts, steps per epoch) and stop "

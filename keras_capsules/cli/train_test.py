@@ -39,7 +39,8 @@ def test_without_dataset_train_trains_on_the_embedded_sample():
     ):
         training_dataset(None, "some/folder")  # --data-dir alone is a folder of images: never a fall-back to the sample
     with pytest.raises(
-        ValueError, match=r"`--image-size` and `--channels` expected --data-dir FOLDER of images without --dataset"
+        ValueError,
+        match=r"`--image-size`, `--channels` and `--drop-empty-classes` expected --data-dir FOLDER of images",
     ):
         training_dataset("mnist", None, (32, 32))
     assert training_dataset("fashion_mnist", None) == "fashion_mnist"

@@ -46,4 +46,12 @@ def summary_lines(record):
 
 
 #: Skips that the summary flags as warnings (the others are expected in ordinary folders).
-WARNED = ("undecodable", "outside_class_folders", "broken_link", "symlink_cycle")
+WARNED = (
+    "undecodable",
+    "outside_class_folders",
+    "broken_link",
+    "symlink_cycle",
+    "linked_duplicate",
+    "linked_across_classes",
+    "linked_train_and_test",
+)

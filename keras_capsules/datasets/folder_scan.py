@@ -9,7 +9,7 @@ from keras_capsules import errors
 from keras_capsules.datasets.formats import DataFormatError
 
 #: File extensions read as images (compared in lower case).
-IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png", ".webp")
 #: Files named in a warning, at most.
 NAMED = 3
 
@@ -143,6 +143,7 @@ def scan_folder(path, owner):
                 scan.skip("symlink_cycle", entry.path)
                 continue
             scan.files[split] += [(file, label) for file in walk(entry.path, ancestors | {real}, scan)]
+    _one_real_file_once(scan)
     if not any(scan.files.values()):
         raise DataFormatError(
             f"{owner}: argument `path` expected image files ({', '.join(IMAGE_EXTENSIONS)}) in its class folders, "
@@ -153,13 +154,43 @@ def scan_folder(path, owner):
 
 SKIP_WORDS = {
     "undecodable": "files that do not decode (corrupt, truncated or another format)",
-    "not_image": "files that are not PNG/JPEG/BMP/GIF",
+    "not_image": "files that are not PNG/JPEG/BMP/GIF/WebP",
     "hidden": "hidden files or folders",
     "outside_class_folders": "entries outside the class folders",
     "broken_link": "broken symlinks",
     "symlink_cycle": "symlinks to a folder above them (cycles), not followed",
+    "linked_duplicate": "files reached twice in one class through symlinks, read once",
+    "linked_across_classes": "files reached from two classes through symlinks (two labels), left out of both",
+    "linked_train_and_test": "test/ files that are also in train/ through symlinks, left out of test/",
 }
 
 
 def skipped_words(scan):
     return "; ".join(f"{scan.skipped[kind]} {words}" for kind, words in SKIP_WORDS.items() if scan.skipped[kind])
+
+
+def _one_real_file_once(scan):
+    """Leaves each real file (symlinks resolved) in one place: once per split and class, in one class, in train/ only.
+
+    A file reached twice in one class is read once; a file reached from two classes of a split is left
+    out of both (two labels cannot both be right); a test/ file also in train/ is left out of test/. So
+    no file sits on both sides of the hold-out or of the train/test split. Each case is counted and named.
+    """
+    in_train = {os.path.realpath(path) for path, _ in scan.files.get("train", ())}
+    for split, files in scan.files.items():
+        labels = collections.defaultdict(set)
+        for path, label in files:
+            labels[os.path.realpath(path)].add(label)
+        kept, seen = [], set()
+        for path, label in files:
+            real = os.path.realpath(path)
+            if split == "test" and real in in_train:
+                scan.skip("linked_train_and_test", path)
+            elif len(labels[real]) > 1:
+                scan.skip("linked_across_classes", path)
+            elif real in seen:
+                scan.skip("linked_duplicate", path)
+            else:
+                seen.add(real)
+                kept.append((path, label))
+        scan.files[split] = kept

@@ -3,8 +3,9 @@
 Layout: ``FOLDER/<class>/<image>`` gives one split, ``"train"``; ``FOLDER/train/<class>/...`` next to
 ``FOLDER/test/<class>/...`` gives ``"train"`` and ``"test"`` (the two must have the same class
 folders). Class names are the folder names, kept exactly (spaces, accents) and ordered by ``sorted()``,
-as Keras orders them; label ``i`` is ``class_names[i]``. Images are PNG, JPEG, BMP and GIF (its first
-frame), found by extension (any case) and decoded by TensorFlow (``tf.io.decode_image``).
+as Keras orders them; label ``i`` is ``class_names[i]``. Images are PNG, JPEG, BMP, GIF (its first
+frame) and WebP (decoded as RGB or RGBA), found by extension (any case) and decoded by TensorFlow
+(``tf.io.decode_image``).
 
 Size and channels, when not given: the most common ``(height, width)`` of the folder's images (ties:
 the larger area, then the larger height); gray (1 channel) when every image is stored gray, else RGB
@@ -28,16 +29,19 @@ summary and counted in the record.
 - a single class (once classes without images are skipped): ``DataFormatError`` (a classifier needs two).
 - ``train/`` and ``test/`` with different class folders: ``DataFormatError`` naming the differences.
 - no image file, or none that decodes: ``DataFormatError``.
-- a class folder without a decodable training image: warning; the class is skipped (with its test images).
+- a class folder without a decodable training image (none there, or none that decodes): ``DataFormatError``
+  naming it and why; with ``drop_empty_classes=True``, a warning and the class is skipped (with its test images).
 - a file that does not decode (corrupt, truncated, another format under an image extension): warning;
   skipped, counted, the first few named.
-- a file that is not PNG/JPEG/BMP/GIF (``.txt``, ``Thumbs.db``): skipped, counted by extension.
+- a file that is not PNG/JPEG/BMP/GIF/WebP (``.txt``, ``Thumbs.db``): skipped, counted by extension.
 - a hidden file or folder (name starting with ``.``: ``.DS_Store``, ``.ipynb_checkpoints``): skipped, counted.
 - a file directly in the folder (or in ``train/``, ``test/``), an entry next to ``train/`` and
   ``test/`` (``val/``): warning; skipped, counted, named (the hold-out is drawn from ``train/``).
 - sub-folders inside a class folder: read recursively with their class (as Keras), counted.
 - a symlink to a file or a folder: followed. A symlink to a folder above it (a cycle): warning, not
-  followed. A broken symlink: warning, skipped.
+  followed. A broken symlink: warning, skipped. One real file reached by several paths (a class folder
+  linked as another, links across classes, into test/): warning, named; read once in its class, left out
+  of both classes when reached from two, left out of test/ when also in train/; never on both sides of a split.
 - an alpha channel / a 16-bit PNG: alpha dropped / high byte kept, counted.
 - gray and colour images mixed: converted to the chosen channels, counted.
 """
@@ -148,20 +152,20 @@ def _converter(size, channels):
     return convert
 
 
-def _read_folder(path, image_size, channels, owner):
+def _read_folder(path, image_size, channels, owner, drop_empty_classes=False):
     """The :class:`_Folder` of ``path`` with these settings: read (and the summary printed) on the first call only."""
     if not isinstance(path, (str, os.PathLike)):
         errors.fail(owner, "path", "a folder path (str or os.PathLike)", path, TypeError)
     image_size, channels = check_settings(owner, image_size, channels)
     path = os.path.abspath(os.fspath(path))
-    key = (path, image_size, channels)
+    key = (path, image_size, channels, bool(drop_empty_classes))
     if key not in _READ:
-        _READ[key] = _read(path, image_size, channels, owner, _default_name(*key))
+        _READ[key] = _read(path, image_size, channels, owner, _default_name(*key), bool(drop_empty_classes))
         print("\n".join(summary_lines(_READ[key].record)), flush=True)
     return _READ[key]
 
 
-def _read(path, image_size, channels, owner, default_name):
+def _read(path, image_size, channels, owner, default_name, drop_empty_classes):
     """Scans and decodes the folder ``path``: its :class:`_Folder` (arrays per split, the record), registered as nothing yet."""
     scan = scan_folder(path, owner)
     splits = tuple(scan.files)
@@ -182,6 +186,10 @@ def _read(path, image_size, channels, owner, default_name):
     # Classes without a decoded training image are skipped, with their test images.
     trained = np.bincount(labels[ok & (split_of == 0)], minlength=len(scan.class_folders)) > 0
     empty = [name for name, kept in zip(scan.class_folders, trained) if not kept]
+    if empty and not drop_empty_classes:
+        _empty_classes(
+            owner, path, scan, empty, [p for p, split in zip(paths, split_of) if split == 0], labels[split_of == 0]
+        )
     class_names = tuple(name for name, kept in zip(scan.class_folders, trained) if kept)
     if len(class_names) < 2:
         raise DataFormatError(
@@ -233,20 +241,44 @@ def _read(path, image_size, channels, owner, default_name):
     return _Folder(class_names, arrays, record, default_name)
 
 
+def _empty_classes(owner, path, scan, empty, train_paths, train_labels):
+    """Raises the error of class folders without a readable training image, each named with why."""
+    reasons = []
+    for name in empty:
+        files = [p for p, label in zip(train_paths, train_labels) if scan.class_folders[label] == name]
+        reasons.append(
+            f"{name!r} holds no image file ({', '.join(IMAGE_EXTENSIONS)})"
+            if not files
+            else f"none of the {len(files)} image files of {name!r} decodes (e.g. {os.path.relpath(files[0], path)})"
+        )
+    linked = scan.skipped["linked_across_classes"]
+    if linked:
+        reasons.append(
+            f"{linked} files reached from two classes through symlinks were left out of both "
+            f"(e.g. {', '.join(scan.named['linked_across_classes'])})"
+        )
+    raise DataFormatError(
+        f"{owner}: argument `path` expected a readable training image in every class folder, received {path!r} where "
+        f"{'; '.join(reasons)}. Add or repair its images, remove the folder, or pass drop_empty_classes=True (CLI: "
+        "--drop-empty-classes) to train without these classes."
+    )
+
+
 def _none_decode(owner, path, paths):
     named = ", ".join(os.path.relpath(p, path) for p in paths[:NAMED])
     raise DataFormatError(
-        f"{owner}: argument `path` expected images that TensorFlow decodes (PNG, JPEG, BMP, GIF), received {path!r} whose "
+        f"{owner}: argument `path` expected images that TensorFlow decodes (PNG, JPEG, BMP, GIF, WebP), received {path!r} whose "
         f"{len(paths)} image files all fail to decode (corrupt, truncated or another format), e.g. {named}."
     )
 
 
-def _default_name(path, image_size, channels):
-    """``"folder:<absolute path>"``, with ``"@<h>x<w>"`` and ``"@<c>ch"`` for settings that were given."""
+def _default_name(path, image_size, channels, drop_empty_classes=False):
+    """``"folder:<absolute path>"``, with ``"@<h>x<w>"``, ``"@<c>ch"`` and ``"@drop-empty"`` for settings that were given."""
     return (
         f"folder:{path}"
         + (f"@{image_size[0]}x{image_size[1]}" if image_size else "")
         + (f"@{channels}ch" if channels else "")
+        + ("@drop-empty" if drop_empty_classes else "")
     )
 
 
@@ -256,6 +288,7 @@ def register_folder(
     channels: int | None = None,
     name: str | None = None,
     *,
+    drop_empty_classes: bool = False,
     owner: str = "datasets.register_folder",
 ) -> DatasetInfo:
     """Registers the folder of images ``path`` as a dataset, so ``load``, ``load_arrays``, ``class_names`` and ``train`` read it by name.
@@ -268,8 +301,10 @@ def register_folder(
         path: the folder: one sub-folder per class, or ``train/`` and ``test/`` each with one per class.
         image_size: ``(height, width)`` of every image, or ``None``: the most common size.
         channels: ``1`` (gray) or ``3`` (RGB), or ``None``: 1 when every image is gray, else 3.
-        name: registry name (default ``"folder:<absolute path>"``, with ``"@<h>x<w>"`` / ``"@<c>ch"``
-            appended for the settings given).
+        name: registry name (default ``"folder:<absolute path>"``, with ``"@<h>x<w>"`` / ``"@<c>ch"`` /
+            ``"@drop-empty"`` appended for the settings given).
+        drop_empty_classes: skip, with a warning, the class folders without a readable training image
+            (default: they are an error naming them).
         owner: the function named in errors.
 
     Returns:
@@ -282,7 +317,7 @@ def register_folder(
         FileNotFoundError, NotADirectoryError, DataFormatError: see the module docstring's table.
         ValueError: ``name`` is already registered for another dataset.
     """
-    folder = _read_folder(path, image_size, channels, owner)
+    folder = _read_folder(path, image_size, channels, owner, drop_empty_classes)
     if name is None:
         name = folder.default_name
     elif not isinstance(name, str) or not name:
@@ -303,7 +338,7 @@ def register_folder(
             (*folder.record["image_size"], folder.record["channels"]),
             len(folder.class_names),
             splits,
-            files=f"images (PNG, JPEG, BMP, GIF) in one sub-folder per class of {folder.record['path']}",
+            files=f"images (PNG, JPEG, BMP, GIF, WebP) in one sub-folder per class of {folder.record['path']}",
             folders=(),
             arrays=arrays,
             description=f"your images in {folder.record['path']}: {len(folder.class_names)} classes, {counts}",
@@ -375,6 +410,7 @@ def from_directory(
     seed: int = 0,
     augment: str | None = None,
     shuffle: bool | None = None,
+    drop_empty_classes: bool = False,
 ) -> "tf.data.Dataset":
     """A folder of images (one sub-folder per class; see the module docstring) as ``load`` serves a dataset.
 
@@ -393,6 +429,7 @@ def from_directory(
         seed: seed of the shuffle and of the augmentation.
         augment: name of an augmentation preset or ``None`` (its training transform for ``"train"``).
         shuffle: shuffle every epoch (default: for ``"train"`` only).
+        drop_empty_classes: as :func:`register_folder`.
 
     Returns:
         Batched, prefetched ``(image float32 (B, H, W, C) in [0, 1], label int32 (B,))``, with the
@@ -401,7 +438,7 @@ def from_directory(
 
     owner = "datasets.from_directory"
     errors.check_one_of(owner, "subset", subset, SUBSETS)
-    info = register_folder(path, image_size, channels, owner=owner)
+    info = register_folder(path, image_size, channels, drop_empty_classes=drop_empty_classes, owner=owner)
     if subset == "test":
         if "test" not in info.splits:
             errors.fail(

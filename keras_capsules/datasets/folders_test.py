@@ -184,9 +184,11 @@ def test_train_and_test_splits(tmp_path):
             for i in range(count):
                 _save(str(tmp_path / split / name / f"{i}.png"), _constant(value + i))
     _save(str(tmp_path / "val" / "cats" / "0.png"), _constant(0))
-    (tmp_path / "train" / "fish").mkdir()  # no training image: skipped, with its test image
+    (tmp_path / "train" / "fish").mkdir()  # no training image: an error, or skipped with its test image
     _save(str(tmp_path / "test" / "fish" / "0.png"), _constant(99))
-    info = datasets.register_folder(tmp_path)
+    with pytest.raises(datasets.DataFormatError, match=r"where 'fish' holds no image file .* drop_empty_classes=True"):
+        datasets.register_folder(tmp_path)
+    info = datasets.register_folder(tmp_path, drop_empty_classes=True)
     assert info.splits == ("train", "test") and info.class_names == ("cats", "dogs")
     images, labels = datasets.load_arrays(info.name, "test")
     np.testing.assert_array_equal(images[:, 0, 0, 0], [10, 11, 20, 21])
@@ -199,7 +201,7 @@ def test_train_and_test_splits(tmp_path):
     )
     assert record["empty_classes"] == ["fish"] and record["images_of_empty_classes"] == 1
     assert record["images_per_class"] == {"train": {"cats": 3, "dogs": 3}, "test": {"cats": 2, "dogs": 2}}
-    test = datasets.from_directory(tmp_path, "test", batch_size=3)
+    test = datasets.from_directory(tmp_path, "test", batch_size=3, drop_empty_classes=True)
     x, y = _batches(test)
     assert test.class_names == ("cats", "dogs")
     np.testing.assert_array_equal(np.round(x[:, 0, 0, 0] * 255), [10, 11, 20, 21])
@@ -350,7 +352,8 @@ def test_missing_empty_and_single_class_folders(tmp_path):
     (tmp_path / "texts" / "b").mkdir()
     (tmp_path / "texts" / "a" / "notes.txt").write_text("no image")
     with pytest.raises(
-        datasets.DataFormatError, match=r"expected image files .* hold none \(1 files that are not PNG/JPEG/BMP/GIF\)"
+        datasets.DataFormatError,
+        match=r"expected image files .* hold none \(1 files that are not PNG/JPEG/BMP/GIF/WebP\)",
     ):
         datasets.register_folder(tmp_path / "texts")
 
@@ -374,7 +377,13 @@ def test_corrupt_files_empty_classes_and_junk_are_skipped_and_counted(tmp_path, 
     (root / "d_only_corrupt" / "0.png").write_bytes(b"\x89PNG broken")
     (root / "README.md").write_text("my pictures")
     before = _tree(root)
-    info = datasets.register_folder(root)
+    with pytest.raises(
+        datasets.DataFormatError,
+        match=r"where 'c_empty' holds no image file .*; none of the 1 image files of 'd_only_corrupt' decodes "
+        r"\(e\.g\. d_only_corrupt/0\.png\)\. ",
+    ):
+        datasets.register_folder(root)
+    info = datasets.register_folder(root, drop_empty_classes=True)
     assert info.class_names == ("a", "b") and info.image_shape == (3, 3, 3)
     images, labels = datasets.load_arrays(info.name)
     np.testing.assert_array_equal(labels, [0, 0, 1, 1, 1])
@@ -392,7 +401,7 @@ def test_corrupt_files_empty_classes_and_junk_are_skipped_and_counted(tmp_path, 
     assert (
         "warning: skipped the class folders without a readable training image ['c_empty', 'd_only_corrupt']" in printed
     )
-    assert "skipped 2 files that are not PNG/JPEG/BMP/GIF: .db 1, .txt 1" in printed
+    assert "skipped 2 files that are not PNG/JPEG/BMP/GIF/WebP: .db 1, .txt 1" in printed
     assert _tree(root) == before  # nothing written, nothing touched
 
     bad = tmp_path / "all_bad"

@@ -118,6 +118,8 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
     if datasets.info(dataset).stratified_holdout:  # a folder of images: each class holds out its share
         train_indices, validation_indices = validation.stratified_split_indices(labels, examples)
         held_out_record = validation.stratified_record(labels, validation_indices, datasets.class_names(dataset))
+        if examples:
+            _say_unvalidated_classes(labels, validation_indices, datasets.class_names(dataset), examples)
     else:
         train_indices, validation_indices = validation.split_indices(len(images), examples)
         held_out_record = validation.record(examples)
@@ -145,6 +147,19 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
             augment=recipe.augmentation,
         ).cache()
     return SplitData(training, held_out, {**held_out_record, "training_examples": len(train_indices)})
+
+
+def _say_unvalidated_classes(labels, validation_indices, names, examples):
+    """Prints a warning naming the classes the stratified hold-out of ``examples`` images holds none of."""
+    held = np.bincount(labels[validation_indices], minlength=len(names))
+    found = np.bincount(labels, minlength=len(names))
+    missing = [f"{names[c]!r} ({found[c]} image{'' if found[c] == 1 else 's'})" for c in np.flatnonzero(held == 0)]
+    if missing:
+        print(
+            f"warning: the validation hold-out ({examples} images) has no image of the class(es) {', '.join(missing)}: too "
+            "few for a share of it (a class keeps at least one image for training), so val_accuracy does not score them.",
+            flush=True,
+        )
 
 
 def _check_stage(state, stage, folder):
