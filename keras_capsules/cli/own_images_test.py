@@ -186,6 +186,24 @@ def test_a_file_linked_from_two_places_is_read_once_never_with_two_labels(tmp_pa
     assert pairs == [(11, 0), (12, 0), (13, 0), (20, 1), (21, 1), (22, 1), (23, 1)]  # each real file once
 
 
+def test_a_training_file_linked_into_test_is_left_out_of_test(tmp_path, capsys):
+    data = tmp_path / "pets"
+    _constants(data / "train", "cat", [10, 11])
+    _constants(data / "train", "dog", [20, 21])
+    _constants(data / "test", "cat", [30])
+    _constants(data / "test", "dog", [40])
+    os.symlink(data / "train" / "cat" / "10.png", data / "test" / "cat" / "leak.png")
+    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--dry-run", "--output", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "images: train 4, test 2" in out
+    assert (
+        "warning: skipped 1 test/ files that are also in train/ through symlinks, left out of test/: test/cat/leak.png"
+        in out
+    )
+    images, _ = datasets.load_arrays(f"folder:{data}", "test")
+    assert sorted(images[:, 0, 0, 0].tolist()) == [30, 40]
+
+
 def test_a_class_folder_linked_as_another_is_an_error_naming_both(tmp_path, capsys):
     data = tmp_path / "pets"
     _constants(data, "cat", [10, 11])
