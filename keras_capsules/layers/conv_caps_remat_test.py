@@ -195,8 +195,9 @@ def test_em_across_positions_chunk_by_chunk_matches_the_whole_vote_tensor(monkey
     # is one fused XLA program whose rounding differs, and EM's E-step exponentiates logits of hundreds:
     # the coupling moves by ~2e-5. There each path is judged against the float64 NumPy routing of the same
     # votes: the chunked path's distance to the whole path is at most twice the whole path's own distance
-    # from it (both float32 paths sit 1e-6-2e-4 from the exact routing).
-    tight = keras.backend.backend() == "tensorflow"
+    # from it (both float32 paths sit 1e-6-2e-4 from the exact routing). So too under TensorFlow in training,
+    # where the router compiles its steps with XLA (``jit_compile``).
+    tight = keras.backend.backend() == "tensorflow" and not layer.router.compiles(training)
     exact = _em_float64_reference(whole.get_layer("conv"), x, strides)
     for a, b, reference in zip(out_chunked, out_whole, exact):
         a, b = (keras.ops.convert_to_numpy(t).astype("float64") for t in (a, b))

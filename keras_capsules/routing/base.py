@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.compile import compiled_reading
 from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
 from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.quantize import quantize_uniform
@@ -40,6 +41,8 @@ class Router(keras.layers.Layer):
         quantize_levels: ``None`` or ``K >= 2``. At inference (``training`` false), the coupling
             coefficients of the last iteration are snapped by REM's uniform quantiser ``q_K``
             (docs/reference/rem.md#quantiser) before they weight the votes.
+        jit_compile: ``None`` (the router's default), ``True`` or ``False``: route training calls
+            through XLA (see Compilation below).
 
     Subclasses implement ``route(votes, activations, training)`` on float32 tensors and return
     ``(poses, activations, coupling)``; they call ``self.finalize_coupling(c, training)`` on the
@@ -49,6 +52,13 @@ class Router(keras.layers.Layer):
     also takes ``votes_layout="parent_major"``, which lets a capsule layer whose vote transform can
     write that layout (``VectorVotes``, ``MatrixVotes``) skip a transpose of the votes
     forward and backward.
+
+    Compilation: ``jit_compile`` routes a training call through XLA as one unit inside the ordinary
+    step (:func:`~keras_capsules.ops.compile.compiled_reading`; TensorFlow backend only, JAX compiles
+    the whole step already). ``None`` takes the router's measured default, ``compiles_in_training``:
+    on for the routers whose iterations are chains of elementwise ops around small reductions (EM,
+    dynamic), where fusing them cuts the step, off where XLA's CPU kernels are slower (docs/performance.md).
+    Inference never compiles, so SavedModel, ONNX and LiteRT exports trace the plain graph.
 
     Capabilities: each router class declares what it can do as class attributes, which
     :func:`keras_capsules.routing.available` filters on and the layers and applications check. The
@@ -79,8 +89,10 @@ class Router(keras.layers.Layer):
     accepts_parent_major = False
     #: Whether a single uniform pass can be made from the votes' sums over the children (``route_vote_sums``).
     accepts_vote_sums = False
+    #: Whether training calls run through XLA when ``jit_compile`` is ``None`` (TensorFlow backend).
+    compiles_in_training = False
 
-    def __init__(self, iterations=3, quantize_levels=None, **kwargs):
+    def __init__(self, iterations=3, quantize_levels=None, jit_compile=None, **kwargs):
         # Routing weights are read in float32 (no mixed-precision autocast to float16).
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
@@ -89,8 +101,11 @@ class Router(keras.layers.Layer):
             errors.fail(self, "iterations", "1 (this router makes a single pass)", iterations)
         if quantize_levels is not None:
             quantize_levels = errors.check_positive_int(self, "quantize_levels", quantize_levels, minimum=2)
+        if jit_compile is not None and not isinstance(jit_compile, bool):
+            errors.fail(self, "jit_compile", "None, True or False", jit_compile, TypeError)
         self.iterations = iterations
         self.quantize_levels = quantize_levels
+        self.jit_compile = jit_compile
 
     def build(self, votes_shape, activations_shape=None):
         self.check_votes_shape(votes_shape)
@@ -107,11 +122,17 @@ class Router(keras.layers.Layer):
         dtype = self.output_dtype(votes)
         votes32 = ops.cast(votes, "float32")
         acts32 = None if activations is None else ops.cast(activations, "float32")
-        if self.check_votes_layout(votes_layout) == "parent_major":
-            outputs = self.route_parent_major(votes32, acts32, training)
+        route = self.route_parent_major if self.check_votes_layout(votes_layout) == "parent_major" else self.route
+        if self.compiles(training):
+            outputs = compiled_reading(lambda v, a: route(v, a, training), self.weights)(votes32, acts32)
         else:
-            outputs = self.route(votes32, acts32, training)
+            outputs = route(votes32, acts32, training)
         return tuple(saturating_cast(x, dtype) for x in outputs[: 3 if return_coupling else 2])
+
+    def compiles(self, training):
+        """Whether a call with this ``training`` flag routes through XLA (see ``jit_compile``)."""
+        enabled = self.compiles_in_training if self.jit_compile is None else self.jit_compile
+        return enabled and training is True and keras.backend.backend() == "tensorflow"
 
     def check_votes_layout(self, votes_layout):
         """Validates the ``votes_layout`` call argument: ``"child_major"``, or ``"parent_major"`` where accepted."""
@@ -140,7 +161,9 @@ class Router(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"iterations": self.iterations, "quantize_levels": self.quantize_levels})
+        config.update(
+            {"iterations": self.iterations, "quantize_levels": self.quantize_levels, "jit_compile": self.jit_compile}
+        )
         return config
 
 

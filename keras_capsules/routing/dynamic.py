@@ -39,6 +39,7 @@ class DynamicRouter(Router):
     """
 
     accepts_parent_major = True
+    compiles_in_training = True
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.routing import DynamicRouter
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
 
 
 def np_softmax(x, axis):
@@ -114,3 +114,28 @@ def test_registry_and_errors():
         DynamicRouter(iterations=0)
     with pytest.raises(ValueError, match=r"votes.*rank 4"):
         DynamicRouter()(np.zeros((2, 3, 4), "float32"))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_training_call_matches_numpy_compiled_or_not(jit_compile):
+    votes = np.random.default_rng(11).normal(size=(2, 6, 3, 4)).astype("float32")
+    router = DynamicRouter(iterations=3, jit_compile=jit_compile)
+    router.build(votes.shape)
+    assert router.compiles(True) == (jit_compile and keras.backend.backend() == "tensorflow")
+    assert not router.compiles(False)
+
+    def reference(v):
+        poses = np_dynamic_routing(v, 3, bias=0.1)[0]
+        return poses, np.linalg.norm(poses, axis=-1)
+
+    expected, _ = reference(votes.astype("float64"))
+    poses = keras.ops.convert_to_numpy(router(votes, training=True)[0])
+    np.testing.assert_allclose(poses, expected, rtol=1e-4, atol=1e-5)
+    assert_training_vote_gradient(router, reference, votes, None)
+
+
+def test_jit_compile_is_checked_and_serialised():
+    with pytest.raises(TypeError, match="jit_compile"):
+        DynamicRouter(jit_compile="yes")
+    config = DynamicRouter(jit_compile=False).get_config()
+    assert config["jit_compile"] is False and DynamicRouter.from_config(config).jit_compile is False

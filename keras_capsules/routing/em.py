@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.compile import compiled_reading
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.remat import remat_reading
 from keras_capsules.ops.sequential import map_in_turn
@@ -175,6 +176,7 @@ class EMRouter(Router):
 
     accepts_child_grid = True
     accepts_parent_major = True
+    compiles_in_training = True
 
     def __init__(
         self,
@@ -399,11 +401,16 @@ class EMRouter(Router):
         dtype = keras.backend.standardize_dtype(dtype)
         self._gradient_limit = dtype_max(dtype) if dtype in LOW_PRECISION else None
         temperatures = inverse_temperatures(self.iterations, self.final_lambda)
-        normalizers = keras.remat(self._chunk_normalizers) if remat else self._chunk_normalizers
+        normalizers = self._chunk_normalizers
+        if self.compiles(training):
+            normalizers = compiled_reading(normalizers, [])
+        normalizers = keras.remat(normalizers) if remat else normalizers
         state = (ops.reshape(ops.convert_to_tensor(self._initial_scale()), (chunks, per_chunk, -1)),)
         for step, inverse_temperature in enumerate(temperatures):
             last = step == self.iterations - 1
             chunk_step = self._chunk_step(votes_of, len(inputs), inverse_temperature, last, training, return_coupling)
+            if self.compiles(training):
+                chunk_step = compiled_reading(chunk_step, variables)
             if remat:
                 chunk_step = remat_reading(chunk_step, variables)
             outputs = map_in_turn(lambda chunk: chunk_step(*chunk), tuple(inputs) + state, unrolled=not remat)

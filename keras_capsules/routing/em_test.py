@@ -8,7 +8,7 @@ from keras_capsules import routing
 from keras_capsules.layers import ConvCaps, FcCaps
 from keras_capsules.routing import EMRouter
 from keras_capsules.routing.em import inverse_temperatures
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
 
 EPS = 1e-9
 
@@ -319,3 +319,19 @@ def test_registry_and_errors():
     # non-square poses are refused by the matrix transform before they reach EM routing
     with pytest.raises(ValueError, match=r"perfect square"):
         FcCaps(3, router="em", transform="matrix")(np.zeros((2, 5, 12), "float32"))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_training_call_matches_numpy_compiled_or_not(jit_compile):
+    votes, acts = random_inputs(12)
+    router, beta_u, beta_a = make_router(votes.shape, iterations=3, jit_compile=jit_compile)
+    assert router.compiles(True) == (jit_compile and keras.backend.backend() == "tensorflow")
+
+    def reference(v):
+        return np_em(v, acts.astype("float64"), beta_u, beta_a, 3)[:2]
+
+    poses, out = router(votes, acts, training=True)
+    mu, a_out = reference(votes.astype("float64"))
+    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(to_np(out), a_out, rtol=1e-3, atol=1e-5)
+    assert_training_vote_gradient(router, reference, votes, acts, rtol=2e-3, atol=2e-4)

@@ -1,5 +1,6 @@
 """Similarity-learning (kernel) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#kernel-routing)."""
 
+import functools
 import math
 
 import keras
@@ -9,6 +10,7 @@ from keras import ops
 from keras_capsules import errors
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.remat import remat_reading
+from keras_capsules.ops.trig import polynomial_cos
 from keras_capsules.routing.base import Router, child_major, coupling_full, ones_activations, weighted_votes
 from keras_capsules.routing.registry import register_router
 
@@ -102,6 +104,7 @@ class KernelRouter(Router):
     """
 
     accepts_parent_major = True
+    compiles_in_training = True
 
     def __init__(
         self,
@@ -177,7 +180,7 @@ class KernelRouter(Router):
         self.theta2 = self._weight(name="theta2", shape=(out_caps,), initializer=self.bias_initializer)
         self.theta3 = self._weight(name="theta3", shape=(out_caps,), initializer=_fresh(self.theta_initializer))
 
-    def similarity(self, poses, votes):
+    def similarity(self, poses, votes, cos=ops.cos):
         """The kernel ``K(mu_j, v_j|i)``, in the parent-major layout the router iterates in.
 
         Accumulated one mixture component at a time, so the largest temporaries are vote-sized
@@ -188,6 +191,7 @@ class KernelRouter(Router):
         Args:
             poses: ``(batch, out_caps, dim)``.
             votes: ``(batch, out_caps, in_caps, dim)``.
+            cos: the cosine (:func:`~keras_capsules.ops.trig.polynomial_cos` where XLA compiles it).
 
         Returns:
             ``(batch, out_caps, in_caps)``.
@@ -200,7 +204,7 @@ class KernelRouter(Router):
             decay, phase = -2.0 * math.pi**2 * ops.square(tau), 2.0 * math.pi * tau
             total = 0.0
             for q in range(self.num_components):
-                term = ops.exp(decay * bandwidths[q]) * ops.cos(phase * frequencies[q])
+                term = ops.exp(decay * bandwidths[q]) * cos(phase * frequencies[q])
                 total = total + weights[q] * ops.sum(term, axis=-1)
             return total
         scales = ops.abs(ops.cast(self.length_scales, "float32")) + 1e-3
@@ -221,7 +225,10 @@ class KernelRouter(Router):
         poses = weighted_votes(coupling, votes)
         # Training recomputes each kernel evaluation in the backward pass instead of keeping its
         # vote-sized temporaries, so memory does not grow with the iterations.
-        similarity = remat_reading(self.similarity, self.weights) if training else self.similarity
+        # XLA's CPU cosine is a scalar call: compiled code takes the polynomial one, which it vectorises.
+        compiled = self.compiles(training) or keras.backend.backend() == "jax"
+        similarity = functools.partial(self.similarity, cos=polynomial_cos if compiled else ops.cos)
+        similarity = remat_reading(similarity, self.weights) if training else similarity
         for step in range(self.iterations):
             agreement = similarity(poses, votes)
             coupling = ops.softmax(prior + agreement / total, axis=2)

@@ -82,14 +82,20 @@ def test_matches_numpy_reference(iterations, kind):
     np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
 @pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
-def test_training_gradient_matches_numpy_reference(kind):
-    """Training rematerialises the kernel: same outputs, and vote gradients equal to the reference's finite differences."""
+def test_training_gradient_matches_numpy_reference(kind, jit_compile):
+    """Training rematerialises the kernel (and with ``jit_compile``, on TensorFlow, runs through XLA with the
+    polynomial cosine): same outputs, and vote gradients equal to the reference's finite differences."""
     votes, acts = data(4, shape=(2, 5, 3, 4))
-    router = KernelRouter(iterations=2, kernel=kind, num_components=3)
+    router = KernelRouter(iterations=2, kernel=kind, num_components=3, jit_compile=jit_compile)
     router(votes, acts)
     randomise(router, seed=7)
     p = params(router)
+    expected = np_kernel_routing(votes.astype("float64"), acts.astype("float64"), p, 2, kind)
+    poses, out = router(votes, acts, training=True)
+    np.testing.assert_allclose(to_np(poses), expected[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_np(out), expected[1], rtol=1e-4, atol=1e-5)
     assert_training_vote_gradient(
         router, lambda v: np_kernel_routing(v, acts.astype("float64"), p, 2, kind)[:2], votes, acts
     )

@@ -1,0 +1,41 @@
+"""A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph."""
+
+import keras
+
+
+def compiled_reading(function, weights):
+    """``function`` compiled by XLA as one unit (TensorFlow backend; elsewhere ``function`` itself).
+
+    On the TensorFlow backend the function becomes ``tf.function(jit_compile=True)``: called inside a
+    training step, it is one XLA cluster in the step's graph (its gradient another), so its
+    elementwise chains are fused into the reductions that read them instead of each writing a
+    tensor, while the rest of the step (convolutions through oneDNN) runs as before. JAX compiles
+    the whole step with XLA already, so there it is returned unchanged, as on PyTorch.
+
+    The Keras variables ``weights`` are read once, by the caller, and enter the compiled function as
+    inputs (as :func:`~keras_capsules.ops.remat.remat_reading` does): a compiled function traced in
+    one graph then never holds a variable or a tensor of another graph (a loop body's, a
+    rematerialised function's).
+
+    Args:
+        function: ``function(*args)`` -> tensors; positional tensor arguments only, Python values by closure.
+        weights: the Keras variables ``function`` reads.
+
+    Returns:
+        A function of the same arguments and values (to float32 rounding: XLA may reorder sums).
+    """
+    if keras.backend.backend() != "tensorflow":
+        return function
+    import tensorflow as tf
+
+    weights = list(weights)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def compiled(values, *args):
+        with keras.StatelessScope(state_mapping=list(zip(weights, values))):
+            return function(*args)
+
+    def call(*args):
+        return compiled([weight.value for weight in weights], *args)
+
+    return call
