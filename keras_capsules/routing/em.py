@@ -409,8 +409,6 @@ class EMRouter(Router):
         for step, inverse_temperature in enumerate(temperatures):
             last = step == self.iterations - 1
             chunk_step = self._chunk_step(votes_of, len(inputs), inverse_temperature, last, training, return_coupling)
-            if self.compiles(training):
-                chunk_step = compiled_reading(chunk_step, variables)
             if remat:
                 chunk_step = remat_reading(chunk_step, variables)
             outputs = map_in_turn(lambda chunk: chunk_step(*chunk), tuple(inputs) + state, unrolled=not remat)
@@ -424,13 +422,11 @@ class EMRouter(Router):
     def _chunk_step(self, votes_of, num_inputs, inverse_temperature, last, training, return_coupling):
         """One iteration on one chunk: ``step(*inputs, scale)`` in the first iteration, ``step(*inputs, logits,
         log_normalizer)`` after it -> its E-step logits, or in the last iteration ``(mean, out_acts[, coupling])``
-        (see :meth:`route_position_chunks`)."""
+        (see :meth:`route_position_chunks`). The routing part compiles with XLA in training (``jit_compile``);
+        the votes do not: XLA's CPU products of 4x4 pose matrices are slower than the plain graph's."""
 
-        def step(*tensors):
-            inputs, state = tensors[:num_inputs], tensors[num_inputs:]
-            votes, activations = votes_of(*inputs)
-            activations = None if activations is None else ops.cast(activations, "float32")
-            votes, activations = self._safeguarded(ops.cast(votes, "float32"), activations)
+        def route(votes, activations, *state):
+            votes, activations = self._safeguarded(votes, activations)
             coupling = ops.exp(state[0] - state[1]) if len(state) == 2 else self._initial_coupling(votes, state[0])
             if last:
                 coupling = self.finalize_coupling(coupling, training)
@@ -438,6 +434,15 @@ class EMRouter(Router):
             if last:
                 return (mean, out_acts, coupling) if return_coupling else (mean, out_acts)
             return self._log_assignments(spread, variance, out_acts)
+
+        if self.compiles(training):
+            route = compiled_reading(route, self.weights)
+
+        def step(*tensors):
+            inputs, state = tensors[:num_inputs], tensors[num_inputs:]
+            votes, activations = votes_of(*inputs)
+            activations = None if activations is None else ops.cast(activations, "float32")
+            return route(ops.cast(votes, "float32"), activations, *state)
 
         return step
 
