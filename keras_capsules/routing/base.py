@@ -56,8 +56,9 @@ class Router(keras.layers.Layer):
     Compilation: ``jit_compile`` routes a training call through XLA as one unit inside the ordinary
     step (:func:`~keras_capsules.ops.compile.compiled_reading`; TensorFlow backend only, JAX compiles
     the whole step already). ``None`` takes the router's measured default, ``compiles_in_training``:
-    on for the routers whose iterations are chains of elementwise ops around small reductions (EM,
-    dynamic), where fusing them cuts the step, off where XLA's CPU kernels are slower (docs/performance.md).
+    on where the applications' training steps were measured faster with it (dynamic and kernel routing),
+    off elsewhere (EM: no faster inside MatrixCapsNet's step, whose first step it slows by compiling;
+    see docs/performance.md).
     Inference never compiles, so SavedModel, ONNX and LiteRT exports trace the plain graph.
 
     Capabilities: each router class declares what it can do as class attributes, which

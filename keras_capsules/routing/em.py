@@ -176,7 +176,6 @@ class EMRouter(Router):
 
     accepts_child_grid = True
     accepts_parent_major = True
-    compiles_in_training = True
 
     def __init__(
         self,
