@@ -186,6 +186,18 @@ def before_after(key, show):
     return lambda row: f"{show(row['before_' + key])} · {show(row['after_' + key])}"
 
 
+def backend_cell(backend):
+    """One backend's step (ms) and first step (s) in a backends row, " (XLA)" when compiled with XLA, or its error."""
+
+    def cell(row):
+        if row.get(f"{backend}_error"):
+            return row[f"{backend}_error"]
+        xla = " (XLA)" if row.get(f"{backend}_xla") else ""
+        return f"{num(row.get(f'{backend}_step_ms'))} · {num(row.get(f'{backend}_first_s'))}{xla}"
+
+    return cell
+
+
 def scale_by_application(rows):
     """benchmarks/scale.py's rows, one per (application, size) -> one per application: ``{size: row}`` under
     ``"sizes"`` and the same input's ``BaselineCNN`` row under ``"cnn"``."""
@@ -656,10 +668,12 @@ TABLES = [
         key="first-step",
         heading="First step: traced once",
         rows=("first-step",),
-        intro="`benchmarks/first_step.py`: the first `train_on_batch` (tracing included) of every application, the package "
-        "before `CapsuleClassifier` created the optimizer's and metrics' variables ahead of the first step (the run "
-        "file's `before`, first on `PYTHONPATH`) and this one, fresh processes alternating; how many times each traced "
-        "its training step, each process's first step, and the median step after it (the run's `measured` says of how many).",
+        intro="`benchmarks/first_step.py`: the first `train_on_batch` (tracing included) of every application, an earlier "
+        "package (the run file's `before`, first on `PYTHONPATH`: for the 2026-12-02 run the package before "
+        "`CapsuleClassifier` created the optimizer's and metrics' variables ahead of the first step, for the 2026-12-03 "
+        "run the package before routers compiled with XLA) and this one, fresh processes alternating; how many times each "
+        "traced its training step, each process's first step, and the median step after it (the run's `measured` says "
+        "of how many).",
         columns=[
             col("application"),
             col("input"),
@@ -679,6 +693,31 @@ TABLES = [
             ),
             ("> step (s), before · after", measured_only(before_after("step_s", num))),
             ("note", lambda row: row.get("why") or ""),
+        ],
+    ),
+    dict(
+        key="roofline",
+        heading="Roofline of the routers",
+        rows=("roofline",),
+        intro="`benchmarks/roofline.py`: each router alone, forward and backward, at the shapes an application routes at "
+        "64x64x3 batch 16 (a convolutional layer one output row at a time, as it trains). Work from XLA's cost analysis "
+        "under JAX (the library's graph counter beside it); time on TensorFlow with `jit_compile` off (plain) and on "
+        "(XLA); attainable = min(matrix-product GFLOP/s, bandwidth x flop per byte), both roofs measured in the run; "
+        "share = achieved / attainable. XLA's bytes are its count of every fused operation's operands and results, "
+        "not what reaches memory: a share over 100 % means the caches served part of them, so the shares bound the "
+        "routers' distance from the memory roof from above, not below. The kernel router's XLA flops include the "
+        "polynomial cosine's arithmetic (JAX compiles it; the graph counts each cosine once).",
+        columns=[
+            col("case"),
+            ("votes", lambda row: "x".join(map(str, row["votes"]))),
+            ("> GFLOP, XLA · graph", lambda row: f"{row['xla_gflop']:.2f} · {row['graph_gflop']:.2f}"),
+            ("> G transcendental", lambda row: f"{row['xla_transcendental_g']:.3f}"),
+            ("> GB", lambda row: f"{row['xla_gbytes']:.2f}"),
+            ("> flop/B", lambda row: f"{row['intensity_flop_per_byte']:.2f}"),
+            ("> roofs GFLOP/s · GB/s", lambda row: f"{row['matmul_gflops']:.0f} · {row['bandwidth_gbs']:.1f}"),
+            ("> attainable GFLOP/s", lambda row: f"{row['attainable_gflops']:.1f}"),
+            ("> ms, plain · XLA", lambda row: f"{row['plain_ms']:.0f} · {row['xla_ms']:.0f}"),
+            ("> share, plain · XLA", lambda row: f"{100 * row['plain_share']:.0f} % · {100 * row['xla_share']:.0f} %"),
         ],
     ),
     dict(
@@ -758,6 +797,25 @@ TABLES = [
                 lambda row: " · ".join(f"{t['op_type']} {t['mflop_per_image']:,.0f}" for t in row["op_types"][:6]),
             ),
         ],
+    ),
+    dict(
+        key="backends",
+        heading="Training step per Keras backend",
+        rows=("backends",),
+        intro="`benchmarks/backends.py`: `train_on_batch` of each application (default configuration and input, Adam, margin "
+        "loss) on TensorFlow, JAX and PyTorch, one fresh process per backend, alternating; `compile`'s defaults (XLA on "
+        "JAX and TensorFlow where marked, eager PyTorch); the median step after the first (ms), and the first step, "
+        'tracing included (s). The run\'s `measured` (in "The runs") says what else the machine ran.',
+        columns=[
+            col("application"),
+            col("input"),
+            col("batch", "> batch"),
+        ]
+        + [
+            (f"> {label}: step ms · first s", backend_cell(backend))
+            for backend, label in (("tensorflow", "TensorFlow"), ("jax", "JAX"), ("torch", "PyTorch"))
+        ]
+        + [("> PyTorch / TensorFlow step", ratio_of("torch_step_ms", "tensorflow_step_ms"))],
     ),
 ]
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}

@@ -34,8 +34,9 @@ def test_page_stays_short():
     # and to 430 for what the slowest training steps count at 64x64x3 (arithmetic, transcendentals, bytes written),
     # and to 450 for the 224x224x3 rows of every application (a run of their own, on another host: both scale tables),
     # and to 480 for the side-by-side pairs rerun after the scaling work and the library's side before and after it,
-    # and to 500 for every application's first step traced once, against the package before.
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 500
+    # and to 500 for every application's first step traced once, against the package before, and to 530 for the
+    # routers' roofline and the first steps before and after router compilation.
+    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 530
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
