@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_capsules.ops.remat import with_weights_as_inputs
+
 
 def compiled_reading(function, weights):
     """``function`` compiled by XLA as one unit (TensorFlow backend; elsewhere ``function`` itself).
@@ -28,14 +30,4 @@ def compiled_reading(function, weights):
         return function
     import tensorflow as tf
 
-    weights = list(weights)
-
-    @tf.function(jit_compile=True, autograph=False)
-    def compiled(values, *args):
-        with keras.StatelessScope(state_mapping=list(zip(weights, values))):
-            return function(*args)
-
-    def call(*args):
-        return compiled([weight.value for weight in weights], *args)
-
-    return call
+    return with_weights_as_inputs(tf.function(jit_compile=True, autograph=False), function, weights)

@@ -22,14 +22,32 @@ def remat_reading(function, weights):
     Returns:
         A function of the same arguments.
     """
+    return with_weights_as_inputs(keras.remat, function, weights)
+
+
+def with_weights_as_inputs(transform, function, weights):
+    """``transform(function)`` for a ``function`` that reads the Keras variables ``weights``, which enter as inputs.
+
+    The caller reads each variable once and passes the values; inside, a stateless scope maps each
+    variable to its value, so whatever ``transform`` makes of the function (a rematerialised one, an
+    XLA-compiled one) never holds a variable or a tensor of another graph.
+
+    Args:
+        transform: a function decorator, e.g. ``keras.remat`` or ``tf.function(jit_compile=True)``.
+        function: ``function(*args)`` -> tensors; positional arguments only.
+        weights: the Keras variables ``function`` reads.
+
+    Returns:
+        A function of the same arguments.
+    """
     weights = list(weights)
 
-    @keras.remat
-    def rematerialised(values, *args):
+    @transform
+    def transformed(values, *args):
         with keras.StatelessScope(state_mapping=list(zip(weights, values))):
             return function(*args)
 
     def call(*args):
-        return rematerialised([weight.value for weight in weights], *args)
+        return transformed([weight.value for weight in weights], *args)
 
     return call
