@@ -1,0 +1,178 @@
+"""Accuracy under FGSM and PGD of every MNIST and Fashion-MNIST preset, for docs/results.md.
+
+    python tools/results/adversarial.py DATA_DIR [--limit 1000] [--models EffCapsNet/mnist ...]
+    python tools/results/adversarial.py --table     # rewrites the block of docs/results.md from the records
+
+Each preset is attacked with its own training loss (its recipe's: margin loss for the capsule networks,
+cross-entropy for the CNN and GLOM) at epsilon 0.05, 0.1, 0.2 and 0.3 (images in [0, 1]): FGSM, and PGD
+with 10 steps of 2.5 epsilon / 10 from a random start (seed 0), on the first ``--limit`` test images
+(default: all). Writes docs/results/adversarial/<model>-<preset>-<attack>.json (skipped when present:
+resumable per model and attack) with the host, date, commit and wall time. Inference only.
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RECORDS = os.path.join(ROOT, "docs", "results", "adversarial")
+PAGE = os.path.join(ROOT, "docs", "results.md")
+START, END = "<!-- adversarial:table:start -->", "<!-- adversarial:table:end -->"
+ATTACKS = ("fgsm", "pgd")
+DATASETS = ("mnist", "fashion_mnist")
+
+
+def _host():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            name = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        name = platform.processor() or platform.machine()
+    return f"{name}, {os.cpu_count()} CPU cores"
+
+
+def _commit():
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def presets_on(datasets=DATASETS):
+    """``MODEL/NAME`` of every preset trained on one of ``datasets``, in registry order."""
+    from keras_capsules import presets
+
+    return [key for key in presets.available() if presets.get(*presets.find(key)).dataset in datasets]
+
+
+def measure(data_dir, models, limit, batch_size, loss=None):
+    """Writes the records of ``models`` not written yet; ``loss``: ``None`` (each one's training loss) or a name."""
+    from keras_capsules import presets
+    from keras_capsules.cli.robustness import training_loss
+    from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, report
+
+    os.makedirs(RECORDS, exist_ok=True)
+    for key in models:
+        dataset = presets.get(*presets.find(key)).dataset
+        attacked, source = training_loss(key) if loss is None else (loss, "argument")
+        for attack in ATTACKS:
+            suffix = "" if loss is None else f"-{loss}"
+            path = os.path.join(RECORDS, f"{key.lower().replace('/', '-')}-{attack}{suffix}.json")
+            if os.path.exists(path):
+                print("have", path, flush=True)
+                continue
+            print(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True)
+            result = report(
+                key,
+                dataset,
+                "test",
+                attack,
+                EPSILONS,
+                limit=limit,
+                data_dir=data_dir,
+                loss=attacked,
+                loss_source=source,
+                batch_size=batch_size,
+            )
+            options = (f" --limit {limit}" if limit else "") + ("" if loss is None else f" --loss {loss}")
+            record = {
+                **result.to_dict(),
+                "host": _host(),
+                "date": datetime.date.today().isoformat(),
+                "commit": _commit(),
+                "command": f"python tools/results/adversarial.py DATA_DIR{options} --models {key}",
+            }
+            with open(path + ".part", "w") as handle:
+                json.dump(record, handle, indent=2)
+            os.replace(path + ".part", path)
+
+
+def table():
+    """The Markdown block of docs/results.md, from the records."""
+    records = {}
+    for path in sorted(glob.glob(os.path.join(RECORDS, "*.json"))):
+        with open(path) as handle:
+            record = json.load(handle)
+        # a row per model and loss: its training loss first, then any loss passed with --loss
+        records.setdefault((record["model"], record["loss_source"] == "argument"), {})[record["attack"]] = record
+    records = dict(sorted(records.items()))
+    if not records:
+        raise SystemExit(f"adversarial: no records in {RECORDS}; run the measurement first")
+    examples = {r["examples"] for pair in records.values() for r in pair.values()}
+    epsilons = [e for e, _ in next(iter(next(iter(records.values())).values()))["table"]]
+    lines = []
+    for dataset in DATASETS:
+        rows = {k: v for k, v in records.items() if next(iter(v.values()))["dataset"] == dataset}
+        if not rows:
+            continue
+        heads = [f"FGSM {e:g}" for e in epsilons] + [f"PGD {e:g}" for e in epsilons]
+        lines += [
+            "",
+            f"{dataset.replace('_', '-').replace('mnist', 'MNIST').replace('fashion', 'Fashion')}, accuracy (%):",
+            "",
+            "| model | loss attacked | clean | " + " | ".join(heads) + " | zero gradient (FGSM) |",
+            "|---|---|---:|" + "---:|" * len(heads) + "---:|",
+        ]
+        for key, pair in rows.items():
+            fgsm, pgd = pair.get("fgsm"), pair.get("pgd")
+            first = fgsm or pgd
+            cells = [f"{100 * a:.1f}" for _, a in fgsm["table"]] if fgsm else ["—"] * len(epsilons)
+            cells += [f"{100 * a:.1f}" for _, a in pgd["table"]] if pgd else ["—"] * len(epsilons)
+            stuck = f"{100 * fgsm['zero_gradient'][0]:.1f}" if fgsm else "—"
+            lines.append(
+                f"| `{key[0]}` | {first['loss']}{' (--loss)' if key[1] else ''} | {100 * first['accuracy']:.1f} | "
+                + " | ".join(cells)
+                + f" | {stuck} |"
+            )
+    seconds = {
+        f"{k[0]} {a}" + (f" {r['loss']}" if k[1] else ""): r["seconds"] - r.get("paused_seconds", 0)
+        for k, pair in records.items()
+        for a, r in pair.items()
+    }
+    hosts = sorted({r["host"] for pair in records.values() for r in pair.values()})
+    lines += [
+        "",
+        f"Images: the first {', '.join(f'{n:,d}' for n in sorted(examples))} of each test set. "
+        f"Wall time per model and attack, pauses for other jobs' benchmarks subtracted (s): {', '.join(f'{k} {v:,.0f}' for k, v in seconds.items())}; "
+        f"on {'; '.join(hosts)}, shared with other jobs.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_table():
+    with open(PAGE, encoding="utf-8") as handle:
+        page = handle.read()
+    if page.count(START) != 1 or page.count(END) != 1:
+        raise SystemExit(f"adversarial: docs/results.md must hold {START} ... {END} once each")
+    head, rest = page.split(START)
+    _, tail = rest.split(END)
+    with open(PAGE, "w", encoding="utf-8") as handle:
+        handle.write(head + START + "\n" + table() + "\n" + END + tail)
+    print("rewrote the table of", PAGE)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data_dir", nargs="?", help="folder with the MNIST and Fashion-MNIST files")
+    parser.add_argument("--limit", type=int, help="the first LIMIT test images only (default: all)")
+    parser.add_argument("--models", nargs="+", help="presets (default: every MNIST and Fashion-MNIST preset)")
+    parser.add_argument("--batch-size", type=int, default=250, help="images per gradient call (default: 250)")
+    parser.add_argument(
+        "--loss", choices=("margin", "cross_entropy"), help="attack this loss (default: each model's training loss)"
+    )
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs/results.md block from the records")
+    args = parser.parse_args(argv)
+    if args.table:
+        return write_table()
+    if args.data_dir is None:
+        parser.error("DATA_DIR is required to measure")
+    measure(args.data_dir, args.models or presets_on(), args.limit, args.batch_size, args.loss)
+    return write_table()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
