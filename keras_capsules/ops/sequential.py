@@ -73,7 +73,7 @@ def in_turn(function, parts):
             leaves = tree.flatten(part)
             first = ops.reshape(tree.flatten(outputs[-1])[0], (-1,))[:1]
             token = ops.where(ops.isfinite(first), first * 0, ops.zeros_like(first))
-            leaves[0] = leaves[0] + ops.cast(token, leaves[0].dtype)
+            leaves[0] = ops.add(leaves[0], ops.cast(token, leaves[0].dtype))  # a NumPy slice too (PyTorch)
             part = tree.pack_sequence_as(part, leaves)
         outputs.append(function(part))
     return outputs

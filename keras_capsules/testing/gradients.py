@@ -64,6 +64,6 @@ def assert_training_vote_gradient(router, reference, votes, activations, seed=8,
 
     def weighted(v):
         poses, out = router(v, activations, training=True)
-        return poses * w_poses.astype("float32"), out * w_acts.astype("float32")
+        return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
 
     np.testing.assert_allclose(input_gradient(weighted, votes), numeric_gradient(loss, votes), rtol=rtol, atol=atol)

@@ -215,12 +215,16 @@ class GlomColumns(keras.layers.Layer):
         counts[-1] -= 1.0  # the top level has no top-down contribution
         self._contributions = counts[None, None, :, None] if self.divide_by_contributions else None
 
-    def call(self, inputs, return_agreement=False, return_iterations=None):
-        return_iterations = self.return_iterations if return_iterations is None else bool(return_iterations)
+    def _outputs(self, return_agreement, return_iterations):
+        """The call arguments checked: ``(return_agreement, return_iterations)`` as booleans."""
         if return_agreement and self.agreement is None:
             errors.fail(
                 self, "return_agreement", "False when use_agreement=False (there is no CAE output)", return_agreement
             )
+        return bool(return_agreement), self.return_iterations if return_iterations is None else bool(return_iterations)
+
+    def call(self, inputs, return_agreement=False, return_iterations=None):
+        return_agreement, return_iterations = self._outputs(return_agreement, return_iterations)
         tokens = as_float(self, inputs)
         batch, num = ops.shape(tokens)[0], tokens.shape[1]
         levels = ops.broadcast_to(
@@ -244,6 +248,21 @@ class GlomColumns(keras.layers.Layer):
             levels = total / ops.cast(self._contributions, total.dtype) if self._contributions is not None else total
             history.append(levels)
         out = ops.stack(history, axis=1) if return_iterations else levels
+        return (out, agreement) if return_agreement else out
+
+    def compute_output_shape(self, input_shape, return_iterations=None):
+        batch, num, dim = input_shape
+        levels = (batch, num, self.levels, dim)
+        iterations = self.return_iterations if return_iterations is None else bool(return_iterations)
+        return (batch, self.iterations + 1) + levels[1:] if iterations else levels
+
+    def compute_output_spec(self, inputs, return_agreement=False, return_iterations=None):
+        """Shapes without tracing the iterations (the PyTorch backend would run them on two made-up batches)."""
+        return_agreement, return_iterations = self._outputs(return_agreement, return_iterations)
+        dtype = inputs.dtype if keras.backend.is_float_dtype(inputs.dtype) else self.compute_dtype
+        shape = self.compute_output_shape(inputs.shape, return_iterations)
+        out = keras.KerasTensor(shape, dtype=dtype)
+        agreement = keras.KerasTensor(self.compute_output_shape(inputs.shape, False), dtype=dtype)
         return (out, agreement) if return_agreement else out
 
     def get_config(self):

@@ -56,8 +56,23 @@ def test_columns_any_number_of_levels_and_outputs(levels):
     assert (layer.top_down is None) == (levels == 1)
 
 
+@pytest.mark.parametrize("return_agreement", [False, True])
+@pytest.mark.parametrize("return_iterations", [False, True])
+def test_symbolic_outputs_have_the_shapes_of_a_call(return_agreement, return_iterations):
+    """The output spec (no trace of the iterations) against a call on tokens: (2, 16, 8) -> (2, [4,] 16, 2, 8)."""
+    layer = glom.GlomColumns(levels=2, iterations=3)
+    tokens = keras.Input((16, 8), batch_size=2)
+    spec = keras.tree.flatten(layer(tokens, return_agreement=return_agreement, return_iterations=return_iterations))
+    values = np.random.default_rng(4).normal(size=(2, 16, 8)).astype("float32")
+    eager = keras.tree.flatten(layer(values, return_agreement=return_agreement, return_iterations=return_iterations))
+    expected = [(2, 4, 16, 2, 8) if return_iterations else (2, 16, 2, 8)] + [(2, 16, 2, 8)] * return_agreement
+    assert [tuple(t.shape) for t in spec] == [tuple(t.shape) for t in eager] == expected
+    assert [t.dtype for t in spec] == ["float32"] * len(expected)
+    assert tuple(glom.GlomColumns(levels=3, return_iterations=True)(keras.Input((9, 4))).shape) == (None, 7, 9, 3, 4)
+
+
 def _weight_gradients(layer, x):
-    """Gradients of ``sum(layer(x)**2)`` for every trainable weight of ``layer``, as NumPy (TF and JAX)."""
+    """Gradients of ``sum(layer(x)**2)`` for every trainable weight of ``layer``, as NumPy (TF, JAX, PyTorch)."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
@@ -75,6 +90,11 @@ def _weight_gradients(layer, x):
             return keras.ops.sum(keras.ops.square(out))
 
         return [_np(g) for g in jax.grad(loss)([v.value for v in layer.trainable_variables])]
+    if backend == "torch":
+        import torch
+
+        loss = keras.ops.sum(keras.ops.square(layer(x)))
+        return [_np(g) for g in torch.autograd.grad(loss, [v.value for v in layer.trainable_variables])]
     pytest.skip(f"weight gradients are not wired for the {backend} backend in this test")
 
 
@@ -134,6 +154,8 @@ def test_argument_errors_name_layer_and_argument():
         glom.GlomColumns()(np.zeros((1, 4, 2, 2), "float32"))
     with pytest.raises(ValueError, match=r"GlomColumns.*return_agreement"):
         glom.GlomColumns(use_agreement=False)(np.zeros((1, 4, 2), "float32"), return_agreement=True)
+    with pytest.raises(ValueError, match=r"GlomColumns.*return_agreement"):
+        glom.GlomColumns(use_agreement=False)(keras.Input((4, 2)), return_agreement=True)
     with pytest.raises(TypeError, match=r"GlomColumns.*levels"):
         glom.GlomColumns(levels=2.0)
 

@@ -102,12 +102,12 @@ class ContrastiveAgreement(keras.layers.Layer):
         sim = ops.einsum("bild,bjld->blij", unit, unit)
         if not self.attend_self:
             sim = ops.where(_utils.eye_mask(num), _utils.SELF_SIMILARITY, sim)
-        negative = ops.where(sim < self._down, sim, 0.0)
+        negative = ops.where(ops.less(sim, self._down), sim, 0.0)
         if self._non_local is not None:
             non_local = ops.convert_to_tensor(self._non_local)
             sim = ops.where(non_local, _utils.MASK_VALUE, sim)
             negative = ops.where(non_local, OUTSIDE_NEGATIVE, negative)
-        positive = ops.softmax(ops.where(sim < self._up, _utils.MASK_VALUE, sim), axis=-1)
+        positive = ops.softmax(ops.where(ops.less(sim, self._up), _utils.MASK_VALUE, sim), axis=-1)
         pull = ops.einsum("blij,bjld->bild", positive, values)
         push = ops.einsum("blij,bjld->bild", negative, values)
         if self.normalize_negatives:
