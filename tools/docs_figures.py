@@ -853,7 +853,6 @@ def _first_step_bound():
         if first > FIRST_STEP_LIMIT_S:
             over.append((row["application"], first, row["after_step_s"]))
     check(bool(over), f"some first step in {name} passes {FIRST_STEP_LIMIT_S} s")
-    check(all(step > first / 2 for _, first, step in over), "each first step over the limit is mostly the step itself")
     check(
         all(first - step < FIRST_STEP_LIMIT_S for _, first, step in over),
         f"each first step less its step is within {FIRST_STEP_LIMIT_S} s",
@@ -864,8 +863,8 @@ def _first_step_bound():
     )
     return (
         f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
-        f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: what passes the "
-        "limit is the step itself, bound as above."
+        f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: the step's own "
+        "time, bound as above, is what carries it past the limit."
     )
 
 

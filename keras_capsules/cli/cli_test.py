@@ -55,6 +55,7 @@ def test_every_option_states_its_default_and_numbers_their_unit():
         "factor",
         "rate",
         "coefficient",
+        "image range",
     )
     for name, action in _options(cli.build_parser()):
         flag = f"{name} {action.option_strings[-1]}"
