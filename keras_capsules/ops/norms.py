@@ -77,7 +77,7 @@ def limit_magnitude(x, axis=-1, limit=MAGNITUDE_LIMIT):
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         return x
     peak = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=limit))
-    return x * (limit / peak)
+    return ops.multiply(x, limit / peak)
 
 
 @in_float32

@@ -193,7 +193,7 @@ def limit_votes(votes, limit=MAGNITUDE_LIMIT):
     top = ops.max(votes, axis=(1, 2, 3), keepdims=True, initial=limit)
     bottom = ops.min(votes, axis=(1, 2, 3), keepdims=True, initial=-limit)
     peak = ops.stop_gradient(ops.maximum(top, -bottom))
-    return votes * (limit / peak)
+    return ops.multiply(votes, limit / peak)
 
 
 def parent_major(votes):

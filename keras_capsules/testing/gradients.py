@@ -24,9 +24,11 @@ def input_gradient(fn, x):
         return tape.gradient(y, v).numpy()
     import torch
 
-    t = torch.tensor(np.asarray(x), requires_grad=True)
+    t = x.detach().clone() if torch.is_tensor(x) else torch.tensor(np.asarray(x))
+    t.requires_grad_(True)
     total(t).backward()
-    return t.grad.numpy()
+    gradient = t.grad
+    return (gradient.float() if gradient.dtype == torch.bfloat16 else gradient).numpy()  # NumPy has no bfloat16
 
 
 def numeric_gradient(fn, x, step=1e-5):
