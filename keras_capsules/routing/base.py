@@ -13,68 +13,52 @@ from keras_capsules.ops.quantize import quantize_uniform
 class Router(keras.layers.Layer):
     """Base class of all routers: votes in, parent capsules out.
 
-    Call signature::
+    A router is a Keras layer called as ``router(votes, activations=None, training=None,
+    return_coupling=False)``:
 
-        router(votes, activations=None, training=None, return_coupling=False)
+        votes        (batch, in_caps, out_caps, out_dim)   the vote of every child for every parent;
+                                                           convolutional layers fold positions into batch
+        activations  (batch, in_caps)                      optional child activations in [0, 1] (routers
+                                                           that need them use ones when absent)
+        returns      poses (batch, out_caps, out_dim), activations (batch, out_caps)
+                     [+ coupling (batch, in_caps, out_caps) with return_coupling=True]
 
-    Args (call):
-        votes: ``(batch, in_caps, out_caps, out_dim)``, the vote of every child for every parent.
-            Convolutional capsule layers fold output positions into ``batch``.
-        activations: optional ``(batch, in_caps)`` child activations in [0, 1]; routers that do not
-            use them ignore them, routers that need them (EM, kernel, LSTM) use ones when absent.
-        training: Keras training flag.
-        return_coupling: also return the coupling coefficients.
+    The routing maths run in float32 whatever the compute dtype (weights included: routers do not
+    autocast their variables), and the outputs are cast back to the votes' dtype (the compute dtype for
+    integer votes) with saturation: a value beyond the dtype's largest finite value becomes that value,
+    never ``inf``.
 
-    Returns:
-        ``(poses, activations)`` with poses ``(batch, out_caps, out_dim)`` and activations
-        ``(batch, out_caps)``, plus coupling ``(batch, in_caps, out_caps)`` when ``return_coupling``.
+    A subclass implements ``route(votes, activations, training)`` on float32 tensors, returning
+    ``(poses, activations, coupling)``, creates its weights in ``build_router(votes_shape)``, and calls
+    ``self.finalize_coupling(c, training)`` on the last iteration's coupling before it weights the votes.
+    A router that iterates on parent-major votes ``(batch, out_caps, in_caps, out_dim)`` implements
+    ``route_parent_major`` instead and sets ``accepts_parent_major``; its ``call`` then also takes
+    ``votes_layout="parent_major"``, which saves capsule layers a transpose of the votes. The class
+    attributes below declare what a router can route (``routing.available`` filters on them); the
+    defaults fit a router that only implements ``route``.
 
-    Numerical safeguard shared by all routers: the routing maths run in float32 (weights included:
-    routers do not autocast their variables under a mixed-precision policy) whatever the layer's
-    compute dtype (float16 and bfloat16 overflow in the squared norms and softmaxes of routing), and
-    the outputs are cast back to the input dtype (integer votes: the router's compute dtype) with
-    saturation: a value beyond the dtype's largest finite value (e.g. a float32 vote mean above
-    float16's 65504) becomes that value, never ``inf``.
+    Args:
+        iterations: routing iterations; single-pass routers (``iterative = False``) require 1.
+            Defaults to 3.
+        quantize_levels: ``None``, or ``K >= 2`` to snap the last iteration's coupling at inference with
+            REM's uniform quantiser (docs/reference/rem.md#quantiser). Defaults to ``None``.
+        jit_compile: route training calls on the TensorFlow backend through XLA, inside the ordinary
+            step: ``True``, ``False``, or ``None`` for the router's measured default
+            (``compiles_in_training``). Inference never compiles, so exports trace the plain graph.
+            Defaults to ``None``.
+        **kwargs: the ``keras.layers.Layer`` arguments.
 
-    Args (constructor):
-        iterations: number of routing iterations (routers with a single pass validate it is 1).
-        quantize_levels: ``None`` or ``K >= 2``. At inference (``training`` false), the coupling
-            coefficients of the last iteration are snapped by REM's uniform quantiser ``q_K``
-            (docs/reference/rem.md#quantiser) before they weight the votes.
-        jit_compile: ``None`` (the router's default), ``True`` or ``False``: route training calls
-            through XLA (see Compilation below).
+    Example:
+        >>> class MeanRouter(Router):  # every child splits itself evenly over the parents
+        ...     def route(self, votes, activations, training):
+        ...         coupling = self.finalize_coupling(ops.ones_like(votes[..., 0]) / votes.shape[2], training)
+        ...         poses = ops.einsum("bio,biod->bod", coupling, votes)
+        ...         return poses, safe_norm(poses), coupling
+        >>> poses, lengths = MeanRouter(iterations=1)(keras.random.normal((8, 32, 10, 16)))  # (8, 10, 16), (8, 10)
 
-    Subclasses implement ``route(votes, activations, training)`` on float32 tensors and return
-    ``(poses, activations, coupling)``; they call ``self.finalize_coupling(c, training)`` on the
-    coupling of the last iteration before it weights the votes. Routers that iterate in the
-    parent-major layout implement ``route_parent_major`` instead (same arguments, votes
-    ``(batch, out_caps, in_caps, out_dim)``) and set ``accepts_parent_major``: their ``call`` then
-    also takes ``votes_layout="parent_major"``, which lets a capsule layer whose vote transform can
-    write that layout (``VectorVotes``, ``MatrixVotes``) skip a transpose of the votes
-    forward and backward.
-
-    Compilation: ``jit_compile`` routes a training call through XLA as one unit inside the ordinary
-    step (:func:`~keras_capsules.ops.compile.compiled_reading`; TensorFlow backend only, JAX compiles
-    the whole step already). ``None`` takes the router's measured default, ``compiles_in_training``:
-    on where the applications' training steps were measured faster with it (dynamic and kernel routing),
-    off elsewhere (EM: no faster inside MatrixCapsNet's step, whose first step it slows by compiling;
-    see docs/performance.md).
-    Inference never compiles, so SavedModel, ONNX and LiteRT exports trace the plain graph.
-
-    Capabilities: each router class declares what it can do as class attributes, which
-    :func:`keras_capsules.routing.available` filters on and the layers and applications check. The
-    defaults fit a router that only implements ``route``: it routes vector and matrix poses (matrix
-    poses reach a router flattened, ``p*p`` entries), iterates, and takes no initial poses or layer
-    geometry.
-
-    - ``pose_kinds`` (filter ``pose=``): the poses whose votes it routes, ``"vector"`` and/or
-      ``"matrix"`` (a capsule layer's ``transform``); restrict it if the router relies on one kind.
-    - ``iterative`` (filter ``iterative=``): ``False`` for a single pass (``iterations`` must be 1).
-    - ``supports_initial_poses`` (filter ``initial_poses=``): ``call`` takes ``initial_poses``,
-      ``steps`` and ``finalize``, as :class:`~keras_capsules.layers.ConcurrentRouting` needs.
-    - ``accepts_child_grid`` (filter ``child_grid=``): the constructor takes a convolutional layer's
-      geometry (``child_grid``, ``kernel_size``, ``strides``, ``padding``) to normalise each child's
-      coupling over every parent it feeds across positions (EM).
+    See the routers guide (docs/routers/index.md, docs/routers/custom.md) for the contract, the
+    capabilities and a worked custom router, and the routers reference
+    (docs/reference/routers.md#compilation-jit_compile) for compilation.
     """
 
     router_name = None

@@ -11,31 +11,40 @@ from keras_capsules.routing.registry import register_router
 
 @register_router("dynamic")
 class DynamicRouter(Router):
-    """Routing by agreement.
+    """Dynamic routing by agreement (Sabour, Frosst & Hinton 2017).
 
-    ``b = 0``; ``iterations`` times: ``c = softmax_parents(b)``, ``s_j = sum_i c_ij u_j|i (+ bias_j)``,
-    ``v_j = squash(s_j)``, ``b_ij += u_j|i . v_j``. The logit update after the last iteration is skipped.
+    Each child splits itself over the parents by a softmax of routing logits that start at zero; each
+    parent squashes the coupling-weighted sum of its votes, and every child raises its logits for the
+    parents whose output agrees with its vote. With votes ``u`` ``(batch, in_caps, out_caps, out_dim)``,
+    ``iterations`` times:
 
-    - Softmax axis: over the **parents** (``out_caps``), separately for each child.
-    - Initial state: logits ``b`` of zeros, one set per example (so the first ``c`` is ``1/out_caps``).
-    - Parameters: ``bias`` ``(out_caps, out_dim)``, initialised to 0.1, when ``use_bias`` (the official
-      TF code; XifengGuo has none; the paper's rounded "6.8M" fits either count, 6,804,224 without
-      the bias or 6,804,384 with it).
-    - Output activations: the length of ``v_j`` (the documented proxy; squashed lengths are in [0, 1)).
-    - Safeguards: ``squash`` with ``epsilon`` under the norm (finite at ``s = 0``, overflow-safe);
-      float32 maths; each example's votes are scaled down to ``max|u| <= 1e15`` when larger
-      (:func:`~keras_capsules.routing.base.limit_votes`), so the agreements cannot overflow.
-    - Differences from references: ``stop_gradient_inner=True`` reproduces REM/older XifengGuo (votes
-      detached in every iteration but the last); the default lets gradients flow through every
-      iteration, like the official code. ``leaky=True`` adds the official code's leaky-routing column.
+        c_ij = softmax over the parents j of b_ij        (batch, in_caps, out_caps); b = 0 at first
+        v_j  = squash(sum_i c_ij u_j|i + bias_j)          (batch, out_caps, out_dim)
+        b_ij = b_ij + u_j|i . v_j                         skipped after the last iteration
+
+    The outputs are the poses ``v`` and their lengths ``(batch, out_caps)`` as activations (a proxy in
+    [0, 1)); child activations are ignored. Each example's votes are scaled down to ``max|u| <= 1e15``
+    when larger (:func:`~keras_capsules.routing.base.limit_votes`), so the agreements cannot overflow.
 
     Args:
-        iterations: routing iterations ``r`` (paper: 3).
-        use_bias: add the official per-parent bias before squashing.
-        stop_gradient_inner: detach the votes in all but the last iteration.
-        leaky: prepend a zero logit ("orphan" parent) to each child's softmax, then drop it.
-        epsilon: squash epsilon.
-        bias_initializer: initializer of ``bias``.
+        iterations: routing iterations. Defaults to 3 (the paper).
+        use_bias: add a per-parent bias ``(out_caps, out_dim)`` before the squash, as the authors' code
+            does. Defaults to ``True``; ``CapsNet`` turns it off (the paper's 6,804,224 parameters).
+        stop_gradient_inner: detach the votes in every iteration but the last, as REM's code does.
+            Defaults to ``False`` (gradients flow through every iteration).
+        leaky: add the authors' code's "orphan" parent (a zero logit) to each child's softmax.
+            Defaults to ``False``.
+        epsilon: guard under the square roots of the squash and of the lengths. Defaults to 1e-7.
+        bias_initializer: initializer of the bias. Defaults to ``Constant(0.1)``.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments.
+
+    Example:
+        >>> router = DynamicRouter(iterations=3)
+        >>> poses, lengths = router(keras.random.normal((8, 1152, 10, 16)))  # (8, 10, 16), (8, 10)
+
+    See the routers reference (docs/reference/routers.md#dynamic-routing) and docs/routers/dynamic.md for
+    the numerical safeguards and the differences from the authors' code.
     """
 
     accepts_parent_major = True

@@ -27,7 +27,10 @@ from keras_capsules.routing.base import (
 )
 from keras_capsules.routing.registry import register_router
 
-#: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN).
+#: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN). IBM instead
+#: scatters into a dense (parent positions x child positions) layout and fills the unconnected entries with
+#: ``min(min(zz), -100)``, which leaves a tiny share of the mass on unconnected parents (a large share when every
+#: ``zz`` of a child is below -100); with gather tables and this filler the softmax is exact.
 _LOG_FILLER = -1e30
 
 
@@ -93,85 +96,58 @@ def spatial_routing_tables(child_grid, kernel_size, strides, padding):
 
 @register_router("em")
 class EMRouter(Router):
-    """EM routing between matrix capsules, following IBM's implementation step by step.
+    """EM routing between matrix capsules (Hinton, Sabour & Frosst 2018), following IBM's re-implementation.
 
-    Votes ``V`` ``(batch, in_caps, out_caps, out_dim)`` (flattened ``p x p`` votes ``M_i W_ij``; any
-    ``out_dim`` works, 16 in the paper), child activations ``a`` ``(batch, in_caps)`` (ones when
-    absent). ``R`` starts uniform; then for ``t = 0 .. iterations-1``:
+    Each parent is a Gaussian over its votes, fitted to the children assigned to it and weighted by their
+    activations; the assignments ``R`` (uniform at first) are then updated from how well each parent's
+    Gaussian explains each vote. With votes ``V`` ``(batch, in_caps, out_caps, d)`` (flattened ``p x p``
+    votes; any ``d``) and child activations ``a`` ``(batch, in_caps)`` (ones when absent), for
+    ``t = 0 .. iterations - 1``:
 
-    - **M-step**: ``R' = R * a``; ``mu_j = sum_i R' V / (sum_i R' + eps)``;
-      ``var_j = sum_i R' (V - mu_j)^2 / (sum_i R' + eps) + 1e-9``;
-      ``cost_j^h = (beta_u + 0.5 log var_j^h) * sum_i R' * F``;
-      ``a_j = sigmoid(lambda_t (beta_a - sum_h cost_j^h))``.
-    - **E-step** (skipped in the last iteration):
-      ``log p_ij = sum_h [-(V - mu)^2 / (2 var) - 0.5 log(2 pi var)]``;
-      ``R_ij = softmax_j(log(a_j + eps) + log p_ij)`` (computed in log space).
+        M-step  R' = R a;  mu_j, var_j = R'-weighted mean and variance (+ variance_floor) of V_.j  (batch, out_caps, d)
+                a_j = sigmoid(lambda_t (beta_a_j - sum_h (beta_u_j + log(var_jh) / 2) sum_i R'_ij F))
+        E-step  R_ij = softmax over the parents j of (log(a_j + epsilon) + log N(V_ij; mu_j, var_j))
+                (skipped after the last M-step)
 
-    Outputs: poses ``mu`` ``(batch, out_caps, out_dim)``, activations ``a_j`` ``(batch, out_caps)`` in
-    [0, 1] (real activation probabilities, not a proxy), coupling ``R`` of the last M-step
-    ``(batch, in_caps, out_caps)``.
+    with ``lambda_t = final_lambda (1 - 0.95 ** (t + 1))`` and ``F = 100 out_caps / in_caps`` (IBM's
+    normalisation of the amount of data). The outputs are the means ``mu``, the activation probabilities
+    ``a_j`` ``(batch, out_caps)`` and, on request, the coupling ``R`` of the last M-step. The weights are
+    ``beta_a`` and ``beta_u`` (IBM's ``beta_v``), one per output type.
 
-    - Softmax axis: over the **parents** ``j``. By default the parents of one row of ``votes`` (for
-      :class:`~keras_capsules.layers.ConvCaps`, the types at one output position, since positions
-      fold into the batch). With ``child_grid`` set (see below) the softmax runs over **every parent
-      position and type** the child feeds, as IBM and the paper do.
-    - Initial state: ``R = 1 / out_caps``; with ``child_grid``, IBM's spatially aware
-      ``R = 1 / (parents_per_child * out_caps)`` (border children feed fewer parent positions).
-    - Inverse temperature: ``lambda_t = final_lambda * (1 - 0.95 ** (t + 1))``, ``final_lambda = 0.01``
-      (authors' OpenReview reply, used by IBM and FMRouting; REM's copy keeps ``0.95 ** 1``).
-    - Parameters: ``beta_a`` and ``beta_u`` (IBM's ``beta_v``), one per output capsule type,
-      shape ``(out_caps,)``. Defaults are IBM's (``em_routing.py``): ``beta_a`` ~
-      TruncatedNormal(mean -1000, std 500); ``beta_u`` ~ TF1 ``xavier_initializer()``, which is
-      Glorot **uniform** over IBM's ``(1, 1, 1, 1, o, 1)`` variable, i.e. ``U(+-sqrt(6 / (o + 1)))``
-      (docs/reference/routers.md#em-routing). REM draws both from
-      ``randn``, learning-inner-consensus from TruncatedNormal(0.1); pass initializers for those.
-    - ``F``: IBM's "normalise amount of data" factor ``100 / (in_caps / out_caps)`` (not in the paper,
-      whose cost is ``(beta_u + log sigma) * sum_i R_ij``). ``normalize_cost=False`` gives ``F = 1``.
-    - Gradients flow through every iteration (no stop-gradient; the authors' OpenReview answer).
-    - Safeguards: float32 maths (base class); ``eps`` (1e-9) in the M-step denominators and inside
-      ``log(a_j + eps)``; the variance floor 1e-9 (IBM uses the variance, not ``sqrt``, to avoid NaN
-      gradients); a log-space E-step with a max-subtracted softmax; votes are clipped to
-      ``+-max_vote`` (1e4) before routing, because ``(V - mu)^2 / var`` with ``var >= 1e-9``
-      overflows float32 for votes beyond ~1e13 and its gradient for much smaller ones. Votes that
-      large never occur in a trained network (IBM initialises ``W`` with std 1 on unit-scale poses);
-      ``max_vote=None`` disables the clip, whose gradient passes straight through
-      (:func:`~keras_capsules.ops.norms.clip_magnitude`). In float16/bfloat16 the gradients flowing back into the
-      votes and activations are clipped to the dtype's finite range: the exact derivative of a
-      parent's mean with respect to a child activation is ``R (V - mu) / (sum R' + eps)``, about
-      ``|V| / eps`` when every activation is ~0, far beyond float16's 65504.
-    - Differences from IBM's code: the cross-position E-step is an exact softmax over the parents a
-      child feeds, computed with static gather tables; IBM scatters into a dense
-      ``(parent positions x child positions)`` layout and fills the unconnected entries with
-      ``min(min(zz), -100)``, which leaves a tiny share of the mass on unconnected parents (a large
-      share when every ``zz`` of a child is below -100). IBM's route dropout (``drop_rate`` on the
-      output activations) and the ``affine_voting`` vote bias are not part of the router.
-
-    Layout: the iterations run parent-major (``(batch, out_caps, in_caps, out_dim)``; one transpose per
-    call, none when the vote transform writes that layout).
-
-    Cross-position normalisation (IBM's ``spatial_routing_matrix``): convolutional capsule layers
-    fold output positions into the batch axis, so the router needs the geometry of the layer it
-    serves. Pass ``child_grid=(H, W)`` (the layer's input grid) with the layer's ``kernel_size``,
-    ``strides`` and ``padding``; the router then expects ``votes`` of shape
-    ``(batch * H_out * W_out, K*K*types, out_caps, out_dim)`` exactly as
-    :class:`~keras_capsules.layers.ConvCaps` produces them, and both the initial ``R`` and every
-    E-step normalise each child over all ``(position, type)`` parents it feeds. Then ``R`` sums to 1
-    over those parents rather than within one row. For fully connected layers (the class capsules)
-    leave ``child_grid=None``: every child feeds every parent and the two modes coincide.
-    :class:`~keras_capsules.layers.ConvCaps` (with ``remat``) routes such a router chunk by chunk
-    (:meth:`route_position_chunks`): its whole vote tensor, the largest tensor of a matrix-capsule
-    network, is never formed.
+    Convolutional layers fold the output positions into the batch, so by default a child is normalised
+    over the parent types at one position. Given the layer's geometry (``child_grid`` and the rest), the
+    router takes ``votes`` ``(batch * H_out * W_out, K*K*types, out_caps, d)`` exactly as
+    :class:`~keras_capsules.layers.ConvCaps` makes them and normalises each child over every parent
+    position and type it feeds, as the paper and IBM do (IBM's ``spatial_routing_matrix``); ``ConvCaps``
+    with ``remat`` then routes position chunk by chunk (:meth:`route_position_chunks`) and never forms
+    the whole vote tensor.
 
     Args:
-        iterations: routing iterations (paper 3; IBM's best smallNORB result used 2).
-        final_lambda: final inverse temperature (0.01).
-        epsilon: ``eps`` of the M-step denominators and of ``log(a_j + eps)`` (IBM: 1e-9).
-        variance_floor: added to the variance (IBM: 1e-9).
-        normalize_cost: multiply the cost by IBM's ``F``.
-        max_vote: clip bound for the votes (``None``: no clip).
-        beta_a_initializer, beta_u_initializer: ``None`` for IBM's, or any Keras initializer.
-        child_grid: ``None`` or the ``(H, W)`` input grid of the convolutional layer (see above).
-        kernel_size, strides, padding: that layer's geometry (used only with ``child_grid``).
+        iterations: EM iterations. Defaults to 3 (the paper; IBM's best smallNORB run used 2).
+        final_lambda: the final inverse temperature. Defaults to 0.01.
+        epsilon: in the M-step denominators and in ``log(a_j + epsilon)``. Defaults to 1e-9.
+        variance_floor: added to every variance. Defaults to 1e-9.
+        normalize_cost: multiply the cost by ``F``. Defaults to ``True`` (``False``: the paper's cost).
+        max_vote: votes are clipped to ``+-max_vote`` before routing, with a gradient that passes straight
+            through (:func:`~keras_capsules.ops.norms.clip_magnitude`); ``None`` disables the clip.
+            Defaults to 1e4.
+        beta_a_initializer: ``None`` for IBM's TruncatedNormal(mean -1000, std 500), or any initializer.
+        beta_u_initializer: ``None`` for IBM's TF1 Xavier initializer, which is Glorot uniform over its
+            ``(1, 1, 1, 1, out_caps, 1)`` variable, ``U(+-sqrt(6 / (out_caps + 1)))``; or any initializer.
+        child_grid: ``None``, or the ``(H, W)`` input grid of the convolutional layer to normalise across
+            positions. Defaults to ``None`` (fully connected layers need nothing else).
+        kernel_size, strides, padding: that layer's geometry, used with ``child_grid`` only. Default to
+            1, 1 and ``"valid"``.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments.
+
+    Example:
+        >>> router = EMRouter(iterations=2)
+        >>> votes, activations = keras.random.normal((4, 72, 5, 16)), keras.random.uniform((4, 72))
+        >>> poses, out_activations = router(votes, activations)  # (4, 5, 16), (4, 5)
+
+    See the routers reference (docs/reference/routers.md#em-routing) and docs/routers/em.md for the
+    numerical safeguards and the differences from IBM's code.
     """
 
     accepts_child_grid = True

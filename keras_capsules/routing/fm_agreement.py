@@ -1,4 +1,7 @@
-"""FM agreement: pairwise-product agreement in O(kn) (Zhao, Wang & Huang, seed 003; docs/reference/routers.md#fm-agreement)."""
+"""FM agreement: pairwise-product agreement in O(kn) (Zhao, Wang & Huang; docs/reference/routers.md#fm-agreement).
+
+The paper: *An Efficient Agreement Mechanism in CapsNets By Pairwise Product*.
+"""
 
 import keras
 from keras import ops
@@ -59,80 +62,51 @@ def fm_pairwise_sum(total, squares, n, scale="paper"):
 
 @register_router("fm_agreement")
 class FMAgreementRouter(Router):
-    """FM agreement (Algorithm 1 of seed 003): a single pass, no iterations.
+    """FM agreement (Zhao, Wang & Huang, Algorithm 1): pairwise products of unit votes in one pass, no iterations.
 
-    For each parent ``j`` (``n`` = number of children, ``u`` the votes after the optional batch norm):
+    A parent is the mean pairwise element-wise product of its children's unit votes (a factorisation
+    machine's second-order term), large where many votes agree, computed in ``O(n d)`` rather than
+    ``O(n^2 d)``. With votes ``u`` ``(batch, in_caps, out_caps, d)``, optionally batch-normalised first
+    (the paper's Algorithm 2), and ``n = in_caps``:
 
-    1. ``u_j|i <- u_j|i / |u_j|i|`` (L2-normalised votes);
-    2. ``s_j = (1/(2n)) [ (sum_i u_j|i)^2 - sum_i u_j|i^2 ] = (1/n) sum_{i<i'} u_j|i * u_j|i'``,
-       computed in O(n k) rather than as the O(n^2 k) pairwise sum;
-    3. pose ``p_j = s_j / |s_j|`` (or ``s_j`` itself with ``normalize_pose=False``);
-    4. activation ``a_j = sum_f s_j,f``.
+        u_j|i = u_j|i / |u_j|i|
+        s_j   = ((sum_i u_j|i)^2 - sum_i u_j|i^2) / (2 n)     element-wise; (batch, out_caps, d)
+        p_j   = s_j / |s_j|   (or s_j with normalize_pose=False)
+        a_j   = sum_f s_jf                                    (batch, out_caps)
 
-    - Activations: ``a_j`` is **raw** (``a_j = (|sum_i u_j|i|^2 - n) / (2n)``, in
-      ``[-1/2, (n-1)/2]`` with the paper scale); it is not a probability. The reference uses it
-      directly as the softmax cross-entropy logits of the class layer (ex4_2), so use
-      ``classifier_activation="softmax"`` or a ``from_logits`` loss on it. ``activation="squash"``
-      instead returns the affNIST code's (ex4_3_1, ``LastFMPool`` with ``activation='squash'``)
-      ``p_j = squash(s_j)`` and ``a_j = |s_j|^2 / (1 + |s_j|^2)``.
-    - Scale: ``scale="paper"`` is Algorithm 1's ``1/(2n)``; ``scale="code"`` is FMRouting's
-      ``1/n`` (the votes are divided by ``sqrt(n)`` and the 1/2 is dropped), i.e. ``2 s_j``.
-      With ``activation="sum"`` and ``normalize_pose=True`` only the activations' scale differs
-      (the normalised pose is the same). With ``activation="squash"`` (squash is not linear) or
-      ``normalize_pose=False`` (the pose is ``s_j`` itself) the poses differ too: use
-      ``scale="code"`` to match FMRouting there. (Between FM layers a hidden layer's factor of 2 is
-      undone by the next layer's vote normalisation, up to its epsilons.)
-    - Intermediate layers: FMRouting passes the **unnormalised** ``s_j`` on to the next layer
-      (``norm_pose=False``) and normalises only the last layer's pose; ``normalize_pose=False``
-      does that.
-    - Batch norm (Algorithm 2, "matrix transform then BatchNorm"): with ``batch_norm=True`` a
-      ``BatchNormalization`` sublayer normalises the votes before step 1, with ex4_2's Keras
-      defaults (axis -1: one mean/variance per pose entry over batch x children x parents;
-      momentum 0.99, epsilon 1e-3). ex4_4 (smallNORB) uses ``batch_norm_axis=(1, 2, 3)``. The
-      sublayer is float32 whatever the global dtype policy, and it follows ``training``.
-    - Coupling (returned with ``return_coupling=True``; FM has none of its own, this is a
-      documented proxy): child ``i``'s share of parent ``j``'s agreement. With
-      ``g_ij = u_j|i . (sum_{i'!=i} u_j|i') / (n - 1)``, the mean cosine between child ``i``'s vote
-      and the other children's votes (``sum_i g_ij = 2n a_j / (n-1)`` with the paper scale, so
-      ``g`` splits ``a_j`` between the children), ``c_ij = (1 + g_ij) / sum_i' (1 + g_i'j)``.
-      **It sums to 1 over the children** (``in_caps``, axis 1) for each parent, like seed 001's
-      and attention couplings (not over the parents like Sabour's). A child whose vote opposes all
-      the others gets 0; perfect agreement gives ``1/n`` each. The coupling does not weight the
-      votes, so REM quantisation (``quantize_levels``) changes the returned coupling only.
-    - Cost, per vote entry (``N = batch * in_caps * out_caps * dim`` entries): the votes are taken
-      in the parent-major layout ``(batch, out_caps, in_caps, dim)`` (``votes_layout``; ``FcCaps``
-      and ``ConvCaps`` make them so), the batch norm's affine map (2 flops), ``y^2`` and
-      ``|y|^2`` (2), then ``sum_i u`` and ``sum_i u^2`` as two batched matrix-vector products with
-      the weights ``r = 1/sqrt(|y|^2 + eps)`` and ``r^2`` (4): the normalised votes ``u = y r`` are
-      never written out. One dynamic-routing iteration is 4N (``sum_i c u`` and ``u . v``), its
-      last 2N. In training the clip before the batch statistics (2) and the moments (3) come on
-      top. The overflow guard costs nothing unless it is needed (see Safeguards). The coupling
-      proxy (2N more) is only computed when it is asked for (in a traced graph, unused outputs are
-      pruned).
-    - Initial state: none (single pass; ``iterations`` must be 1). Child activations are ignored.
-    - Parameters: only the batch norm's (2 trainable + 2 statistics per normalised feature).
-    - Safeguards: float32 maths; zero votes give zero with a finite gradient (``epsilon`` under the
-      square root). When any squared vote norm is not finite (votes beyond ~1e19 in magnitude, or a
-      batch-norm output that overflowed), one scalar ``cond`` sends the batch down the guarded path:
-      votes clipped to 1e15 before the batch norm, then each vote rescaled by ``max(max|u|, 1)``
-      (gradient-free; the direction is scale-invariant) before ``u / sqrt(|u|^2 + epsilon)``, so
-      huge votes keep their direction. In training the clip always precedes the batch statistics.
-      ``s_j`` is always normalised the guarded way (it is small).
-    - Differences from the reference code: ``epsilon`` under the square root instead of FMRouting's
-      ``|u| + 1e-10`` (finite gradient at zero).
+    ``a_j`` is raw, in ``[-1/2, (n - 1)/2]``: a logit, not a probability (the authors' code feeds it to a
+    softmax cross-entropy), so use ``classifier_activation="softmax"`` or a ``from_logits`` loss.
+    Child activations are ignored. The coupling returned with ``return_coupling=True`` is a proxy: child
+    ``i``'s share of parent ``j``'s agreement, ``c_ij = (1 + g_ij) / sum_i' (1 + g_i'j)`` with ``g_ij`` the
+    mean cosine between child ``i``'s vote and the other children's (``sum_i g_ij = 2 n a_j / (n - 1)``),
+    summing to 1 over the children; it does not weight the votes, so ``quantize_levels`` changes only it.
+    Weights: those of the vote batch norm, if any.
 
     Args:
-        scale: ``"paper"`` (``1/(2n)``) or ``"code"`` (``1/n``).
-        normalize_pose: output ``s_j/|s_j|`` (last layer) or ``s_j`` (intermediate layers).
-        activation: ``"sum"`` (``a_j = sum_f s_j,f``) or ``"squash"`` (ex4_3_1).
-        batch_norm: batch-normalise the votes first.
-        batch_norm_axis: int or tuple of ints of the votes ``(batch, in_caps, out_caps, dim)``.
-        batch_norm_momentum, batch_norm_epsilon: of the batch norm.
-        epsilon: guard of the L2 normalisations.
+        scale: ``"paper"`` (Algorithm 1's ``1/(2n)``) or ``"code"`` (FMRouting's ``1/n``: twice ``s_j``).
+            Defaults to ``"paper"``. The normalised pose is the same; a squashed or unnormalised pose is
+            not, so use ``"code"`` to match FMRouting there (between FM layers the factor of 2 of a hidden
+            layer is undone by the next layer's vote normalisation, up to its epsilons).
+        normalize_pose: output ``s_j / |s_j|`` (last layer) or ``s_j`` itself (FMRouting's hidden layers).
+            Defaults to ``True``.
+        activation: ``"sum"`` (``a_j = sum_f s_jf``) or ``"squash"`` (the affNIST code's ``p = squash(s)``,
+            ``a = |s|^2 / (1 + |s|^2)``). Defaults to ``"sum"``.
+        batch_norm: batch-normalise the votes first (a float32 ``BatchNormalization`` sublayer that
+            follows ``training``). Defaults to ``True``.
+        batch_norm_axis: int or tuple of ints of the votes ``(batch, in_caps, out_caps, d)`` that keep
+            their own statistics. Defaults to -1 (one per pose entry, the CIFAR code); the smallNORB code
+            uses ``(1, 2, 3)``.
+        batch_norm_momentum, batch_norm_epsilon: of the batch norm. Default to 0.99 and 1e-3 (Keras').
+        epsilon: guard under the square roots of the L2 normalisations. Defaults to 1e-7.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments (``iterations`` must be 1).
 
     Example:
         >>> router = FMAgreementRouter()
-        >>> poses, logits = router(keras.random.normal((2, 64, 10, 16)))   # (2, 10, 16), (2, 10)
+        >>> poses, logits = router(keras.random.normal((2, 64, 10, 16)))  # (2, 10, 16), (2, 10)
+
+    See the routers reference (docs/reference/routers.md#fm-agreement) and docs/routers/fm_agreement.md
+    for the numerical safeguards and the differences from the authors' code.
     """
 
     iterative = False
@@ -248,6 +222,11 @@ class FMAgreementRouter(Router):
         return ops.cond(ops.all(ops.isfinite(squared)), cheap, guarded)
 
     def route_parent_major(self, votes, activations, training):
+        # Cost per vote entry (N = batch * in_caps * out_caps * dim): the batch norm's affine map (2 flops),
+        # y^2 and |y|^2 (2), then sum_i u and sum_i u^2 as two batched matrix-vector products with the weights
+        # r and r^2 (4); the unit votes u = y r are never written out. One dynamic-routing iteration is 4N, its
+        # last 2N. Training adds the clip before the batch statistics (2) and the moments (3); the coupling
+        # proxy (2N) is pruned from a traced graph unless it is returned.
         y, q, r, squared = self._unit_terms(votes, training)
         # The sums over the children of u = y r and of u^2 = q r^2, as batched matrix-vector products.
         total = weighted_votes(r, y)

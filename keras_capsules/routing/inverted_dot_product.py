@@ -22,56 +22,50 @@ from keras_capsules.routing.registry import register_router
 
 @register_router("inverted_dot_product")
 class InvertedDotProductRouter(Router):
-    """Inverted dot-product attention routing: parents attend to their children's votes.
+    """Inverted dot-product attention routing (Tsai, Srivastava, Goh & Salakhutdinov 2020): parents attend to votes.
 
-    With votes ``v_ij`` ``(batch, in_caps, out_caps, d)`` and parent poses ``p_j`` (zeros at first):
+    Each parent pose is compared with the votes it receives, each child spreads itself over the parents
+    by a softmax of those agreements, and each parent is the layer-normalised sum of the votes routed to
+    it. With votes ``v`` ``(batch, in_caps, out_caps, d)`` and parent poses ``p`` ``(batch, out_caps, d)``
+    (zeros at first, so the first pass is uniform), ``iterations`` times:
 
-    - agreement ``a_ij = <p_j, v_ij> / sqrt(d)`` (the ``1/sqrt(d)`` is in apple's code, not in the
-      paper; ``scale_agreement=False`` drops it);
-    - routing ``r_ij = softmax_j(a_ij)`` (apple then divides by ``sum_j r + 1e-10``, a no-op, omitted);
-    - pose ``p_j = LayerNorm(Dropout(sum_i r_ij v_ij))``, no division by ``sum_i r``.
+        a_ij = p_j . v_ij / sqrt(d)                       (batch, in_caps, out_caps)
+        r_ij = softmax over the parents j of a_ij
+        p_j  = LayerNorm(Dropout(sum_i r_ij v_ij))        no division by sum_i r_ij
 
-    ``iterations = t`` runs the first pass (parents at zero, so ``r = 1/out_caps`` and
-    ``p_j = LN(sum_i v_ij / out_caps)``) and ``t - 1`` refinements: this is one layer of apple's
-    sequential routing (``--sequential_routing``). The concurrent (Jacobi) schedule over a stack of
-    layers is :class:`~keras_capsules.layers.ConcurrentRouting`, which uses the extra call arguments
-    below.
-
-    - Softmax axis: over the **parents** ``j`` of one row of ``votes``; for convolutional layers the
-      types at the same output position (positions are folded into the batch), exactly apple's
-      ``CapsuleCONV``.
-    - Initial state: parent poses of zeros (uniform first routing), or ``initial_poses``.
-    - Parameters: the LayerNorm's ``gamma`` (ones) and ``beta`` (zeros), shape ``(d,)``: PyTorch
-      ``nn.LayerNorm(d)``, epsilon **1e-5** (Keras' default 1e-3 differs), biased variance over the
-      ``d`` pose entries of each capsule.
-    - Output activations: the documented proxy, the **share of routing mass** each parent receives,
-      ``sum_i r_ij / in_caps`` (in [0, 1], summing to 1 over parents); LayerNorm'd poses have no
-      length-based activation and apple's capsules have none.
-    - Dropout (``dropout``, apple's ``--dp``, default 0) on ``sum_i r_ij v_ij`` before the LayerNorm,
-      in every pass, in training only. Child activations are ignored.
-    - Safeguards: float32 maths (base class); the max-subtracted softmax; LayerNorm's epsilon (zero
-      votes give ``p = beta``) and an overflow-safe LayerNorm (the centred values are rescaled by
-      their largest magnitude before squaring, which leaves the function unchanged); votes are
-      clipped to ``+-max_vote`` (1e15) so that ``sum_i r_ij v_ij`` and the agreements stay finite for
-      any finite input (no effect on real votes; ``None`` disables it). The clip's gradient passes
-      straight through (:func:`~keras_capsules.ops.norms.clip_magnitude`): a masked gradient cost
-      four passes over the vote tensor, about a third of a training step, for votes no network makes.
-
-    Call arguments beyond the :class:`Router` contract (all optional; used by ``ConcurrentRouting``):
-        initial_poses: ``(batch, out_caps, d)`` parent poses to start from; every pass is then a
-            refinement (no uniform first pass).
-        steps: number of passes for this call (default ``iterations``).
-        finalize: apply ``finalize_coupling`` (REM quantisation at inference) to the last pass
-            (default ``True``; ``ConcurrentRouting`` sets it on the final sweep only).
+    This is one layer of the paper's sequential routing; the concurrent schedule over a stack of layers is
+    :class:`~keras_capsules.layers.ConcurrentRouting`. The outputs are the poses ``p`` and, as activations
+    (a proxy: the capsules have none), each parent's share of the routing mass ``sum_i r_ij / in_caps``
+    ``(batch, out_caps)``. Child activations are ignored. The weights are the LayerNorm's scale and offset
+    ``(d,)``. The vote clip's gradient passes straight through
+    (:func:`~keras_capsules.ops.norms.clip_magnitude`).
 
     Args:
-        iterations: passes ``t`` (apple's ``num_routing``; its README runs use 2).
-        scale_agreement: divide the agreement by ``sqrt(d)``.
-        dropout: dropout rate on the pre-LayerNorm poses.
-        epsilon: LayerNorm epsilon (1e-5).
-        max_vote: clip bound for the votes (``None``: no clip).
-        gamma_initializer, beta_initializer: of the LayerNorm.
-        seed: seed of the dropout noise.
+        iterations: passes ``t`` (apple's ``num_routing``). Defaults to 2 (its README runs).
+        scale_agreement: divide the agreement by ``sqrt(d)`` (in apple's code, not in the paper).
+            Defaults to ``True``.
+        dropout: dropout rate on ``sum_i r_ij v_ij`` before the LayerNorm, in training (apple's ``--dp``).
+            Defaults to 0.
+        epsilon: LayerNorm epsilon. Defaults to 1e-5 (PyTorch's; Keras' 1e-3 differs).
+        max_vote: votes are clipped to ``+-max_vote``; ``None`` disables the clip. Defaults to 1e15.
+        gamma_initializer, beta_initializer: of the LayerNorm. Default to ``"ones"`` and ``"zeros"``.
+        seed: seed of the dropout noise. Defaults to ``None``.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments.
+
+    Call arguments beyond the :class:`Router` contract (used by ``ConcurrentRouting``):
+        initial_poses: ``(batch, out_caps, d)`` parent poses to start from; every pass is then a
+            refinement (no uniform first pass).
+        steps: the number of passes of this call. Defaults to ``iterations``.
+        finalize: apply ``finalize_coupling`` (REM quantisation at inference) to the last pass.
+            Defaults to ``True``; ``ConcurrentRouting`` sets it on the final sweep only.
+
+    Example:
+        >>> router = InvertedDotProductRouter(iterations=2)
+        >>> poses, shares = router(keras.random.normal((8, 288, 10, 16)))  # (8, 10, 16), (8, 10)
+
+    See the routers reference (docs/reference/routers.md#inverted-dot-product-attention) and
+    docs/routers/inverted_dot_product.md for the numerical safeguards and the differences from apple's code.
     """
 
     accepts_parent_major = True
@@ -201,6 +195,8 @@ class InvertedDotProductRouter(Router):
     def _route(self, votes, training, poses, steps, finalize):
         """The passes on parent-major votes ``(batch, out_caps, in_caps, out_dim)``."""
         if self.max_vote is not None:
+            # The clip's gradient passes straight through: a masked gradient cost four passes over the vote
+            # tensor, about a third of a training step, for votes no network makes.
             votes = clip_magnitude(votes, self.max_vote)
         scale = 1.0 / math.sqrt(votes.shape[-1]) if self.scale_agreement else 1.0
         for step in range(steps):

@@ -1,4 +1,7 @@
-"""Similarity-learning (kernel) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#kernel-routing)."""
+"""Similarity-learning (kernel) routing of the inner-consensus paper (docs/reference/routers.md#kernel-routing).
+
+The paper: *Learning to compute inner consensus: a novel approach to modeling agreement between capsules*.
+"""
 
 import functools
 import math
@@ -38,69 +41,51 @@ def _fresh(initializer):
 
 @register_router("kernel")
 class KernelRouter(Router):
-    """Similarity-learning routing: compatibilities from a learned kernel, normalised over the **inputs**.
+    """Similarity-learning (kernel) routing of the inner-consensus paper: a learned kernel scores agreement.
 
-    Each parent ``j`` solves (seed 001, eqs. 2-12, reconstructed in docs/reference/routers.md#kernel-routing)
-    ``max_{mu, c in simplex} sum_i c_i k(mu, v_i) - l1 KL(c | uniform) - l2 KL(c | a)`` by
-    alternating its two closed-form steps, ``iterations`` times:
+    Each parent ``j`` looks for a pose ``mu_j`` and a distribution ``c_.j`` over its children that
+    maximise ``sum_i c_ij K(mu_j, v_j|i) - l1_j KL(c_.j | uniform) - l2_j KL(c_.j | a)``, alternating the
+    two closed-form steps (the equations are reconstructed in the routers reference). With votes ``v``
+    ``(batch, in_caps, out_caps, d)`` and child activations ``a`` ``(batch, in_caps)`` (ones when absent):
 
-    - compatibility (mu fixed): ``c_ij = (a_i + 0.1)^(l2_j/l_j) exp(k_ij / l_j) / sum_i' (...)``
-      with ``l_j = |l1_j| + |l2_j| + 1e-6`` and ``k_ij = K(mu_j, v_j|i)``;
-    - pose (c fixed): ``mu_j = sum_i c_ij v_j|i / sum_i c_ij``.
+        c_ij = 1 / in_caps;  mu_j = sum_i c_ij v_j|i                     (batch, out_caps, d)
+        repeat iterations times:
+            k_ij = K(mu_j, v_j|i)                                         (batch, in_caps, out_caps)
+            c_ij = softmax over the children i of (l2_j log(a_i + 0.1) + k_ij) / (|l1_j| + |l2_j| + 1e-6)
+            mu_j = sum_i c_ij v_j|i / sum_i c_ij
+        a_j = sigmoid(t1_j sum_i c_ij k_ij + |t3_j| sum_i c_ij log(a_i + epsilon) + t2_j)
 
-    Initial state: ``c_ij = 1/n`` (uniform over the ``n`` children), ``mu_j = sum_i c_ij v_j|i``
-    (the mean vote). After the last iteration the activation is (the latest code, id 5762855100)
-    ``a_j = sigmoid(t1_j sum_i c_ij k_ij + |t3_j| sum_i c_ij log(a_i + epsilon) + t2_j)``; the
-    ``k_ij`` are those of the last compatibility step (computed with the previous ``mu``), as in the
-    code. ``activation_prior=False`` drops the ``t3`` term (the paper's eq. 13,
-    ``sigmoid(t1 sum_i c_i k_i + t2)``); ``activation="linear"`` returns the logit (the argument of
-    the sigmoid) instead, for a class layer trained with softmax cross-entropy (the code's
-    ``activate=False``, which is ``t1 raw + t2``, i.e. also ``activation_prior=False``).
-
-    - **Softmax axis: the inputs** (``in_caps``, axis 1): one distribution over the children for
-      each parent (attention-like), the reverse of Sabour's softmax over parents.
-    - Kernel ``K(mu, v) = sum_q pi_q k_q(mu, v)``, ``pi = softmax(w)`` (``w`` initialised to 1):
-
-      - ``"spectral_mixture"`` (the code, eq. 15 as implemented): with ``tau = mu - v``,
-        ``k_q = sum_p exp(-2 pi^2 tau_p^2 |nu_q,p|) cos(2 pi tau_p m_q,p)``; learnable
-        ``m_q, nu_q`` in R^dim, truncated-normal(0.1). The code **sums** over pose entries where
-        Wilson & Adams multiply; so do we. Each ``k_q`` lies in ``[-dim, dim]``.
-      - ``"gaussian_mixture"`` (the paper's words, "a combination of gaussian kernels"):
-        ``k_q = exp(-|tau|^2 / (2 ell_q^2))`` with learnable length scales ``ell_q = |.| + 1e-3``,
-        initialised an octave apart around 1 (``2^(q - (Q-1)/2)``).
-    - Parameters: the kernel's (``Q`` mixture logits, plus ``2 Q dim`` or ``Q``); per output
-      capsule channel (``out_caps``) ``l1`` (Normal(12, 0.05)), ``l2`` (1), ``t1``, ``t3``
-      (truncated-normal(0.1)) and ``t2`` (1). ``l1, l2`` enter through ``abs()``.
-    - Child activations: used in the prior and in the activation; ones when absent; negative
-      values are clipped to 0.
-    - Safeguards: float32 maths; the compatibility is a softmax of
-      ``(l2 log(a + 0.1) + k) / l`` (log space: no overflow of ``exp(k/l)`` or the power);
-      ``|nu|`` instead of the code's raw ``nu`` (a negative ``nu`` makes ``exp`` grow with the
-      distance and overflow); pose differences clipped to ``1e12``; ``log(a + epsilon)`` in the
-      activation instead of the code's ``log(a)`` (``-inf`` at ``a = 0``); the pose divides by
-      ``max(sum_i c, 1e-12)``.
-    - Layout: the iterations run parent-major (``(batch, out_caps, in_caps, dim)``, one transpose
-      per call) so the weighted sums are batched matrix products.
-    - Memory: the kernel is accumulated one mixture component at a time (vote-sized temporaries,
-      not ``Q`` times that) and, in training, rematerialised (``keras.remat``): the backward pass
-      recomputes it, so what a training step keeps per iteration is ``O(batch * out * in)``
-      (compatibilities), not the kernel's ``O(batch * out * in * Q * dim)`` temporaries.
-    - Differences from the code: the normalisation is the exact softmax (the code divides by
-      ``sum + 1e-6``); the code's ``t`` variables are shaped by the output *width* (a bug for conv
-      layers, one value for the class layer) where we use one per output channel as the paper says.
+    The activation uses the ``k_ij`` of the last compatibility step (made with the previous ``mu``), as the
+    latest code (version 5762855100) does. ``K`` is a learned mixture ``sum_q softmax(w)_q k_q`` of
+    ``num_components`` terms: ``"spectral_mixture"`` (the code's) ``k_q = sum_p exp(-2 pi^2 tau_p^2
+    |nu_qp|) cos(2 pi tau_p m_qp)``, ``tau = mu - v``; ``"gaussian_mixture"`` (the paper's words)
+    ``k_q = exp(-|tau|^2 / (2 ell_q^2))`` with length scales ``ell_q = |.| + 1e-3``, initialised an octave
+    apart around 1. Weights: the kernel's, and ``l1, l2, t1, t2, t3`` per output type.
 
     Args:
-        iterations: compatibility/pose alternations (paper: 3).
-        kernel: ``"spectral_mixture"`` or ``"gaussian_mixture"``.
-        num_components: mixture size ``Q`` (paper network: 4 for the conv layers, 10 for the class layer).
-        activation: ``"sigmoid"`` or ``"linear"`` (logits).
-        activation_prior: include the ``|t3| sum_i c_i log a_i`` term.
-        prior_offset: the 0.1 added to child activations inside the power.
-        epsilon: added to child activations inside the activation's log.
+        iterations: compatibility/pose alternations. Defaults to 3 (the paper).
+        kernel: ``"spectral_mixture"`` or ``"gaussian_mixture"``. Defaults to ``"spectral_mixture"``.
+        num_components: mixture size ``Q``. Defaults to 4 (the paper's network: 4, 4 and 10 for its
+            three capsule layers).
+        activation: ``"sigmoid"``, or ``"linear"`` for the logit (the code's ``activate=False``, for a
+            class layer trained with softmax cross-entropy). Defaults to ``"sigmoid"``.
+        activation_prior: include the ``|t3| sum_i c_ij log a_i`` term (the latest code); ``False`` gives
+            the paper's eq. 13. Defaults to ``True``.
+        prior_offset: added to the child activations inside the prior. Defaults to 0.1.
+        epsilon: added to the child activations inside the activation's log. Defaults to 1e-6.
         lambda1_initializer, lambda2_initializer, theta_initializer, bias_initializer,
-        kernel_initializer, mixture_initializer, length_scale_initializer: initializers of
-        ``l1``, ``l2``, ``t1`` and ``t3``, ``t2``, ``m`` and ``nu``, ``w``, ``ell``
-        (``None`` gives the defaults above).
+        kernel_initializer, mixture_initializer, length_scale_initializer: initializers of ``l1``, ``l2``,
+            ``t1`` and ``t3``, ``t2``, ``m`` and ``nu``, ``w``, ``ell``; ``None`` gives the code's.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments.
+
+    Example:
+        >>> router = KernelRouter(num_components=10, activation="linear")
+        >>> votes, activations = keras.random.normal((4, 72, 5, 16)), keras.random.uniform((4, 72))
+        >>> poses, logits = router(votes, activations)  # (4, 5, 16), (4, 5)
+
+    See the routers reference (docs/reference/routers.md#kernel-routing) and docs/routers/kernel.md for
+    the numerical safeguards and the differences from the authors' code.
     """
 
     accepts_parent_major = True

@@ -1,4 +1,7 @@
-"""Connectionist (LSTM) routing of seed 001, "Learning to compute inner consensus" (docs/reference/routers.md#lstm-routing)."""
+"""Connectionist (LSTM) routing of the inner-consensus paper (docs/reference/routers.md#lstm-routing).
+
+The paper: *Learning to compute inner consensus: a novel approach to modeling agreement between capsules*.
+"""
 
 import functools
 
@@ -22,61 +25,51 @@ def _units(owner, argument, value):
 
 @register_router("lstm")
 class LSTMRouter(Router):
-    """Connectionist routing: a learned LSTM cell proposes the compatibilities.
+    """Connectionist (LSTM) routing of the inner-consensus paper: a learned LSTM cell proposes the compatibilities.
 
-    For every (example, child ``i``, parent ``j``) the same LSTM cell (one per router, i.e. per
-    capsule layer, shared by all children, parents and positions) reads, at each iteration,
-    ``x_ij = concat(mu_j, a_i, v_j|i, c_ij)`` (``2 dim + 2`` features; 34 for 4x4 poses) and
-    updates its state ``(cell_ij, hidden_ij)``, which starts at zero and is carried across the
-    iterations. Then:
+    One LSTM cell per capsule layer, shared by every child, parent and position, reads at each iteration
+    the parent's pose, the child's activation, its vote and its coupling, and two small MLPs (ReLU layers,
+    then ``Dense(1)``) turn its states into compatibilities and into the parent's activation. With votes
+    ``v`` ``(batch, in_caps, out_caps, d)`` and child activations ``a`` ``(batch, in_caps)`` (ones when
+    absent):
 
-    - compatibility: ``c_ij = softmax_i(Dense_1(MLP_c(state_ij)))``, an MLP of ReLU layers
-      (``compatibility_units``) and a linear ``Dense(1)``, **softmax over the inputs** ``i``
-      (``in_caps``, axis 1): one distribution over the children per parent, as in seed 001;
-    - pose: ``mu_j = sum_i c_ij v_j|i``.
+        c_ij = 1 / in_caps;  mu_j = sum_i c_ij v_j|i;  (cell_ij, hidden_ij) = 0
+        repeat iterations times:
+            (cell_ij, hidden_ij) = LSTMCell([mu_j, a_i, v_j|i, c_ij], (cell_ij, hidden_ij))   2 d + 2 features
+            c_ij = softmax over the children i of MLP_c(cell_ij)          (batch, in_caps, out_caps)
+            mu_j = sum_i c_ij v_j|i                                       (batch, out_caps, d)
+        a_j = sigmoid(MLP_a(sum_i c_ij hidden_ij))                        (batch, out_caps)
 
-    Initial state: ``c_ij = 1/n``, ``mu_j`` the mean vote, LSTM state zeros. After the last
-    iteration ``a_j = sigmoid(Dense_1(MLP_a(sum_i c_ij state_ij)))`` (``activation="linear"``: the
-    logit, the code's ``activate=False`` for a class layer trained with softmax cross-entropy).
-
-    - State assignment: the code (rnnRouting.py, TF ``LSTMStateTuple(c, h)``) feeds the **cell
-      state** to the compatibility MLP and the **hidden state** to the activation MLP
-      (``state_assignment="code"``, the default); the paper describes the reverse
-      (``state_assignment="paper"``: hidden -> compatibility, cell -> activation).
-    - LSTM cell: Keras' gate layout and defaults (gates ``i, f, g, o``; sigmoid/tanh; kernel
-      glorot-uniform, recurrent kernel orthogonal, bias zeros with the forget-gate bias at 1 when
-      ``unit_forget_bias``); TF1's ``LSTMCell`` adds a constant ``forget_bias=1`` instead, the same
-      at initialisation. 4 * units * (2 dim + 2 + units + 1) parameters (3,264 for 16 units, 4x4 poses).
-      It runs as einsums over all ``(batch, out_caps, in_caps)`` triples at once, in the parent-major
-      layout (one transpose per call). The per-pair inputs that do not change across iterations
-      (votes and child activations) are formed once, ``(b, o, i, d + 1)``; each step makes every
-      gate's pre-activation with one product from them (later steps append the coupling and the
-      hidden state: ``d + 2 + units`` features through the stacked rows of ``W`` and ``U``), and the
-      per-parent pose part and the bias are added as a ``(b, o, 1, 4 units)`` term, so no gate-sized
-      tensor outlives its step. The first step, from the zero state, skips the recurrent product and
-      the forget gate. In training each step is rematerialised (``keras.remat``): the
-      backward pass recomputes its gates and MLP activations, so a training step keeps per
-      iteration only the carried state ``(cell, hidden)``, ``2 * units`` values per triple.
-    - Parameters: the cell's; the compatibility MLP and ``Dense(1)``; the activation MLP and
-      ``Dense(1)``. Seed 001's network uses ``[]/[]``, ``[32, 32]/[64, 64]`` and
-      ``[64, 64]/[124, 124]`` (compatibility/activation) for its three routing layers.
-    - Child activations: an input feature; ones when absent.
-    - Safeguards: float32 maths (the MLP sublayers are float32 whatever the global policy);
-      sigmoid/tanh gates and a softmax are bounded and finite for any finite input; the LSTM reads
-      each example's votes scaled down to ``max|u| <= 1e15`` when larger
-      (:func:`~keras_capsules.routing.base.limit_votes`: its projections would overflow), while the
-      output poses are the coupling-weighted sums of the unscaled votes.
+    The cell is Keras' (gates ``i, f, g, o``), ``4 units (2 d + 2 + units + 1)`` weights (3,264 for 16
+    units and 4x4 poses). The LSTM reads each example's votes scaled down to ``max|u| <= 1e15`` when larger
+    (:func:`~keras_capsules.routing.base.limit_votes`: its projections would overflow), while the output
+    poses are the coupling-weighted sums of the unscaled votes.
 
     Args:
-        iterations: LSTM steps (paper: 3).
-        units: LSTM units (the code's ``degree``, 16).
-        compatibility_units: hidden ReLU widths of the compatibility MLP.
-        activation_units: hidden ReLU widths of the activation MLP.
-        activation: ``"sigmoid"`` or ``"linear"`` (logits).
-        state_assignment: ``"code"`` or ``"paper"`` (see above).
-        unit_forget_bias: initialise the forget-gate bias to 1.
-        kernel_initializer, recurrent_initializer, dense_initializer: of the LSTM input kernel, the
-            LSTM recurrent kernel and the MLP layers.
+        iterations: LSTM steps. Defaults to 3 (the paper).
+        units: LSTM units (the code's ``degree``). Defaults to 16.
+        compatibility_units: hidden ReLU widths of ``MLP_c``. Defaults to ``()``.
+        activation_units: hidden ReLU widths of ``MLP_a``. Defaults to ``()``. The paper's network uses
+            ``[]/[]``, ``[32, 32]/[64, 64]`` and ``[64, 64]/[124, 124]`` (compatibility/activation) for
+            its three routing layers.
+        activation: ``"sigmoid"``, or ``"linear"`` for the logit (the code's ``activate=False``, for a
+            class layer trained with softmax cross-entropy). Defaults to ``"sigmoid"``.
+        state_assignment: ``"code"``: the cell state feeds ``MLP_c`` and the hidden state ``MLP_a``, as
+            the authors' code does; ``"paper"``: the reverse, as the paper describes. Defaults to ``"code"``.
+        unit_forget_bias: initialise the forget-gate bias to 1. Defaults to ``True``.
+        kernel_initializer, recurrent_initializer, dense_initializer: of the LSTM input kernel, its
+            recurrent kernel and the MLP layers. Default to ``"glorot_uniform"``, ``"orthogonal"`` and
+            ``"glorot_uniform"``.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments.
+
+    Example:
+        >>> router = LSTMRouter(compatibility_units=[32, 32], activation_units=[64, 64])
+        >>> votes, activations = keras.random.normal((4, 72, 5, 16)), keras.random.uniform((4, 72))
+        >>> poses, out_activations = router(votes, activations)  # (4, 5, 16), (4, 5)
+
+    See the routers reference (docs/reference/routers.md#lstm-routing) and docs/routers/lstm.md for the
+    numerical safeguards and the differences from the authors' code.
     """
 
     accepts_parent_major = True

@@ -13,29 +13,35 @@ from keras_capsules.routing.registry import register_router
 
 @register_router("self_attention")
 class SelfAttentionRouter(Router):
-    """Non-iterative self-attention routing.
+    """Self-attention routing of Efficient-CapsNet (Mazzia, Salvetti & Chiaberge 2021): one pass, no iterations.
 
-    ``e_ji = sum_k <u_j|i, u_j|k> / sqrt(out_dim)`` (the row sums of ``A_j = U_j U_j^T / sqrt(d)``),
-    ``c_ji = softmax_j(e_ji)``, ``s_j = sum_i u_j|i (c_ji + b_ji)``, ``v_j = squash_efficient(s_j)``.
+    A child's weight for a parent is how much its vote agrees with the votes of all the children (the row
+    sums of the parent's scaled self-attention matrix), normalised over the parents; a learned prior is
+    added after the softmax. With votes ``u`` ``(batch, in_caps, out_caps, d)``:
 
-    - Softmax axis: over the **parents** ``j`` (``out_caps``), as in the reference code.
-    - Initial state: none (a single pass; ``iterations`` must be 1).
-    - Parameters: the log-prior ``bias`` ``(in_caps, out_caps)``, zeros. As in EscVM's code it is added
-      **after** the softmax (the paper calls it a log prior, which would go inside).
-    - Cost: the row sum is computed as ``<u_j|i, sum_k u_j|k>``, O(in_caps * d) per parent instead of
-      forming the ``in_caps x in_caps`` matrix (equal up to float rounding).
-    - Output activations: the length of ``v_j`` (documented proxy).
-    - Safeguards: float32 maths; the stable softmax; ``squash_efficient`` uses ``exp(-|s|)`` and
-      ``epsilon``, finite at zero and for long vectors; each example's votes are scaled down to
-      ``max|u| <= 1e15`` when larger (:func:`~keras_capsules.routing.base.limit_votes`), so the
-      logits ``u . sum u`` cannot overflow (they gave NaN for votes of 1e20).
-    - Child activations are not used (the reference FCCaps has no activation input).
+        e_ij = u_j|i . (sum_k u_j|k) / sqrt(d)           (batch, in_caps, out_caps)
+        c_ij = softmax over the parents j of e_ij
+        v_j  = squash_efficient(sum_i (c_ij + b_ij) u_j|i)   (batch, out_caps, d)
+
+    The outputs are the poses ``v`` and their lengths ``(batch, out_caps)`` as activations (a proxy);
+    child activations are ignored. The only weight is the prior ``b`` ``(in_caps, out_caps)``. Each
+    example's votes are scaled down to ``max|u| <= 1e15`` when larger
+    (:func:`~keras_capsules.routing.base.limit_votes`): the logits ``u . sum u`` gave NaN for votes of 1e20.
 
     Args:
-        epsilon: ``squash_efficient`` epsilon (EscVM uses 1e-20; 1e-7 is the float16-safe default),
-            also the one under the returned lengths ``sqrt(|v|^2 + epsilon)`` (EscVM's ``Length``
-            uses 1e-7, so 1e-20 matches its squash but not its lengths near ``v = 0``).
-        bias_initializer: initializer of ``bias``.
+        epsilon: guard of ``squash_efficient`` and of the returned lengths ``sqrt(|v|^2 + epsilon)``.
+            Defaults to 1e-7 (safe in float16). The authors' code uses 1e-20 in its squash but 1e-7 in its
+            lengths, so ``epsilon=1e-20`` matches its squash, not its lengths near ``v = 0``.
+        bias_initializer: initializer of the prior ``b``. Defaults to ``"zeros"``.
+        **kwargs: ``quantize_levels``, ``jit_compile`` (see :class:`Router`) and the
+            ``keras.layers.Layer`` arguments (``iterations`` must be 1).
+
+    Example:
+        >>> router = SelfAttentionRouter()
+        >>> poses, lengths = router(keras.random.normal((8, 16, 10, 16)))  # (8, 10, 16), (8, 10)
+
+    See the routers reference (docs/reference/routers.md#self-attention-routing) and
+    docs/routers/self_attention.md for the numerical safeguards and the differences from the authors' code.
     """
 
     accepts_parent_major = True
