@@ -62,7 +62,7 @@ class MarginLoss(keras.losses.Loss):
 
 @register
 class SupervisedContrastiveLoss(keras.losses.Loss):
-    """Supervised contrastive loss (SupCon; Khosla et al. 2020, seed 000 eq. 11), ``contrast_mode="all"``.
+    """Supervised contrastive loss (SupCon; Khosla et al. 2020, eq. 11 of Zeng et al. 2025), ``contrast_mode="all"``.
 
     For anchors ``i`` over all ``2N`` views, positives ``P(i)`` (other views with the same label) and
     all other views ``A(i)``::

@@ -1,4 +1,4 @@
-"""Agreement-aware, dissimilarity-oriented GLOM (Zeng et al.; seed 000; docs/reference/glom.md)."""
+"""Agreement-aware, dissimilarity-oriented GLOM (Zeng et al. 2025; docs/reference/glom.md)."""
 
 from collections.abc import Callable, Sequence
 from typing import Any

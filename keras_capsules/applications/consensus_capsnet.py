@@ -1,4 +1,7 @@
-"""ConsensusCapsNet: the learned-routing network of seed 001, "Learning to compute inner consensus" (docs/reference/models.md#consensuscapsnet)."""
+"""ConsensusCapsNet: the learned-routing network of the inner-consensus paper (docs/reference/models.md#consensuscapsnet).
+
+The paper: *Learning to compute inner consensus: a novel approach to modeling agreement between capsules*.
+"""
 
 import math
 from collections.abc import Callable, Sequence
@@ -38,7 +41,7 @@ PAPER_ROUTERS = {
             "activation": "linear",
         },
     ),
-    # seed 001's EM baseline (emRouting.py) initialises both betas truncated-normal(0.1).
+    # The inner-consensus code's EM baseline (emRouting.py) initialises both betas truncated-normal(0.1).
     "em": tuple({"name": "em", "beta_a_initializer": _BETA_INIT, "beta_u_initializer": _BETA_INIT} for _ in range(3)),
 }
 
@@ -123,12 +126,12 @@ def ConsensusCapsNet(
     routing_iterations: int | None = None,
     primary_pose_activation: str = "relu",
 ) -> CapsuleClassifier:
-    """The 86K-parameter smallNORB network of seed 001 with learned routing (paper Table 1).
+    """The 86K-parameter smallNORB network of the inner-consensus paper with learned routing (paper Table 1).
 
     Conv 5x5 s2 VALID 64 + ReLU + BatchNorm -> PrimaryCaps (1x1, 8 types of 4x4 matrix poses, ReLU on
     the poses as in the code, sigmoid activations) -> ConvCaps1 (3x3 s2, 16 types) -> ConvCaps2 (3x3
     s1, 16 types) -> ClassCaps (``classes`` capsules, one transform per child position and type,
-    not shared) -> class activations as scores. Every capsule layer uses seed 001's vote transform
+    not shared) -> class activations as scores. Every capsule layer uses the paper's vote transform
     ``v_ij = (W_ij / |W_ij|_F) P_i`` (``W`` left-multiplies the pose, Frobenius-normalised,
     initialised ``I + U(-0.1, 0.1)`` with :class:`~keras_capsules.layers.initializers.IdentityPlusUniform`).
     On the 32x32 smallNORB crop: 14x14x64 -> 14x14x8 -> 6x6x16 -> 4x4x16 -> 5.
@@ -139,7 +142,7 @@ def ConsensusCapsNet(
     - ``"lstm"`` (connectionist): 16-unit LSTM cells with compatibility/activation MLPs
       ``[]/[]``, ``[32, 32]/[64, 64]``, ``[64, 64]/[124, 124]``;
     - ``"em"``: EM routing (the paper's baseline), betas initialised truncated-normal(0.1) as in
-      seed 001's ``emRouting.py``, otherwise the EM router's (IBM's) defaults;
+      the inner-consensus code's ``emRouting.py``, otherwise the EM router's (IBM's) defaults;
     - any other registered router that routes matrix poses (``routing.available(pose="matrix")``),
       or a config dict or ``Router`` instance: used for all
       three routing layers, each getting its own router built from the spec.
@@ -180,7 +183,9 @@ def ConsensusCapsNet(
     return builder.build(APPLICATION, locals())
 
 
-SOURCE = "docs/reference/models.md#consensuscapsnet (seed 001 Table 1): 86,408 excluding routing parameters"
+SOURCE = (
+    "docs/reference/models.md#consensuscapsnet (inner-consensus paper, Table 1): 86,408 excluding routing parameters"
+)
 #: The small arguments the registry-wide contract test builds each configuration with.
 TEST_SETTINGS = {"input_shape": (17, 17, 1), "classes": 3}
 for _router, _routing_params, _what in (

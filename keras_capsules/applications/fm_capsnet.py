@@ -1,4 +1,4 @@
-"""FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang, seed 003; docs/reference/models.md#fmcapsnet)."""
+"""FMCapsNet: capsule networks with FM agreement (Zhao, Wang & Huang; docs/reference/models.md#fmcapsnet)."""
 
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -188,7 +188,7 @@ def FMCapsNet(
     reconstruction: bool = False,
     reconstruction_weight: float = 0.0005,
 ) -> CapsuleClassifier:
-    """The FM-agreement capsule networks of seed 003 (Zhao, Wang & Huang).
+    """The FM-agreement capsule networks of Zhao, Wang & Huang.
 
     ResNet-v2 backbone (16 start filters) -> PrimaryCaps (conv 5x5 s2 "same", 4 groups x 16 atoms,
     no bias, he_normal, L2 1e-4; reshaped to capsules; BatchNorm over the 16 atoms; squash) ->
@@ -266,7 +266,7 @@ def FMCapsNet(
     return builder.build(APPLICATION, locals())
 
 
-SOURCE = "docs/reference/models.md#fmcapsnet (seed 003, FMRouting code)"
+SOURCE = "docs/reference/models.md#fmcapsnet (Zhao, Wang & Huang; FMRouting code)"
 #: The small arguments the registry-wide contract test builds each configuration with.
 TEST_SETTINGS = {"classes": 3}
 register_configuration(

@@ -304,7 +304,7 @@ register_augmentation(
     _norb_eval(48, 32, 1),
     description="first camera, resize 96->48, per-image standardisation; train: random 32x32 crop, brightness "
     "+-2.0, contrast 0.5-1.5; eval: centre 32x32 crop",
-    source="Hinton et al. 2018 / IBM data_pipeline_norb.py (docs/reference/models.md#matrixcapsnet); seed 001 (docs/reference/models.md#consensuscapsnet)",
+    source="Hinton et al. 2018 / IBM data_pipeline_norb.py (docs/reference/models.md#matrixcapsnet); the inner-consensus paper (docs/reference/models.md#consensuscapsnet)",
 )
 register_augmentation(
     "smallnorb_effcapsnet",
@@ -336,7 +336,7 @@ register_augmentation(
     "randaugment",
     _randaugment,
     description="keras.layers.RandAugment on [0, 1] images (training only; not reproducible from the seed)",
-    source="GLOM seed 000 custom_transforms.py (docs/reference/glom.md#heads-and-training)",
+    source="Zeng et al. 2025 (GLOM), custom_transforms.py (docs/reference/glom.md#heads-and-training)",
 )
 
 
@@ -361,7 +361,7 @@ def _glom(size, crop_padding, flip, translation):
 
 
 _GLOM_SOURCE = (
-    "GLOM seed 000 custom_transforms.py uses RandAugment (docs/reference/glom.md#heads-and-training); this reproducible substitute "
+    "The GLOM code of Zeng et al. 2025 (custom_transforms.py) uses RandAugment (docs/reference/glom.md#heads-and-training); this reproducible substitute "
     "(pad-and-crop, flip, translation) is weaker"
 )
 register_augmentation(

@@ -8,7 +8,7 @@ Images are the stereo pair as two channels, ``uint8 (96, 96, 2)``; labels the 5 
 - ``elevation_train``: training images with the 3 lowest elevations (30, 35, 40 degrees);
   ``elevation_familiar`` / ``elevation_novel``: test images with those / with the 6 higher (45-70).
 
-This is the novel-viewpoint protocol of "Matrix capsules with EM routing" that REM (seed 002, §4.1)
+This is the novel-viewpoint protocol of "Matrix capsules with EM routing" that REM (Renzulli, Tartaglione & Grangetto, §4.1)
 and the later capsule papers reuse: train on the familiar viewpoints of the training set, report
 accuracy on the familiar and on the novel viewpoints of the test set.
 """

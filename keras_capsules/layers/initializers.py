@@ -9,11 +9,11 @@ from keras_capsules.serialization import register
 
 @register
 class IdentityPlusUniform(keras.initializers.RandomUniform):
-    """``I + U(-scale, scale)`` for a stack of square matrices (seed 001, ``IdentityRandomUniform``).
+    """``I + U(-scale, scale)`` for a stack of square matrices (the inner-consensus code's ``IdentityRandomUniform``).
 
     The last two axes of ``shape`` are a square ``p x p`` matrix; the identity is broadcast over the
     leading axes (e.g. a ``(in_caps, out_caps, 4, 4)`` matrix-vote kernel) and every entry gets
-    independent uniform noise. Seed 001 initialises its matrix transforms with ``scale=0.1``
+    independent uniform noise. The inner-consensus paper initialises its matrix transforms with ``scale=0.1``
     (docs/reference/routers.md#vote-transform), so each vote starts as a slightly perturbed copy of the child pose.
 
     Registered as ``"keras_capsules>IdentityPlusUniform"``: pass it by name, by instance or as a

@@ -20,7 +20,7 @@ class RoutedCapsules(keras.layers.Layer):
             (``p x p`` matrices on flat matrix poses).
         shared_weights: share the transform across children (one ``W_j`` per parent).
         matrix_side: ``"right"`` (``P W``) or ``"left"`` (``W P``) for matrix votes.
-        normalize_weights: Frobenius-normalise matrix transforms (seed 001, eq. 1).
+        normalize_weights: Frobenius-normalise matrix transforms (the inner-consensus paper's eq. 1).
         kernel_initializer, kernel_regularizer: for the transform. With many children (e.g. 1,152),
             Sabour's squash and dynamic routing, the default glorot_uniform starts the parents near
             zero length, where squash's gradient vanishes and training stalls: pass

@@ -147,9 +147,9 @@ class MatrixVotes(_VoteTransform):
     """Matrix votes between ``p x p`` poses stored flat (``in_dim = p*p``).
 
     ``side="right"``: ``V_ij = P_i W_ij`` (EM routing, IBM; inverted dot-product attention, apple).
-    ``side="left"``: ``V_ij = W_ij P_i`` (seed 001, ``equiTransform.py``).
+    ``side="left"``: ``V_ij = W_ij P_i`` (the inner-consensus code, ``equiTransform.py``).
     With ``normalize=True`` each ``W_ij`` is divided by its Frobenius norm ``sqrt(sum W^2 + epsilon)``
-    (seed 001, eq. 1).
+    (the inner-consensus paper's eq. 1).
 
     Input ``(batch, in_caps, p*p)`` -> votes ``(batch, in_caps, num_capsules, p*p)``, or with
     ``parent_major=True`` ``(batch, num_capsules, in_caps, p*p)`` (as :class:`VectorVotes`).
@@ -160,7 +160,7 @@ class MatrixVotes(_VoteTransform):
             ``(in_caps, out_caps, p, p)``.
         side: ``"right"`` or ``"left"``.
         normalize: Frobenius-normalise ``W``.
-        epsilon: guard inside the Frobenius norm (seed 001 uses 1e-5).
+        epsilon: guard inside the Frobenius norm (the inner-consensus code uses 1e-5).
         kernel_initializer, kernel_regularizer, kernel_constraint: for ``W``.
     """
 

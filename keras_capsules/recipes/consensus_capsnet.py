@@ -1,9 +1,9 @@
-"""Recipes of learned (kernel / LSTM) routing (seed 001, "Learning to compute inner consensus"; docs/reference/models.md#consensuscapsnet)."""
+"""Recipes of learned (kernel / LSTM) routing (the inner-consensus paper; docs/reference/models.md#consensuscapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
 SOURCE = (
-    "seed 001 paper: Adam 3e-3 with exponential decay, 100 epochs, 3 routing iterations, Hinton's smallNORB "
+    "inner-consensus paper (Learning to compute inner consensus): Adam 3e-3 with exponential decay, 100 epochs, 3 routing iterations, Hinton's smallNORB "
     "preprocessing (48 -> random 32x32 crops, brightness/contrast); the decay rate and batch size are not given "
     "(Hinton's x0.96 per 20000 steps and 64 here); loss: the code's default softmax cross-entropy on the class logits"
 )

@@ -1,4 +1,4 @@
-"""Recipes of FM-agreement capsule networks (Zhao, Wang & Huang; seed 003; docs/reference/models.md#fmcapsnet)."""
+"""Recipes of FM-agreement capsule networks (Zhao, Wang & Huang; docs/reference/models.md#fmcapsnet)."""
 
 from keras_capsules.recipes.base import Recipe, register_recipe
 
@@ -56,7 +56,7 @@ register_recipe(
         batch_size=128,
         epochs=100,
         augmentation="fashion_mnist_shift2_flip",
-        source="Seed 003 section 4.1 (ex4_1_light.py): Adam 1e-3, batch 128, 50 epochs (100 with augmentation); margin loss "
+        source="Zhao, Wang & Huang, section 4.1 (ex4_1_light.py): Adam 1e-3, batch 128, 50 epochs (100 with augmentation); margin loss "
         "on the squashed class-capsule lengths; random 2-px shifts and horizontal flips (the code's data_input standardises each "
         "image and shifts by up to 4 px: pad to +8, random crop). The same recipe trains the DR "
         "comparison with router={'name': 'dynamic', 'use_bias': False}, routing_iterations=3",

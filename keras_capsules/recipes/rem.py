@@ -1,4 +1,4 @@
-"""REM recipes (Renzulli, Tartaglione & Grangetto; seed 002; docs/reference/rem.md#pruning), variant ``"rem"``.
+"""REM recipes (Renzulli, Tartaglione & Grangetto; docs/reference/rem.md#pruning), variant ``"rem"``.
 
 REM trains DR-CapsNet (``CapsNet`` without decoder) and Efficient-CapsNet with Adam 1e-3, x0.99 per
 epoch, batch 128 and the margin loss; the pruning itself is ``keras_capsules.training.pruning``.

@@ -1,5 +1,5 @@
 """A router defined in this file, registered at run time, works in every capsule layer and every paper
-model that fits it, with no library file edited (issue 37: the registry is the only list of routers)."""
+model that fits it, with no library file edited (the registry is the only list of routers)."""
 
 import keras
 import numpy as np

@@ -19,7 +19,7 @@ def np_unit(x):
 
 
 def np_fm_explicit(votes, scale="paper"):
-    """Algorithm 1 of seed 003 with the explicit O(k n^2) pairwise sum: s_j = (1/n) sum_{i<i'} u_i * u_i'."""
+    """Algorithm 1 of the FM-agreement paper (Zhao, Wang & Huang) with the explicit O(k n^2) pairwise sum: s_j = (1/n) sum_{i<i'} u_i * u_i'."""
     u = np_unit(votes)
     n = u.shape[1]
     s = np.zeros(u.shape[:1] + u.shape[2:])

@@ -28,7 +28,7 @@ def params(router):
 
 
 def np_kernel(p, kind, mu, v):
-    """K(mu_j, v_j|i) of seed 001 eq. 15, one mixture component at a time: (b, i, o)."""
+    """K(mu_j, v_j|i) of the inner-consensus paper's eq. 15, one mixture component at a time: (b, i, o)."""
     logits = p["mixture_logits"]
     pi = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     tau = mu[:, None] - v
@@ -45,7 +45,7 @@ def np_kernel(p, kind, mu, v):
 
 
 def np_kernel_routing(votes, acts, p, iterations, kind="spectral_mixture", activation="sigmoid", prior=True):
-    """Seed 001 similarity routing (docs/reference/routers.md#kernel-routing) with the plain power/exp/normalise form."""
+    """The inner-consensus paper's similarity routing (docs/reference/routers.md#kernel-routing) with the plain power/exp/normalise form."""
     b, n, o, _ = votes.shape
     lam1, lam2 = np.abs(p["lambda1"]), np.abs(p["lambda2"])
     lam = lam1 + lam2 + 1e-6

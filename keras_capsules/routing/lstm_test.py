@@ -40,7 +40,7 @@ def weights_of(router):
 
 
 def np_lstm_routing(votes, acts, w, iterations, state_assignment="code", activation="sigmoid"):
-    """Connectionist routing of seed 001 (docs/reference/routers.md#lstm-routing): x_i = [mu, a_i, v_i, c_i] into an LSTM cell."""
+    """Connectionist routing of the inner-consensus paper (docs/reference/routers.md#lstm-routing): x_i = [mu, a_i, v_i, c_i] into an LSTM cell."""
     b, n, o, d = votes.shape
     units = w["U"].shape[0]
     c = np.full((b, n, o), 1.0 / n)
