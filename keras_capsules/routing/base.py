@@ -33,9 +33,11 @@ class Router(keras.layers.Layer):
     ``self.finalize_coupling(c, training)`` on the last iteration's coupling before it weights the votes.
     A router that iterates on parent-major votes ``(batch, out_caps, in_caps, out_dim)`` implements
     ``route_parent_major`` instead and sets ``accepts_parent_major``; its ``call`` then also takes
-    ``votes_layout="parent_major"``, which saves capsule layers a transpose of the votes. The class
-    attributes below declare what a router can route (``routing.available`` filters on them); the
-    defaults fit a router that only implements ``route``.
+    ``votes_layout="parent_major"``, which saves capsule layers a transpose of the votes. Class attributes
+    declare what a router can do: ``pose_kinds``, ``iterative``, ``supports_initial_poses`` and
+    ``accepts_child_grid`` (which ``routing.available`` filters on), ``accepts_parent_major``,
+    ``accepts_vote_sums`` and ``compiles_in_training``; the defaults fit a router that only implements
+    ``route``.
 
     Args:
         iterations: routing iterations; single-pass routers (``iterative = False``) require 1.
