@@ -61,6 +61,16 @@ def time_fit_step(model, x, y, batch_size, steps=30, warmup=5):
     return statistics.median(timer.times[warmup:])
 
 
+def train_on_batch_seconds(model, x, y, steps):
+    """Wall-clock seconds of ``1 + steps`` calls of ``model.train_on_batch(x, y)``: the first (tracing) and ``steps``."""
+    times = []
+    for _ in range(1 + steps):
+        start = time.perf_counter()
+        model.train_on_batch(x, y)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def median_call_seconds(call, repeats, warmup=0):
     """Median wall-clock seconds of ``call()`` over ``repeats`` calls, after ``warmup`` untimed ones."""
     for _ in range(warmup):

@@ -29,12 +29,12 @@ import json
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from common import train_on_batch_seconds  # noqa: E402
 from scale import APPLICATIONS, CLASSES, KNOWN, child_row, frozen_package_record, run_or_child, run_parser, write_run  # noqa: E402
 
 PACKAGES = ("before", "after")
@@ -65,11 +65,7 @@ def measure(application, size, batch, steps):
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(batch, size, size, 3)).astype("float32")
     y = rng.integers(0, CLASSES, batch)
-    times = []
-    for _ in range(1 + steps):
-        start = time.perf_counter()
-        model.train_on_batch(x, y)
-        times.append(time.perf_counter() - start)
+    times = train_on_batch_seconds(model, x, y, steps)
     return {
         "status": "measured",
         "parameters": model.count_params(),
