@@ -4,7 +4,13 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.routing import DynamicRouter
-from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
+from keras_capsules.testing import (
+    assert_routes_finitely,
+    assert_routes_like,
+    assert_training_vote_gradient,
+    input_gradient,
+    run_router_test,
+)
 
 
 def np_softmax(x, axis):
@@ -36,13 +42,8 @@ def np_dynamic_routing(votes, iterations, bias=0.0, leaky=False):
 def test_matches_numpy_reference(iterations):
     votes = np.random.default_rng(1).normal(size=(3, 6, 4, 5)).astype("float32")
     router = DynamicRouter(iterations=iterations, use_bias=True)
-    poses, lengths, coupling = router(votes, return_coupling=True)
     expected, expected_c = np_dynamic_routing(votes.astype("float64"), iterations, bias=0.1)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(poses), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(coupling), expected_c, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(lengths), np.linalg.norm(expected, axis=-1), rtol=1e-4, atol=1e-5
-    )
+    assert_routes_like(router(votes, return_coupling=True), (expected, np.linalg.norm(expected, axis=-1), expected_c))
 
 
 def test_first_iteration_is_uniform_and_coupling_sums_to_one():
@@ -55,11 +56,10 @@ def test_first_iteration_is_uniform_and_coupling_sums_to_one():
 
 def test_leaky_routing_matches_reference():
     votes = np.random.default_rng(3).normal(size=(2, 5, 3, 4)).astype("float32")
-    poses, _, c = DynamicRouter(iterations=3, use_bias=False, leaky=True)(votes, return_coupling=True)
+    outputs = DynamicRouter(iterations=3, use_bias=False, leaky=True)(votes, return_coupling=True)
     expected, expected_c = np_dynamic_routing(votes.astype("float64"), 3, leaky=True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(poses), expected, rtol=1e-4, atol=1e-5)
-    assert np.all(keras.ops.convert_to_numpy(c).sum(-1) < 1.0)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(c), expected_c, rtol=1e-4, atol=1e-5)
+    assert_routes_like(outputs, (expected, None, expected_c))
+    assert np.all(keras.ops.convert_to_numpy(outputs[2]).sum(-1) < 1.0)
 
 
 def test_stop_gradient_inner_changes_gradients_not_values():
@@ -75,9 +75,7 @@ def test_stop_gradient_inner_changes_gradients_not_values():
 @pytest.mark.parametrize("scale", [0.0, 1.0, 1e3])
 def test_finite_for_zero_and_large_votes(dtype, scale):
     votes = keras.ops.cast(np.random.default_rng(5).normal(size=(2, 6, 3, 4)) * scale, dtype)
-    outputs = DynamicRouter(iterations=3, dtype=dtype)(votes, return_coupling=True)
-    assert all(o.dtype == votes.dtype for o in outputs)
-    assert_finite([keras.ops.cast(o, "float32") for o in outputs])
+    assert_routes_finitely(DynamicRouter(iterations=3, dtype=dtype), votes)
 
 
 @pytest.mark.parametrize("stop_gradient_inner", [False, True])
@@ -97,23 +95,25 @@ def test_quantized_coupling_at_inference_only():
     np.testing.assert_allclose(np.round(keras.ops.convert_to_numpy(c_train) * 10) / 10, c_test, atol=1e-5)
 
 
-def test_layer_contract():
+def test_router_contract():
+    """Float16/bfloat16 are checked over three magnitudes by test_finite_for_zero_and_large_votes."""
     votes = np.random.default_rng(7).normal(size=(3, 6, 4, 5)).astype("float32")
-    run_layer_test(DynamicRouter, {"iterations": 2}, votes, expected_output_shapes=[(3, 4, 5), (3, 4)])
+
+    def reference(router, votes, activations):
+        poses, coupling = np_dynamic_routing(votes, 4, bias=0.1)  # the bias starts at 0.1
+        return poses, np.linalg.norm(poses, axis=-1), coupling
+
+    router = run_router_test(DynamicRouter, {"iterations": 4}, votes, reference=reference, dtypes=())
+    assert router.iterations == 4
 
 
 def test_registry_and_errors():
-    assert isinstance(routing.get("dynamic", iterations=2), DynamicRouter)
-    assert routing.get({"name": "dynamic", "iterations": 4}).iterations == 4
-    assert "dynamic" in routing.available() and "self_attention" in routing.available()
     with pytest.raises(ValueError, match="'nope'"):
         routing.get("nope")
     with pytest.raises(TypeError, match="router"):
         routing.get(3)
     with pytest.raises(ValueError, match="iterations"):
         DynamicRouter(iterations=0)
-    with pytest.raises(ValueError, match=r"votes.*rank 4"):
-        DynamicRouter()(np.zeros((2, 3, 4), "float32"))
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
