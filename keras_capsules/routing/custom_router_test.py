@@ -10,6 +10,7 @@ from keras_capsules import routing
 from keras_capsules.applications import contract_test as contract
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, PrimaryCaps
 from keras_capsules.ops import capsule_length
+from keras_capsules.testing import run_router_test
 from keras_capsules.testing.tiers import large
 
 NAME = "test_uniform"
@@ -62,13 +63,16 @@ def test_the_registry_knows_it_with_the_base_class_capabilities():
     assert VECTOR_ONLY in routing.available(pose="vector") and VECTOR_ONLY not in routing.available(pose="matrix")
 
 
-def test_it_routes_as_its_equations_say():
-    votes = np.random.default_rng(0).normal(size=(2, 5, 3, 4)).astype("float32")
-    poses, acts, coupling = routing.get(NAME)(votes, return_coupling=True)
-    expected = votes.sum(axis=1) / 3.0  # (batch, out, dim)
-    np.testing.assert_allclose(_np(poses), expected, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(_np(acts), np.linalg.norm(expected, axis=-1), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(_np(coupling), np.full((2, 5, 3), 1 / 3), rtol=1e-6)
+def test_it_keeps_the_router_contract_and_routes_as_its_equations_say():
+    """The library's router checks (shapes, dtypes, config and .keras round trips, the registry, low precision)
+    hold for it as they do for the built-in routers, and its outputs are its equations'."""
+    votes = np.random.default_rng(0).normal(size=(3, 5, 3, 4)).astype("float32")
+
+    def reference(router, votes, activations):
+        poses = votes.sum(axis=1) / 3.0  # (batch, out, dim)
+        return poses, np.linalg.norm(poses, axis=-1), 1 / 3
+
+    run_router_test(UniformCoupling, {}, votes, reference=reference, rtol=(1e-5, 1e-5, 1e-6), atol=(1e-6, 1e-6, 0))
 
 
 @pytest.mark.parametrize("transform", ["vector", "matrix"])

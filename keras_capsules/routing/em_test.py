@@ -4,17 +4,21 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules import routing
 from keras_capsules.layers import ConvCaps, FcCaps
 from keras_capsules.routing import EMRouter
 from keras_capsules.routing.em import inverse_temperatures
-from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
+from keras_capsules.testing import (
+    as_float64,
+    assert_finite,
+    assert_routes_finitely,
+    assert_routes_like,
+    assert_training_vote_gradient,
+    input_gradient,
+    run_layer_test,
+    run_router_test,
+)
 
 EPS = 1e-9
-
-
-def to_np(x):
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
 # ---- NumPy reference, written from the equations of docs/reference/routers.md#em-routing ----------------------------
@@ -117,16 +121,21 @@ def np_em_spatial(votes, acts, beta_u, beta_a, iterations, grid, k, s):
     return mu.reshape(n_rows, n_out, -1), out.reshape(n_rows, n_out), coupling
 
 
-def make_router(votes_shape, seed=0, **kwargs):
-    router = EMRouter(**kwargs)
-    router.build(votes_shape)
+def randomise_betas(router, seed=0):
+    """Gives a built router random ``beta_a`` (normal, scale 300) and ``beta_u`` (standard normal); returns both."""
     rng = np.random.default_rng(seed)
-    out_caps = votes_shape[2]
+    out_caps = router.beta_a.shape[0]
     beta_a = rng.normal(size=out_caps) * 300.0
     beta_u = rng.normal(size=out_caps)
     router.beta_a.assign(beta_a.astype("float32"))
     router.beta_u.assign(beta_u.astype("float32"))
-    return router, beta_u, beta_a
+    return beta_u, beta_a
+
+
+def make_router(votes_shape, seed=0, **kwargs):
+    router = EMRouter(**kwargs)
+    router.build(votes_shape)
+    return (router, *randomise_betas(router, seed))
 
 
 def random_inputs(seed, shape=(3, 8, 4, 16)):
@@ -153,14 +162,14 @@ def test_one_m_step_and_e_step_match_numpy():
         keras.ops.convert_to_tensor(acts),
         5e-4,
     )
-    new_r = to_np(router._e_step(router._log_assignments(spread, variance, out))).transpose(0, 2, 1)
+    new_r = as_float64(router._e_step(router._log_assignments(spread, variance, out))).transpose(0, 2, 1)
     for b in range(3):
         mu, var, a_out = np_m_step(
             r[b].astype("float64"), votes[b].astype("float64"), acts[b], beta_u, beta_a, 5e-4, 100 * 4 / 8
         )
-        np.testing.assert_allclose(to_np(mean)[b], mu, rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(to_np(variance)[b], var, rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(to_np(out)[b], a_out, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(as_float64(mean)[b], mu, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(as_float64(variance)[b], var, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(as_float64(out)[b], a_out, rtol=1e-4, atol=1e-6)
         zz = np_log_assign(votes[b].astype("float64"), mu, var, a_out)
         expected = np.exp(zz - zz.max(1, keepdims=True))
         np.testing.assert_allclose(new_r[b], expected / expected.sum(1, keepdims=True), rtol=1e-3, atol=1e-5)
@@ -174,20 +183,18 @@ def test_full_routing_matches_numpy(iterations, normalize_cost):
     if not normalize_cost:
         router.beta_a.assign((beta_a / 100).astype("float32"))
         beta_a = beta_a / 100
-    poses, out, coupling = router(votes, acts, return_coupling=True)
-    mu, a_out, r = np_em(votes.astype("float64"), acts.astype("float64"), beta_u, beta_a, iterations, normalize_cost)
-    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(to_np(out), a_out, rtol=1e-3, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), r, rtol=1e-3, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling).sum(-1), 1.0, rtol=1e-5)
-    assert np.all((to_np(out) >= 0) & (to_np(out) <= 1))
+    _, out, coupling = outputs = router(votes, acts, return_coupling=True)
+    expected = np_em(votes.astype("float64"), acts.astype("float64"), beta_u, beta_a, iterations, normalize_cost)
+    assert_routes_like(outputs, expected, rtol=1e-3, atol=(1e-4, 1e-5, 1e-5))
+    np.testing.assert_allclose(as_float64(coupling).sum(-1), 1.0, rtol=1e-5)
+    assert np.all((as_float64(out) >= 0) & (as_float64(out) <= 1))
 
 
 def test_missing_activations_mean_ones():
     votes, _ = random_inputs(2)
     router, _, _ = make_router(votes.shape)
-    a = to_np(router(votes)[1])
-    b = to_np(router(votes, np.ones(votes.shape[:2], "float32"))[1])
+    a = as_float64(router(votes)[1])
+    b = as_float64(router(votes, np.ones(votes.shape[:2], "float32"))[1])
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
@@ -200,18 +207,15 @@ def test_spatial_routing_matches_numpy(strides):
     acts = rng.uniform(size=votes.shape[:2]).astype("float32")
     kwargs = dict(iterations=3, child_grid=grid, kernel_size=k, strides=strides)
     router, beta_u, beta_a = make_router(votes.shape, **kwargs)
-    poses, out, coupling = router(votes, acts, return_coupling=True)
-    mu, a_out, r = np_em_spatial(votes.astype("float64"), acts.astype("float64"), beta_u, beta_a, 3, grid, k, strides)
-    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(to_np(out), a_out, rtol=1e-3, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), r, rtol=1e-3, atol=1e-6)
+    expected = np_em_spatial(votes.astype("float64"), acts.astype("float64"), beta_u, beta_a, 3, grid, k, strides)
+    assert_routes_like(router(votes, acts, return_coupling=True), expected, rtol=1e-3, atol=(1e-4, 1e-5, 1e-6))
 
 
 def test_spatial_initial_coupling_is_ibm_init_rr():
     # 4x4 grid, K=3, stride 1: corner children feed 1 parent position, centre ones 4.
     router = EMRouter(iterations=1, child_grid=(4, 4), kernel_size=3, strides=1)
     votes = np.zeros((2 * 4, 9 * 2, 5, 16), "float32")
-    coupling = to_np(router(votes, return_coupling=True)[2]).reshape(2, 4, 9, 2, 5)
+    coupling = as_float64(router(votes, return_coupling=True)[2]).reshape(2, 4, 9, 2, 5)
     np.testing.assert_allclose(coupling[0, 0, 0], 1.0 / (1 * 5))  # position (0,0), offset (0,0): child (0,0)
     np.testing.assert_allclose(coupling[0, 0, 4], 1.0 / (4 * 5))  # offset (1,1): child (1,1) is in every window
     np.testing.assert_allclose(coupling[1, 3, 8], 1.0 / (1 * 5))  # last window, last offset: corner (3,3)
@@ -223,7 +227,7 @@ def test_spatial_e_step_sums_to_one_over_each_childs_parents():
     router = EMRouter(iterations=2, child_grid=(5, 5), kernel_size=3, strides=1)
     rng = np.random.default_rng(4)
     votes = rng.normal(size=(9, 9 * 2, 3, 16)).astype("float32")
-    coupling = to_np(router(votes, rng.uniform(size=(9, 18)).astype("float32"), return_coupling=True)[2])
+    coupling = as_float64(router(votes, rng.uniform(size=(9, 18)).astype("float32"), return_coupling=True)[2])
     totals = np.zeros((25, 2))
     r = coupling.reshape(3, 3, 3, 3, 2, 3)  # (oh, ow, kr, kc, type, out)
     for oh in range(3):
@@ -238,7 +242,7 @@ def test_spatial_e_step_sums_to_one_over_each_childs_parents():
 def test_beta_initialisation_is_ibms():
     router = EMRouter()
     router.build((None, 300, 400, 16))
-    beta_a, beta_u = to_np(router.beta_a), to_np(router.beta_u)
+    beta_a, beta_u = as_float64(router.beta_a), as_float64(router.beta_u)
     assert beta_a.shape == beta_u.shape == (400,)
     assert -2000 <= beta_a.min() and beta_a.max() <= 0 and abs(beta_a.mean() + 1000) < 100
     limit = math.sqrt(6 / 401)
@@ -256,12 +260,7 @@ def test_finite_forward_and_gradients(dtype, case):
     votes = keras.ops.cast(votes.astype("float32"), dtype)
     acts = keras.ops.cast(acts.astype("float32"), dtype)
     router = EMRouter(iterations=3, child_grid=(4, 4), kernel_size=3, strides=2, dtype=dtype)
-    router.build(shape)
-    outputs = router(votes, acts, return_coupling=True)
-    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
-    assert_finite([keras.ops.cast(o, "float32") for o in outputs])
-    assert_finite(input_gradient(lambda v: router(v, acts), votes), "votes gradient")
-    assert_finite(input_gradient(lambda a: router(votes, a), acts), "activations gradient")
+    assert_routes_finitely(router, votes, acts, gradient_of=lambda outputs: outputs)
 
 
 def test_zero_activations_with_votes_give_finite_float16_gradients():
@@ -275,10 +274,29 @@ def test_zero_activations_with_votes_give_finite_float16_gradients():
     assert np.abs(grad).max() <= 65504
 
 
-def test_layer_contract():
-    votes, _ = random_inputs(7, shape=(3, 6, 4, 16))
-    run_layer_test(EMRouter, {"iterations": 2}, votes, expected_output_shapes=[(3, 4, 16), (3, 4)])
-    # The spatial router needs positions folded into the batch, so its contract runs inside ConvCaps.
+def test_router_contract():
+    """Float16/bfloat16 are checked over four cases by test_finite_forward_and_gradients."""
+    votes, acts = random_inputs(7, shape=(3, 6, 4, 16))
+
+    def reference(router, votes, activations):
+        beta_u, beta_a = as_float64(router.beta_u), as_float64(router.beta_a)
+        return np_em(votes, activations, beta_u, beta_a, 2)
+
+    run_router_test(
+        EMRouter,
+        {"iterations": 2},
+        votes,
+        acts,
+        reference,
+        randomise_betas,
+        rtol=1e-3,
+        atol=(1e-4, 1e-5, 1e-5),
+        dtypes=(),
+    )
+
+
+def test_spatial_router_contract_inside_conv_caps():
+    """The spatial router needs positions folded into the batch, so its contract runs inside ConvCaps."""
     router = {"name": "em", "iterations": 2, "child_grid": [5, 5], "kernel_size": 3, "strides": 2}
     rng = np.random.default_rng(8)
     grid = (rng.normal(size=(3, 5, 5, 2, 16)).astype("float32"), rng.uniform(size=(3, 5, 5, 2)).astype("float32"))
@@ -301,11 +319,7 @@ def test_inside_capsule_layers():
     assert_finite([poses, acts])
 
 
-def test_registry_and_errors():
-    router = routing.get("em", iterations=2)
-    assert isinstance(router, EMRouter) and "em" in routing.available()
-    with pytest.raises(ValueError, match=r"votes.*rank 4"):
-        EMRouter()(np.zeros((2, 3, 4), "float32"))
+def test_errors():
     with pytest.raises(ValueError, match=r"child_grid.*pair"):
         EMRouter(child_grid=(4, 4, 4))
     with pytest.raises(ValueError, match="padding"):
@@ -313,7 +327,7 @@ def test_registry_and_errors():
     with pytest.raises(ValueError, match="max_vote"):
         EMRouter(max_vote=0)
     with pytest.raises(ValueError, match=r"EMRouter.*child_grid.*input grid.*route_position_chunks.*None"):
-        router.route_position_chunks([], None, [], "float32")
+        EMRouter(iterations=2).route_position_chunks([], None, [], "float32")
     with pytest.raises(ValueError, match=r"EMRouter.*votes.*divisible by kernel_size\*\*2 = 9"):
         EMRouter(child_grid=(4, 4), kernel_size=3)(np.zeros((4, 10, 3, 16), "float32"))
     # non-square poses are refused by the matrix transform before they reach EM routing
@@ -331,8 +345,5 @@ def test_training_call_matches_numpy_compiled_or_not(jit_compile):
     def reference(v):
         return np_em(v, acts.astype("float64"), beta_u, beta_a, 3)[:2]
 
-    poses, out = router(votes, acts, training=True)
-    mu, a_out = reference(votes.astype("float64"))
-    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(to_np(out), a_out, rtol=1e-3, atol=1e-5)
+    assert_routes_like(router(votes, acts, training=True), reference(votes.astype("float64")), 1e-3, (1e-4, 1e-5))
     assert_training_vote_gradient(router, reference, votes, acts, rtol=2e-3, atol=2e-4)

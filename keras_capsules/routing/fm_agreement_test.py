@@ -2,16 +2,17 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules import routing
 from keras_capsules.routing import FMAgreementRouter
 from keras_capsules.routing.fm_agreement import fm_pairwise_sum
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
+from keras_capsules.testing import (
+    as_float64,
+    assert_registry_round_trip,
+    assert_routes_finitely,
+    assert_routes_like,
+    run_router_test,
+)
 
 EPS = 1e-7
-
-
-def to_np(x):
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
 def np_unit(x):
@@ -59,7 +60,7 @@ def test_linear_form_equals_explicit_pairwise_sum(n, scale):
     units = np_unit(np.random.default_rng(n).normal(size=(2, n, 3, 6)))
     _, expected = np_fm_explicit(units, scale)
     total, squares = units.sum(axis=1), (units**2).sum(axis=1)
-    got = to_np(
+    got = as_float64(
         fm_pairwise_sum(
             keras.ops.convert_to_tensor(total.astype("float32")),
             keras.ops.convert_to_tensor(squares.astype("float32")),
@@ -75,36 +76,30 @@ def test_linear_form_equals_explicit_pairwise_sum(n, scale):
 def test_matches_numpy_reference(scale, normalize_pose):
     votes = random_votes(0)
     router = FMAgreementRouter(scale=scale, normalize_pose=normalize_pose, batch_norm=False)
-    poses, acts, coupling = router(votes, return_coupling=True)
-    expected_p, expected_a, expected_c = np_fm_router(votes.astype("float64"), scale, normalize_pose)
-    np.testing.assert_allclose(to_np(poses), expected_p, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(acts), expected_a, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), expected_c, rtol=1e-4, atol=1e-6)
+    expected = np_fm_router(votes.astype("float64"), scale, normalize_pose)
+    assert_routes_like(router(votes, return_coupling=True), expected, atol=(1e-5, 1e-5, 1e-6))
 
 
 def test_batch_norm_on_votes_matches_reference():
     votes = random_votes(1) * 3.0 + 1.0
     router = FMAgreementRouter()
-    poses, acts = router(votes, training=True)
-    expected_p, expected_a, _ = np_fm_router(np_batch_norm(votes.astype("float64")))
-    np.testing.assert_allclose(to_np(poses), expected_p, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(to_np(acts), expected_a, rtol=1e-3, atol=1e-4)
+    expected = np_fm_router(np_batch_norm(votes.astype("float64")))
+    assert_routes_like(router(votes, training=True), expected[:2], rtol=1e-3, atol=1e-4)
     # Inference uses the moving statistics, which training updated from their initial (0, 1).
     assert len(router.trainable_weights) == 2 and len(router.non_trainable_weights) == 2
-    assert not np.allclose(to_np(router.vote_norm.moving_mean), 0.0)
+    assert not np.allclose(as_float64(router.vote_norm.moving_mean), 0.0)
     # With fresh statistics, inference batch norm only rescales (by 1/sqrt(1 + eps)): unit votes are unchanged.
-    fresh_poses, _ = FMAgreementRouter()(votes, training=False)
-    np.testing.assert_allclose(to_np(fresh_poses), np_fm_router(votes.astype("float64"))[0], rtol=1e-4, atol=1e-5)
+    assert_routes_like(FMAgreementRouter()(votes, training=False), np_fm_router(votes.astype("float64"))[:1])
 
 
 @pytest.mark.parametrize("axis, reduce", [([1, 2, 3], (0,)), (2, (0, 1, 3)), ([-1, 1], (0, 2))])
 def test_batch_norm_axis_option(axis, reduce):
     votes = random_votes(2) * 2.0 + 0.5
     router = FMAgreementRouter(batch_norm_axis=axis)
-    poses, _ = router(votes, training=True)
+    outputs = router(votes, training=True)
     v = votes.astype("float64")
     normalised = (v - v.mean(axis=reduce, keepdims=True)) / np.sqrt(v.var(axis=reduce, keepdims=True) + 1e-3)
-    np.testing.assert_allclose(to_np(poses), np_fm_router(normalised)[0], rtol=1e-3, atol=1e-4)
+    assert_routes_like(outputs, np_fm_router(normalised)[:1], rtol=1e-3, atol=1e-4)
     assert router.vote_norm.gamma.shape[0] == int(np.prod([votes.shape[a] for a in range(1, 4) if a not in reduce]))
 
 
@@ -120,46 +115,49 @@ def test_batch_norm_weights_are_laid_out_in_the_contract_order(axis):
     gamma, beta = rng.uniform(0.5, 2.0, size=np.prod(shape)), rng.normal(size=np.prod(shape))
     router.vote_norm.gamma.assign(gamma.astype("float32"))
     router.vote_norm.beta.assign(beta.astype("float32"))
-    poses, _ = router(votes, training=False)  # moving statistics (0, 1): y = v / sqrt(1 + eps) * gamma + beta
+    outputs = router(votes, training=False)  # moving statistics (0, 1): y = v / sqrt(1 + eps) * gamma + beta
     y = votes.astype("float64") / np.sqrt(1 + 1e-3) * gamma.reshape(shape) + beta.reshape(shape)
-    np.testing.assert_allclose(to_np(poses), np_fm_router(y)[0], rtol=1e-3, atol=1e-4)
+    assert_routes_like(outputs, np_fm_router(y)[:1], rtol=1e-3, atol=1e-4)
 
 
 def test_squash_activation_matches_reference():
     votes = random_votes(3)
-    poses, acts = FMAgreementRouter(activation="squash", batch_norm=False)(votes)
+    outputs = FMAgreementRouter(activation="squash", batch_norm=False)(votes)
     _, s = np_fm_explicit(votes.astype("float64"))
     q = (s**2).sum(-1)
-    np.testing.assert_allclose(to_np(acts), q / (1 + q), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(to_np(poses), s * (q / (1 + q) / np.sqrt(q + EPS))[..., None], rtol=1e-3, atol=1e-5)
+    expected = (s * (q / (1 + q) / np.sqrt(q + EPS))[..., None], q / (1 + q))
+    assert_routes_like(outputs, expected, rtol=(1e-3, 1e-4), atol=(1e-5, 1e-6))
 
 
 def test_coupling_sums_to_one_over_children_and_is_permutation_invariant():
     votes = random_votes(4, shape=(2, 9, 3, 4))
     router = FMAgreementRouter(batch_norm=False)
-    poses, acts, coupling = router(votes, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling).sum(axis=1), 1.0, rtol=1e-5)
-    assert np.all(to_np(coupling) >= 0)
+    poses, acts, coupling = (as_float64(o) for o in router(votes, return_coupling=True))
+    np.testing.assert_allclose(coupling.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all(coupling >= 0)
     perm = np.random.default_rng(0).permutation(9)
-    poses_p, acts_p, coupling_p = router(votes[:, perm], return_coupling=True)
-    np.testing.assert_allclose(to_np(poses_p), to_np(poses), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(acts_p), to_np(acts), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling_p), to_np(coupling)[:, perm], rtol=1e-5)
+    permuted = router(votes[:, perm], return_coupling=True)
+    assert_routes_like(permuted, (poses, acts, coupling[:, perm]), rtol=(1e-4, 1e-4, 1e-5), atol=(1e-5, 1e-5, 0))
 
 
 def test_agreeing_votes_get_uniform_coupling_and_maximal_activation():
     direction = np.random.default_rng(5).normal(size=(1, 1, 2, 4))
     votes = np.repeat(direction, 6, axis=1).astype("float32") * np.arange(1, 7, dtype="float32")[None, :, None, None]
-    poses, acts, coupling = FMAgreementRouter(batch_norm=False)(votes, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling), 1 / 6, rtol=1e-5)
-    np.testing.assert_allclose(to_np(acts), (6 - 1) / 2, rtol=1e-5)  # (1/2n) (n^2 - n) for identical unit votes
+    outputs = FMAgreementRouter(batch_norm=False)(votes, return_coupling=True)
+    # a_j = (1/2n) (n^2 - n) for n identical unit votes
+    assert_routes_like(outputs, (None, (6 - 1) / 2, 1 / 6), rtol=1e-5, atol=0)
 
 
 def test_quantized_coupling_at_inference():
     votes = random_votes(6)
     _, _, c = FMAgreementRouter(quantize_levels=11, batch_norm=False)(votes, training=False, return_coupling=True)
-    c = to_np(c)
+    c = as_float64(c)
     np.testing.assert_allclose(c * 10, np.round(c * 10), atol=1e-5)
+
+
+def first_scaled(outputs):
+    """The poses times 1e-3: the outputs whose summed gradient must be finite."""
+    return outputs[0] * 1e-3
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -169,14 +167,11 @@ def test_finite_forward_and_gradient(dtype, magnitude, training):
     huge = 6e4 if dtype == "float16" else 1e30
     scale = {"zero": 0.0, "unit": 1.0, "huge": huge}[magnitude]
     votes = keras.ops.cast(np.random.default_rng(7).uniform(-1, 1, size=(2, 5, 3, 4)) * scale, dtype)
-    router = FMAgreementRouter(dtype=dtype)
-    outputs = router(votes, training=training, return_coupling=True)
-    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
-    assert_finite(outputs)
-    if training and keras.backend.backend() == "jax":
-        return  # batch-norm statistic updates cannot run inside jax.grad; covered by the TF run
-    grad = input_gradient(lambda v: router(v, training=training)[0] * 1e-3, votes)
-    assert_finite([grad], "gradient")
+    # Batch-norm statistic updates cannot run inside jax.grad: the training gradient is checked on TF, not on JAX.
+    skip_gradient = training and keras.backend.backend() == "jax"
+    assert_routes_finitely(
+        FMAgreementRouter(dtype=dtype), votes, training=training, gradient_of=None if skip_gradient else first_scaled
+    )
 
 
 def test_in_capsule_layers():
@@ -191,18 +186,22 @@ def test_in_capsule_layers():
     assert tuple(fc_poses.shape) == (2, 3, 16) and tuple(c.shape) == (2, 16, 3)
 
 
-def test_layer_contract():
+def test_router_contract():
+    """Float16/bfloat16 are checked over three magnitudes by test_finite_forward_and_gradient."""
     votes = random_votes(9, shape=(4, 5, 3, 4))
-    run_layer_test(
-        FMAgreementRouter, {"scale": "code", "normalize_pose": False}, votes, expected_output_shapes=[(4, 3, 4), (4, 3)]
-    )
+
+    def reference(router, votes, activations):
+        # At inference the vote batch norm starts from its moving statistics (0, 1), gamma 1 and beta 0.
+        return np_fm_router(votes / np.sqrt(1 + 1e-3), "code", normalize_pose=False)
+
+    run_router_test(
+        FMAgreementRouter, {"scale": "code", "normalize_pose": False}, votes, None, reference, atol=(1e-5, 1e-5, 1e-6),
+        dtypes=(),
+    )  # fmt: skip
 
 
-def test_registry_and_config():
-    router = routing.get("fm_agreement", batch_norm=False, activation="squash")
-    assert isinstance(router, FMAgreementRouter)
-    revived = routing.get(keras.saving.serialize_keras_object(router))
-    assert revived.get_config() == router.get_config()
+def test_registry_round_trip():
+    assert_registry_round_trip("fm_agreement", batch_norm=False, activation="squash")
 
 
 @pytest.mark.parametrize(
@@ -219,9 +218,7 @@ def test_bad_arguments(kwargs, error, match):
         FMAgreementRouter(**kwargs)
 
 
-def test_bad_inputs():
-    with pytest.raises(ValueError, match="votes"):
-        FMAgreementRouter()(np.zeros((2, 3, 4), "float32"))
+def test_bad_batch_norm_axis():
     with pytest.raises(ValueError, match="batch_norm_axis"):
         FMAgreementRouter(batch_norm_axis=0)(random_votes(0))
 
@@ -233,7 +230,5 @@ def test_votes_whose_squares_overflow_route_like_ordinary_ones():
     # finite, but not scale-free; test_finite_forward_and_gradient covers that case.)
     votes = random_votes(11, shape=(2, 6, 3, 4))
     router = FMAgreementRouter(batch_norm=False)
-    poses, acts = router(votes, training=False)
-    big_poses, big_acts = router(votes * np.float32(1e25), training=False)
-    np.testing.assert_allclose(to_np(big_poses), to_np(poses), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(to_np(big_acts), to_np(acts), rtol=1e-5, atol=1e-6)
+    expected = [as_float64(o) for o in router(votes, training=False)]
+    assert_routes_like(router(votes * np.float32(1e25), training=False), expected, rtol=1e-5, atol=1e-6)

@@ -4,12 +4,13 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.routing import InvertedDotProductRouter
-from keras_capsules.testing import assert_finite, input_gradient, run_layer_test
-
-
-def to_np(x):
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
-
+from keras_capsules.testing import (
+    as_float64,
+    assert_finite,
+    assert_routes_finitely,
+    assert_routes_like,
+    run_router_test,
+)
 
 # ---- NumPy reference from docs/reference/routers.md#inverted-dot-product-attention (PyTorch LayerNorm: biased variance, eps 1e-5) -------
 
@@ -43,14 +44,20 @@ def np_route(votes, gamma, beta, iterations, parents=None, scale=True):
     return parents, r.mean(1), r
 
 
-def make_router(d, seed=0, **kwargs):
-    router = InvertedDotProductRouter(**kwargs)
-    router.build((None, 5, 3, d))
+def randomise_layer_norm(router, seed=0):
+    """Gives a built router a random LayerNorm scale (around 1) and offset; returns both."""
     rng = np.random.default_rng(seed)
+    d = router.gamma.shape[0]
     gamma, beta = 1.0 + 0.3 * rng.normal(size=d), 0.2 * rng.normal(size=d)
     router.gamma.assign(gamma.astype("float32"))
     router.beta.assign(beta.astype("float32"))
-    return router, gamma, beta
+    return gamma, beta
+
+
+def make_router(d, seed=0, **kwargs):
+    router = InvertedDotProductRouter(**kwargs)
+    router.build((None, 5, 3, d))
+    return (router, *randomise_layer_norm(router, seed))
 
 
 def random_votes(seed, shape=(3, 5, 3, 16), scale=1.0):
@@ -60,22 +67,19 @@ def random_votes(seed, shape=(3, 5, 3, 16), scale=1.0):
 def test_first_pass_is_uniform():
     votes = random_votes(0)
     router, gamma, beta = make_router(16, iterations=1)
-    poses, shares, coupling = router(votes, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling), 1.0 / 3, rtol=1e-6)
-    np.testing.assert_allclose(to_np(shares), 1.0 / 3, rtol=1e-6)
     expected = np_layer_norm(votes.astype("float64").sum(1) / 3, gamma, beta)
-    np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-5)
+    assert_routes_like(
+        router(votes, return_coupling=True), (expected, 1.0 / 3, 1.0 / 3), rtol=(1e-4, 1e-6, 1e-6), atol=(1e-5, 0, 0)
+    )
 
 
 def test_one_step_from_given_poses_matches_numpy():
     votes = random_votes(1)
     parents = random_votes(2, (3, 3, 16))
     router, gamma, beta = make_router(16)
-    poses, shares, coupling = router(votes, return_coupling=True, initial_poses=parents, steps=1)
+    outputs = router(votes, return_coupling=True, initial_poses=parents, steps=1)
     expected, r = np_step(votes.astype("float64"), parents.astype("float64"), gamma, beta)
-    np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), r, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(to_np(shares), r.mean(1), rtol=1e-4, atol=1e-6)
+    assert_routes_like(outputs, (expected, r.mean(1), r), atol=(1e-5, 1e-6, 1e-6))
 
 
 @pytest.mark.parametrize("iterations", [1, 2, 3, 5])
@@ -83,20 +87,17 @@ def test_one_step_from_given_poses_matches_numpy():
 def test_full_routing_matches_numpy(iterations, scale):
     votes = random_votes(3, (2, 6, 4, 9))
     router, gamma, beta = make_router(9, seed=1, iterations=iterations, scale_agreement=scale)
-    poses, shares, coupling = router(votes, return_coupling=True)
-    expected, expected_shares, r = np_route(votes.astype("float64"), gamma, beta, iterations, scale=scale)
-    np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), r, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(to_np(shares), expected_shares, rtol=1e-4, atol=1e-6)
+    expected = np_route(votes.astype("float64"), gamma, beta, iterations, scale=scale)
+    assert_routes_like(router(votes, return_coupling=True), expected, atol=(1e-5, 1e-6, 1e-6))
 
 
 def test_invariants_coupling_shares_and_layer_norm_statistics():
     votes = random_votes(4, (4, 7, 5, 16), scale=3.0)
     router = InvertedDotProductRouter(iterations=3)  # gamma = 1, beta = 0
     poses, shares, coupling = router(votes, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling).sum(-1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(to_np(shares).sum(-1), 1.0, rtol=1e-5)
-    p = to_np(poses)
+    np.testing.assert_allclose(as_float64(coupling).sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(as_float64(shares).sum(-1), 1.0, rtol=1e-5)
+    p = as_float64(poses)
     np.testing.assert_allclose(p.mean(-1), 0.0, atol=1e-5)
     np.testing.assert_allclose(p.var(-1), 1.0, rtol=1e-3)  # var / (var + 1e-5) ~ 1 for unit-scale votes
 
@@ -104,10 +105,10 @@ def test_invariants_coupling_shares_and_layer_norm_statistics():
 def test_dropout_only_in_training():
     votes = random_votes(5)
     router = InvertedDotProductRouter(iterations=2, dropout=0.5, seed=3)
-    a = to_np(router(votes, training=False)[0])
-    b = to_np(router(votes, training=False)[0])
+    a = as_float64(router(votes, training=False)[0])
+    b = as_float64(router(votes, training=False)[0])
     np.testing.assert_array_equal(a, b)
-    c = to_np(router(votes, training=True)[0])
+    c = as_float64(router(votes, training=True)[0])
     assert not np.allclose(a, c)
     assert_finite(c)
 
@@ -115,9 +116,9 @@ def test_dropout_only_in_training():
 def test_quantized_coupling_at_inference():
     votes = random_votes(6)
     router = InvertedDotProductRouter(iterations=2, quantize_levels=11)
-    c = to_np(router(votes, training=False, return_coupling=True)[2])
+    c = as_float64(router(votes, training=False, return_coupling=True)[2])
     np.testing.assert_allclose(c * 10, np.round(c * 10), atol=1e-5)
-    c = to_np(router(votes, training=False, return_coupling=True, finalize=False)[2])
+    c = as_float64(router(votes, training=False, return_coupling=True, finalize=False)[2])
     assert not np.allclose(c * 10, np.round(c * 10), atol=1e-5)
 
 
@@ -127,28 +128,32 @@ def test_finite_forward_and_gradients(dtype, scale):
     if scale == "huge":
         scale = 6e4 / 4 if dtype == "float16" else 3e38 / 4
     votes = keras.ops.cast(random_votes(7, scale=1.0) * scale, dtype)
-    router = InvertedDotProductRouter(iterations=3, dtype=dtype)
-    outputs = router(votes, return_coupling=True)
-    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
-    assert_finite([keras.ops.cast(o, "float32") for o in outputs])
-    weights = keras.ops.convert_to_tensor(np.arange(16, dtype="float32"))
-    grad = input_gradient(lambda v: keras.ops.cast(router(v)[0], "float32") * weights, votes)
-    assert_finite(grad, "votes gradient")
+    weights = keras.ops.convert_to_tensor(np.arange(16, dtype="float32"))  # layer-normalised poses sum to zero
+
+    def weighted_poses(outputs):
+        return keras.ops.cast(outputs[0], "float32") * weights
+
+    assert_routes_finitely(InvertedDotProductRouter(iterations=3, dtype=dtype), votes, gradient_of=weighted_poses)
 
 
-def test_layer_contract():
+def test_router_contract():
+    """Float16/bfloat16 are checked over three magnitudes by test_finite_forward_and_gradients; the dropout is
+    inactive at inference, where the reference is compared."""
     votes = random_votes(8, (3, 5, 4, 16))
+
+    def reference(router, votes, activations):
+        return np_route(votes, as_float64(router.gamma), as_float64(router.beta), 2)
+
     init = {"iterations": 2, "dropout": 0.1, "seed": 1}
-    run_layer_test(InvertedDotProductRouter, init, votes, expected_output_shapes=[(3, 4, 16), (3, 4)])
+    run_router_test(
+        InvertedDotProductRouter, init, votes, None, reference, randomise_layer_norm, atol=(1e-5, 1e-6, 1e-6), dtypes=()
+    )
 
 
-def test_registry_and_errors():
-    assert isinstance(routing.get("inverted_dot_product"), InvertedDotProductRouter)
+def test_registry_default_and_errors():
     assert routing.get("inverted_dot_product").iterations == 2
     assert InvertedDotProductRouter.supports_initial_poses
     votes = random_votes(9)
-    with pytest.raises(ValueError, match=r"votes.*rank 4"):
-        InvertedDotProductRouter()(np.zeros((2, 3, 4), "float32"))
     with pytest.raises(ValueError, match=r"initial_poses.*rank 3"):
         InvertedDotProductRouter()(votes, initial_poses=np.zeros((3, 3), "float32"))
     with pytest.raises(ValueError, match=r"initial_poses.*out_caps = 3"):
@@ -171,12 +176,11 @@ def test_route_vote_sums_is_the_uniform_first_pass(quantize_levels):
     """From sum_i v_ij alone: LN(c * sum_i v_ij) with c = 1/out_caps (quantised at inference), shares c."""
     votes = random_votes(8)
     router, gamma, beta = make_router(16, seed=3, iterations=1, quantize_levels=quantize_levels)
-    poses, shares, coupling = router.route_vote_sums(votes.sum(axis=1), 5, training=False, return_coupling=True)
+    outputs = router.route_vote_sums(votes.sum(axis=1), 5, training=False, return_coupling=True)
     c = 1.0 / 3  # three parents; 1/3 is also a level of q_4 (0, 1/3, 2/3, 1)
-    expected, expected_shares, expected_c = np_route(votes.astype("float64"), gamma, beta, 1)
-    np.testing.assert_allclose(to_np(poses), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(shares), expected_shares, rtol=1e-6)
-    np.testing.assert_allclose(to_np(coupling), np.full((3, 5, 3), c), rtol=1e-6)
+    expected, expected_shares, _ = np_route(votes.astype("float64"), gamma, beta, 1)
+    assert tuple(outputs[2].shape) == (3, 5, 3)
+    assert_routes_like(outputs, (expected, expected_shares, c), rtol=(1e-4, 1e-6, 1e-6), atol=(1e-5, 0, 0))
 
 
 def test_route_vote_sums_quantises_the_uniform_coupling():
@@ -185,7 +189,7 @@ def test_route_vote_sums_quantises_the_uniform_coupling():
     router = InvertedDotProductRouter(iterations=1, quantize_levels=3)
     router.build(votes.shape)
     _, shares, coupling = router.route_vote_sums(votes.sum(axis=1), 5, training=False, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling), 0.5)
-    np.testing.assert_allclose(to_np(shares), 0.5)
+    np.testing.assert_allclose(as_float64(coupling), 0.5)
+    np.testing.assert_allclose(as_float64(shares), 0.5)
     _, shares = router.route_vote_sums(votes.sum(axis=1), 5, training=True)
-    np.testing.assert_allclose(to_np(shares), 0.25)
+    np.testing.assert_allclose(as_float64(shares), 0.25)

@@ -2,15 +2,18 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules import routing
 from keras_capsules.routing import KernelRouter
-from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
+from keras_capsules.testing import (
+    as_float64,
+    assert_finite,
+    assert_registry_round_trip,
+    assert_routes_finitely,
+    assert_routes_like,
+    assert_training_vote_gradient,
+    run_router_test,
+)
 
 SHAPE = (3, 6, 4, 5)  # (batch, in_caps, out_caps, dim)
-
-
-def to_np(x):
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
 def randomise(router, seed=0):
@@ -24,7 +27,7 @@ def randomise(router, seed=0):
 
 
 def params(router):
-    return {w.name: to_np(w) for w in router.weights}
+    return {w.name: as_float64(w) for w in router.weights}
 
 
 def np_kernel(p, kind, mu, v):
@@ -75,11 +78,8 @@ def test_matches_numpy_reference(iterations, kind):
     router = KernelRouter(iterations=iterations, kernel=kind, num_components=3)
     router(votes, acts)
     randomise(router, seed=iterations)
-    poses, out, coupling = router(votes, acts, return_coupling=True)
-    mu, a, c = np_kernel_routing(votes.astype("float64"), acts.astype("float64"), params(router), iterations, kind)
-    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
+    expected = np_kernel_routing(votes.astype("float64"), acts.astype("float64"), params(router), iterations, kind)
+    assert_routes_like(router(votes, acts, return_coupling=True), expected, atol=(1e-5, 1e-5, 1e-6))
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -93,9 +93,7 @@ def test_training_gradient_matches_numpy_reference(kind, jit_compile):
     randomise(router, seed=7)
     p = params(router)
     expected = np_kernel_routing(votes.astype("float64"), acts.astype("float64"), p, 2, kind)
-    poses, out = router(votes, acts, training=True)
-    np.testing.assert_allclose(to_np(poses), expected[0], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(out), expected[1], rtol=1e-4, atol=1e-5)
+    assert_routes_like(router(votes, acts, training=True), expected[:2])
     assert_training_vote_gradient(
         router, lambda v: np_kernel_routing(v, acts.astype("float64"), p, 2, kind)[:2], votes, acts
     )
@@ -107,26 +105,25 @@ def test_activation_variants(activation, prior):
     router = KernelRouter(activation=activation, activation_prior=prior)
     router(votes, acts)
     randomise(router, seed=5)
-    _, out = router(votes, acts)
     _, expected, _ = np_kernel_routing(
         votes.astype("float64"), acts.astype("float64"), params(router), 3, activation=activation, prior=prior
     )
-    np.testing.assert_allclose(to_np(out), expected, rtol=1e-4, atol=1e-5)
+    assert_routes_like(router(votes, acts), (None, expected))
 
 
 def test_coupling_is_a_distribution_over_inputs_and_default_initialisation():
     votes, acts = data(3)
     router = KernelRouter(num_components=4)
     _, out, coupling = router(votes, acts, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling).sum(axis=1), 1.0, rtol=1e-5)
-    assert np.all((to_np(out) > 0) & (to_np(out) < 1))
-    np.testing.assert_allclose(to_np(router.lambda1), 12.0, atol=0.3)
-    np.testing.assert_allclose(to_np(router.lambda2), 1.0)
-    np.testing.assert_allclose(to_np(router.theta2), 1.0)
-    np.testing.assert_allclose(to_np(router.mixture_logits), 1.0)
-    assert np.all(np.abs(to_np(router.frequencies)) <= 0.2 + 1e-6)
-    assert not np.allclose(to_np(router.frequencies), to_np(router.bandwidths))
-    assert not np.allclose(to_np(router.theta1), to_np(router.theta3))
+    np.testing.assert_allclose(as_float64(coupling).sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all((as_float64(out) > 0) & (as_float64(out) < 1))
+    np.testing.assert_allclose(as_float64(router.lambda1), 12.0, atol=0.3)
+    np.testing.assert_allclose(as_float64(router.lambda2), 1.0)
+    np.testing.assert_allclose(as_float64(router.theta2), 1.0)
+    np.testing.assert_allclose(as_float64(router.mixture_logits), 1.0)
+    assert np.all(np.abs(as_float64(router.frequencies)) <= 0.2 + 1e-6)
+    assert not np.allclose(as_float64(router.frequencies), as_float64(router.bandwidths))
+    assert not np.allclose(as_float64(router.theta1), as_float64(router.theta3))
     # 4 mixture logits + 2 x 4 x 5 kernel parameters + 5 x 4 per-channel parameters
     assert sum(int(np.prod(w.shape)) for w in router.trainable_weights) == 4 + 40 + 20
 
@@ -134,7 +131,7 @@ def test_coupling_is_a_distribution_over_inputs_and_default_initialisation():
 def test_gaussian_length_scales_start_an_octave_apart():
     router = KernelRouter(kernel="gaussian_mixture", num_components=3)
     router.build(SHAPE)
-    np.testing.assert_allclose(to_np(router.length_scales), [0.5, 1.0, 2.0])
+    np.testing.assert_allclose(as_float64(router.length_scales), [0.5, 1.0, 2.0])
 
 
 def test_activations_default_to_ones_and_strong_child_dominates():
@@ -151,7 +148,7 @@ def test_activations_default_to_ones_and_strong_child_dominates():
     router(same, acts)
     router.lambda1.assign(np.zeros(SHAPE[2], "float32"))
     _, _, c = router(same, acts, return_coupling=True)
-    np.testing.assert_allclose(to_np(c)[:, 0], 11 / (11 + SHAPE[1] - 1), rtol=1e-4)
+    np.testing.assert_allclose(as_float64(c)[:, 0], 11 / (11 + SHAPE[1] - 1), rtol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -163,13 +160,7 @@ def test_finite_forward_and_gradient(dtype, magnitude, kind):
     rng = np.random.default_rng(6)
     votes = keras.ops.cast(rng.uniform(-1, 1, size=SHAPE) * scale, dtype)
     acts = keras.ops.cast(rng.uniform(size=SHAPE[:2]) * (scale > 0), dtype)  # all-zero activations with zero votes
-    router = KernelRouter(kernel=kind, dtype=dtype)
-    outputs = router(votes, acts, return_coupling=True)
-    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
-    assert_finite(outputs)
-    grad_votes = input_gradient(lambda v: router(v, acts)[1], votes)
-    grad_acts = input_gradient(lambda a: router(votes, a)[1], acts)
-    assert_finite([grad_votes, grad_acts], "gradient")
+    assert_routes_finitely(KernelRouter(kernel=kind, dtype=dtype), votes, acts, gradient_of=lambda outputs: outputs[1])
 
 
 def test_negative_bandwidth_cannot_overflow():
@@ -190,26 +181,24 @@ def test_in_conv_capsules_with_activations():
         (poses, acts), return_coupling=True
     )
     assert tuple(out_poses.shape) == (2, 2, 2, 3, 16) and tuple(out_acts.shape) == (2, 2, 2, 3)
-    np.testing.assert_allclose(to_np(c).sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(as_float64(c).sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_layer_contract():
-    votes, _ = data(9, shape=(4, 5, 3, 4))
-    run_layer_test(
-        KernelRouter,
-        {"num_components": 2, "kernel": "gaussian_mixture"},
-        votes,
-        expected_output_shapes=[(4, 3, 4), (4, 3)],
-    )
+def test_router_contract():
+    """Float16/bfloat16 are checked over three magnitudes by test_finite_forward_and_gradient."""
+    votes, acts = data(9, shape=(4, 5, 3, 4))
+
+    def reference(router, votes, activations):
+        return np_kernel_routing(votes, activations, params(router), 3, "gaussian_mixture")
+
+    init = {"num_components": 2, "kernel": "gaussian_mixture"}
+    run_router_test(KernelRouter, init, votes, acts, reference, randomise, atol=(1e-5, 1e-5, 1e-6), dtypes=())
 
 
-def test_registry_and_config_round_trip():
-    router = routing.get("kernel", num_components=10, activation="linear", theta_initializer="zeros")
-    assert isinstance(router, KernelRouter)
-    revived = routing.get(keras.saving.serialize_keras_object(router))
-    assert revived.get_config() == router.get_config()
-    revived.build(SHAPE)
-    np.testing.assert_allclose(to_np(revived.theta1), 0.0)
+def test_registry_round_trip_keeps_the_initializers():
+    router = assert_registry_round_trip("kernel", num_components=10, activation="linear", theta_initializer="zeros")
+    router.build(SHAPE)
+    np.testing.assert_allclose(as_float64(router.theta1), 0.0)
 
 
 @pytest.mark.parametrize(
@@ -226,8 +215,3 @@ def test_registry_and_config_round_trip():
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         KernelRouter(**kwargs)
-
-
-def test_bad_votes_rank():
-    with pytest.raises(ValueError, match="KernelRouter.*votes"):
-        KernelRouter()(np.zeros((2, 3, 4), "float32"))

@@ -2,15 +2,17 @@ import keras
 import numpy as np
 import pytest
 
-from keras_capsules import routing
 from keras_capsules.routing import LSTMRouter
-from keras_capsules.testing import assert_finite, assert_training_vote_gradient, input_gradient, run_layer_test
+from keras_capsules.testing import (
+    as_float64,
+    assert_registry_round_trip,
+    assert_routes_finitely,
+    assert_routes_like,
+    assert_training_vote_gradient,
+    run_router_test,
+)
 
 SHAPE = (3, 6, 4, 5)  # (batch, in_caps, out_caps, dim)
-
-
-def to_np(x):
-    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")), dtype="float64")
 
 
 def sigmoid(x):
@@ -26,12 +28,12 @@ def np_mlp(layers, head, x, final):
 
 def weights_of(router):
     def dense(layer):
-        return to_np(layer.kernel), to_np(layer.bias)
+        return as_float64(layer.kernel), as_float64(layer.bias)
 
     return dict(
-        W=to_np(router.lstm_kernel),
-        U=to_np(router.lstm_recurrent_kernel),
-        b=to_np(router.lstm_bias),
+        W=as_float64(router.lstm_kernel),
+        U=as_float64(router.lstm_recurrent_kernel),
+        b=as_float64(router.lstm_bias),
         compat=[dense(l) for l in router.compatibility_mlp],
         compat_head=dense(router.compatibility_head),
         act=[dense(l) for l in router.activation_mlp],
@@ -96,13 +98,10 @@ def test_matches_numpy_reference(iterations, state_assignment):
     )
     router(votes, acts)
     randomise_biases(router, iterations)
-    poses, out, coupling = router(votes, acts, return_coupling=True)
-    mu, a, c = np_lstm_routing(
+    expected = np_lstm_routing(
         votes.astype("float64"), acts.astype("float64"), weights_of(router), iterations, state_assignment
     )
-    np.testing.assert_allclose(to_np(poses), mu, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(out), a, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(to_np(coupling), c, rtol=1e-4, atol=1e-6)
+    assert_routes_like(router(votes, acts, return_coupling=True), expected, atol=(1e-5, 1e-5, 1e-6))
 
 
 def test_training_gradient_matches_numpy_reference():
@@ -118,27 +117,27 @@ def test_training_gradient_matches_numpy_reference():
 def test_linear_activation_and_state_assignments_differ():
     votes, acts = data(2)
     router = LSTMRouter(activation="linear", units=8)
-    _, out = router(votes, acts)
+    _, out = outputs = router(votes, acts)
     _, expected, _ = np_lstm_routing(
         votes.astype("float64"), acts.astype("float64"), weights_of(router), 3, activation="linear"
     )
-    np.testing.assert_allclose(to_np(out), expected, rtol=1e-4, atol=1e-5)
+    assert_routes_like(outputs, (None, expected))
     paper = LSTMRouter(activation="linear", units=8, state_assignment="paper")
     paper(votes, acts)
     for source, target in zip(router.weights, paper.weights):
         target.assign(source)
-    assert not np.allclose(to_np(paper(votes, acts)[1]), to_np(out))
+    assert not np.allclose(as_float64(paper(votes, acts)[1]), as_float64(out))
 
 
 def test_coupling_sums_to_one_over_inputs_and_parameter_count():
     votes, acts = data(3, shape=(2, 7, 3, 16))
     router = LSTMRouter(compatibility_units=[32, 32], activation_units=[64, 64])
     _, out, coupling = router(votes, acts, return_coupling=True)
-    np.testing.assert_allclose(to_np(coupling).sum(axis=1), 1.0, rtol=1e-5)
-    assert np.all((to_np(out) > 0) & (to_np(out) < 1))
+    np.testing.assert_allclose(as_float64(coupling).sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all((as_float64(out) > 0) & (as_float64(out) < 1))
     # LSTM 4*16*(34+16+1) = 3,264; compatibility 16-32-32-1 = 1,633; activation 16-64-64-1 = 5,313
     assert sum(int(np.prod(w.shape)) for w in router.trainable_weights) == 3264 + 1633 + 5313
-    np.testing.assert_allclose(to_np(router.lstm_bias), [0] * 16 + [1] * 16 + [0] * 32)
+    np.testing.assert_allclose(as_float64(router.lstm_bias), [0] * 16 + [1] * 16 + [0] * 32)
 
 
 def test_state_is_carried_across_iterations():
@@ -149,7 +148,7 @@ def test_state_is_carried_across_iterations():
     two(votes, acts)
     for source, target in zip(one.weights, two.weights):
         target.assign(source)
-    assert not np.allclose(to_np(one(votes, acts)[0]), to_np(two(votes, acts)[0]))
+    assert not np.allclose(as_float64(one(votes, acts)[0]), as_float64(two(votes, acts)[0]))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -161,12 +160,7 @@ def test_finite_forward_and_gradient(dtype, magnitude):
     votes = keras.ops.cast(rng.uniform(-1, 1, size=SHAPE) * scale, dtype)
     acts = keras.ops.cast(rng.uniform(size=SHAPE[:2]) * (scale > 0), dtype)
     router = LSTMRouter(compatibility_units=[8], activation_units=[8], dtype=dtype)
-    outputs = router(votes, acts, return_coupling=True)
-    assert all(keras.backend.standardize_dtype(o.dtype) == dtype for o in outputs)
-    assert_finite(outputs)
-    grad_votes = input_gradient(lambda v: router(v, acts)[1], votes)
-    grad_acts = input_gradient(lambda a: router(votes, a)[1], acts)
-    assert_finite([grad_votes, grad_acts], "gradient")
+    assert_routes_finitely(router, votes, acts, gradient_of=lambda outputs: outputs[1])
 
 
 def test_in_fc_capsules_without_activations():
@@ -177,23 +171,23 @@ def test_in_fc_capsules_without_activations():
     assert tuple(out_poses.shape) == (2, 4, 16) and tuple(out_acts.shape) == (2, 4)
 
 
-def test_layer_contract():
-    votes, _ = data(7, shape=(4, 5, 3, 4))
-    run_layer_test(
-        LSTMRouter,
-        {"units": 4, "compatibility_units": [3], "activation_units": [2]},
-        votes,
-        expected_output_shapes=[(4, 3, 4), (4, 3)],
-    )
+def test_router_contract():
+    """Float16/bfloat16 are checked over three magnitudes by test_finite_forward_and_gradient."""
+    votes, acts = data(7, shape=(4, 5, 3, 4))
+
+    def reference(router, votes, activations):
+        return np_lstm_routing(votes, activations, weights_of(router), 3)
+
+    def initialize(router):
+        randomise_biases(router, 7)
+
+    init = {"units": 4, "compatibility_units": [3], "activation_units": [2]}
+    run_router_test(LSTMRouter, init, votes, acts, reference, initialize, atol=(1e-5, 1e-5, 1e-6), dtypes=())
 
 
-def test_registry_and_config_round_trip():
-    router = routing.get(
-        {"name": "lstm", "compatibility_units": [64, 64], "activation_units": [124, 124], "state_assignment": "paper"}
-    )
-    assert isinstance(router, LSTMRouter) and router.compatibility_units == (64, 64)
-    revived = routing.get(keras.saving.serialize_keras_object(router))
-    assert revived.get_config() == router.get_config()
+def test_registry_round_trip_of_the_papers_widths():
+    kwargs = {"compatibility_units": [64, 64], "activation_units": [124, 124], "state_assignment": "paper"}
+    assert assert_registry_round_trip("lstm", **kwargs).compatibility_units == (64, 64)
 
 
 @pytest.mark.parametrize(
@@ -209,8 +203,3 @@ def test_registry_and_config_round_trip():
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         LSTMRouter(**kwargs)
-
-
-def test_bad_votes_rank():
-    with pytest.raises(ValueError, match="LSTMRouter.*votes"):
-        LSTMRouter()(np.zeros((2, 3, 4), "float32"))

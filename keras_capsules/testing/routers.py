@@ -30,17 +30,23 @@ def assert_routes_like(outputs, expected, rtol=1e-4, atol=1e-5):
 
     Args:
         outputs: the router's ``(poses, activations[, coupling])``.
-        expected: the reference's values in the same order (NumPy arrays), at most as many as
-            ``outputs``; an entry ``None`` is not compared.
-        rtol: relative tolerance of every output.
+        expected: the reference's values in the same order (NumPy arrays, or numbers that every
+            entry must equal), at most as many as ``outputs``; an entry ``None`` is not compared.
+        rtol: relative tolerance, one number for every output or one per entry of ``expected``.
         atol: absolute tolerance, one number for every output or one per entry of ``expected``.
     """
     assert len(expected) <= len(outputs), f"{len(expected)} expected outputs for a router returning {len(outputs)}"
-    atols = atol if isinstance(atol, (tuple, list)) else (atol,) * len(expected)
-    assert len(atols) == len(expected), f"{len(atols)} tolerances for {len(expected)} expected outputs"
-    for name, got, want, tolerance in zip(OUTPUTS, outputs, expected, atols):
+    rtols, atols = (_per_output(tolerance, len(expected)) for tolerance in (rtol, atol))
+    for name, got, want, relative, absolute in zip(OUTPUTS, outputs, expected, rtols, atols):
         if want is not None:
-            np.testing.assert_allclose(as_float64(got), want, rtol=rtol, atol=tolerance, err_msg=name)
+            np.testing.assert_allclose(as_float64(got), want, rtol=relative, atol=absolute, err_msg=name)
+
+
+def _per_output(tolerance, count):
+    """``tolerance`` (a number, or one per output) as a tuple of ``count`` numbers."""
+    tolerances = tuple(tolerance) if isinstance(tolerance, (tuple, list)) else (tolerance,) * count
+    assert len(tolerances) == count, f"{len(tolerances)} tolerances for {count} expected outputs"
+    return tolerances
 
 
 def assert_routes_finitely(router, votes, activations=None, training=None, gradient_of=None):
@@ -102,6 +108,7 @@ def run_router_test(
     votes,
     activations=None,
     reference=None,
+    initialize=None,
     rtol=1e-4,
     atol=1e-5,
     dtypes=("float16", "bfloat16"),
@@ -119,7 +126,8 @@ def run_router_test(
     - votes of rank 3 are refused with an error naming the class, ``votes`` and rank 4;
     - for each dtype of ``dtypes``: ``router_cls(dtype=dtype, **init_kwargs)`` on the votes (and
       activations) cast to it routes finitely in that dtype (``assert_routes_finitely``);
-    - where ``reference`` is given: the router's outputs against it (``assert_routes_like``).
+    - where ``reference`` is given: the router's outputs against it (``assert_routes_like``), after
+      ``initialize`` has given the router's weights their values.
 
     Args:
         router_cls: a registered router class.
@@ -129,6 +137,9 @@ def run_router_test(
         reference: ``None``, or ``reference(router, votes, activations)`` giving the expected
             ``(poses, activations[, coupling])`` (``None`` entries not compared) of the built
             ``router`` from float64 votes and activations (``None`` where not given).
+        initialize: ``None``, or ``initialize(router)`` giving the weights of the built router
+            non-default values (e.g. random ones, so that the reference sees every weight) before
+            its outputs are taken; the reference reads them from ``router``.
         rtol, atol: the reference comparison's tolerances (see ``assert_routes_like``).
         dtypes: the low-precision dtypes to route in; ``()`` where the router's own tests check them
             over several magnitudes.
@@ -143,6 +154,9 @@ def run_router_test(
         run_saving=run_saving,
     )  # fmt: skip
     router = router_cls(**init_kwargs)
+    if initialize is not None:
+        router.build(votes.shape)
+        initialize(router)
     outputs = router(votes, activations, return_coupling=True)
     shapes = [(batch, out_caps, out_dim), (batch, out_caps), (batch, in_caps, out_caps)]
     assert [tuple(o.shape) for o in outputs] == shapes, [tuple(o.shape) for o in outputs]
