@@ -1,6 +1,6 @@
 """End-to-end checks on an accelerator under the JAX backend, needing no TensorFlow.
 
-    KERAS_BACKEND=jax python benchmarks/accelerator_check.py [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
+    KERAS_BACKEND=jax python -m benchmarks accelerator_check [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
 
 It prints one line per check and writes them all, as each ends, to ``--output`` (JSON; by default
 ``benchmarks/results/accelerator_check.json``). Nothing here asserts: the
@@ -34,17 +34,14 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 
 import keras
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402 (a sibling script)
-from training_step_cost import measure_step_seconds, training_loss  # noqa: E402
-
 import keras_capsules  # noqa: E402
+from benchmarks.training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402
+from benchmarks.training_step_cost import measure_step_seconds, training_loss  # noqa: E402
 from keras_capsules import applications, presets, recipes  # noqa: E402
 
 #: The embedded sample (the MNIST test set). ``keras_capsules.datasets`` imports TensorFlow, so its

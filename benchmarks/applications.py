@@ -7,7 +7,7 @@ Plus the papers' timing comparisons:
   iterations (the reference PyTorch code: 2.5 s and 8.0 s on a 2-core CPU).
 
 Each model runs in its own process so its peak resident memory can be read.
-Usage: ``python benchmarks/applications.py [--only "NAME;NAME"] [--batch 32] [--steps 8]``; writes
+Usage: ``python -m benchmarks applications [--only "NAME;NAME"] [--batch 32] [--steps 8]``; writes
 ``benchmarks/results/applications.json`` and prints Markdown tables.
 """
 
@@ -84,8 +84,8 @@ def light_capsnet(router, routing_iterations=None):
 def measure(constructor, kwargs, batch, steps, what):
     import keras
     import numpy as np
-    from common import peak_rss_mib, time_fit_step, time_inference
 
+    from benchmarks.common import peak_rss_mib, time_fit_step, time_inference
     from keras_capsules import applications
 
     model = light_capsnet(**kwargs) if constructor == "light_capsnet" else getattr(applications, constructor)(**kwargs)
@@ -117,8 +117,8 @@ def main():
         constructor, kwargs, batch, what = json.loads(args.child)
         print(json.dumps(measure(constructor, kwargs, batch, args.steps, what)))
         return
-    from common import machine_description, write_results
-
+    from benchmarks.common import machine_description, write_results
+    from benchmarks.runs import HERE, child_env, module_command
     from keras_capsules import applications
 
     cases = {}
@@ -131,13 +131,13 @@ def main():
     if args.only:
         cases = {k: v for k, v in cases.items() if k in args.only.split(";")}
     rows = []
-    here = os.path.dirname(os.path.abspath(__file__))
     for name, case in cases.items():
         result = subprocess.run(
-            [sys.executable, __file__, "--child", json.dumps(case), "--steps", str(args.steps)],
+            module_command(__spec__.name, "--child", json.dumps(case), "--steps", args.steps),
             capture_output=True,
             text=True,
-            cwd=here,
+            cwd=HERE,
+            env=child_env(),
         )
         row = {"name": name}
         if result.returncode:

@@ -12,7 +12,7 @@ Writes ``<results>/YYYY-MM-DD-HHMM-<host>-backends.json`` (rows of target ``"bac
 
 Usage::
 
-    python benchmarks/backends.py [--only EffCapsNet,CapsNet] [--batch 16] [--steps 10] [--repeats 1] [--note "..."]
+    python -m benchmarks backends [--only EffCapsNet,CapsNet] [--batch 16] [--steps 10] [--repeats 1] [--note "..."]
 """
 
 import argparse
@@ -23,11 +23,9 @@ import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-from common import train_on_batch_seconds  # noqa: E402
-from scale import child_row, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.common import train_on_batch_seconds  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
 
 BACKENDS = ("tensorflow", "jax", "torch")
 DEFAULTS = dict(only="EffCapsNet,CapsNet", batch=16, steps=10, repeats=1, note="")
@@ -62,8 +60,7 @@ def measure(application, batch, steps):
 
 def run_child(application, backend, args):
     """One application on one backend in a fresh process; its row, or ``{"error": ...}``."""
-    command = [sys.executable, os.path.abspath(__file__), "--child", application]
-    command += ["--batch", str(args.batch), "--steps", str(args.steps)]
+    command = module_command(__spec__.name, "--child", application, "--batch", args.batch, "--steps", args.steps)
     return child_row(command, env=dict(os.environ, KERAS_BACKEND=backend))
 
 
@@ -105,7 +102,7 @@ def run_all(args):
         f"{load_average()} after" + (f"; {args.note}" if args.note else "")
     )
     rows = [merge(application, args.batch, by_backend) for application, by_backend in found.items()]
-    return write_run("backends.py", args, (started, ended), measured, rows, "backends")
+    return write_run("backends", args, (started, ended), measured, rows, "backends")
 
 
 def main(argv=None):

@@ -13,7 +13,7 @@ rounds, so that load changes on the host spread over all of them; the figure of 
 median over its rounds of each process's median step (``train_on_batch``, after two untimed steps
 that include tracing). Run it on an otherwise idle machine.
 
-Usage: ``python benchmarks/concurrent_iterations.py [--iterations 1 2 3 4 5] [--rounds 3]
+Usage: ``python -m benchmarks concurrent_iterations [--iterations 1 2 3 4 5] [--rounds 3]
 [--steps 3] [--batch 32] [--output PATH]``; writes ``benchmarks/results/concurrent_iterations.json``
 (or ``--output``) and prints a Markdown table.
 """
@@ -23,10 +23,8 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 VARIANT = "cifar10-simple"
 
@@ -35,8 +33,8 @@ def worker(iterations, batch, steps):
     """Median seconds of ``steps`` training steps at ``iterations``, printed as one JSON line."""
     import keras
     import numpy as np
-    from common import median_call_seconds
 
+    from benchmarks.common import median_call_seconds
     from keras_capsules import applications
 
     model = applications.InvertedAttentionCapsNet(variant=VARIANT, routing_iterations=iterations)
@@ -62,22 +60,14 @@ def main():
     if args.worker is not None:
         worker(args.worker, args.batch, args.steps)
         return
-    from common import machine_description, write_results
+    from benchmarks.common import machine_description, write_results
+    from benchmarks.runs import HERE, child_env, module_command
 
     runs = {t: [] for t in args.iterations}
     for round_ in range(args.rounds):
         for t in args.iterations:
-            command = [
-                sys.executable,
-                __file__,
-                "--worker",
-                str(t),
-                "--batch",
-                str(args.batch),
-                "--steps",
-                str(args.steps),
-            ]
-            result = subprocess.run(command, capture_output=True, text=True)
+            command = module_command(__spec__.name, "--worker", t, "--batch", args.batch, "--steps", args.steps)
+            result = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=child_env())
             if result.returncode != 0:
                 raise RuntimeError(
                     f"concurrent_iterations: the worker for {t} iterations failed:\n{result.stderr[-2000:]}"

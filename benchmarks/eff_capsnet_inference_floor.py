@@ -12,7 +12,7 @@ after a warm-up; the figure is the median over the rounds of each round's median
 - ``convolutions only``: ``conv1``-``conv4`` with their ReLU, no batch norm, no capsule layers: the
   floor for any implementation that makes the same convolutions.
 
-Usage: ``python benchmarks/eff_capsnet_inference_floor.py [--batch 64] [--rounds 5] [--repeats 30]``; writes
+Usage: ``python -m benchmarks eff_capsnet_inference_floor [--batch 64] [--rounds 5] [--repeats 30]``; writes
 ``benchmarks/results/eff_capsnet_inference_floor.json``.
 Time only on an otherwise idle machine; the ratios between rows are what carries over.
 """
@@ -20,10 +20,8 @@ Time only on an otherwise idle machine; the ratios between rows are what carries
 import argparse
 import os
 import statistics
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def folded_convolution(conv, norm):
@@ -81,8 +79,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import numpy as np
-    from common import machine_description, median_call_seconds, write_results
 
+    from benchmarks.common import machine_description, median_call_seconds, write_results
     from keras_capsules import applications
 
     model = applications.EffCapsNet()

@@ -1,6 +1,6 @@
 """Efficient-CapsNet training step and inference against a plain Keras CNN with the same parameter count.
 
-Usage: ``python benchmarks/eff_capsnet_vs_cnn.py`` (2-core CPU: about 2 minutes). Prints a Markdown
+Usage: ``python -m benchmarks eff_capsnet_vs_cnn`` (2-core CPU: about 2 minutes). Prints a Markdown
 table for BENCHMARKS.md and writes ``benchmarks/results/eff_capsnet_vs_cnn.json``.
 Reference (issue 2): the reference TF implementation of Efficient-CapsNet takes about 74 ms / 222 ms
 per training step at batch 16 / 64 and 22 ms per inference batch of 64 on a 2-core CPU.
@@ -12,8 +12,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from common import machine_description, time_fit_step, time_inference, write_results  # noqa: E402
 
+from benchmarks.common import machine_description, time_fit_step, time_inference, write_results  # noqa: E402
 from keras_capsules import applications, losses  # noqa: E402
 
 

@@ -8,7 +8,7 @@ ONNX Runtime use every core (``num_threads`` / their default), like TensorFlow.
 
 Usage::
 
-    python benchmarks/export_latency.py [--models EffCapsNet/mnist,CapsNet/mnist] [--batches 1,64]
+    python -m benchmarks export_latency [--models EffCapsNet/mnist,CapsNet/mnist] [--batches 1,64]
                                         [--repeats 50] [--warmup 5] [--markdown PATH]
 
 Writes ``benchmarks/results/export_latency.json`` and prints (and with ``--markdown`` writes) a
@@ -131,8 +131,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     args = parser.parse_args()
-    from common import machine_description, write_results
-
+    from benchmarks.common import machine_description, write_results
     from keras_capsules import applications
 
     names = applications.list_configurations()

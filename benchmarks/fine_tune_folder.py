@@ -1,6 +1,6 @@
 """Fine-tuning ``EffCapsNet(weights="mnist")`` against training it from scratch, on the same small folder of images.
 
-    nice -n 15 python benchmarks/fine_tune_folder.py --data-dir DATA_DIR [--per-class 300] [--test-per-class 100]
+    nice -n 15 python -m benchmarks fine_tune_folder --data-dir DATA_DIR [--per-class 300] [--test-per-class 100]
         [--epochs 10] [--freeze-backbone-epochs 2] [--seed 0] [--work DIR] [--run-file NAME.json]
 
 The folder: the first ``--per-class`` images of each class of Fashion-MNIST's training split and, in
@@ -233,7 +233,7 @@ def main(argv=None):
     ended = datetime.datetime.now(datetime.timezone.utc)
     loads.append(round(os.getloadavg()[0], 2))
     info = host()
-    command = f"nice -n 15 python benchmarks/fine_tune_folder.py --data-dir DATA_DIR --per-class {args.per_class} --test-per-class {args.test_per_class} --epochs {args.epochs} --freeze-backbone-epochs {args.freeze_backbone_epochs} --seed {args.seed}"
+    command = f"nice -n 15 python -m benchmarks fine_tune_folder --data-dir DATA_DIR --per-class {args.per_class} --test-per-class {args.test_per_class} --epochs {args.epochs} --freeze-backbone-epochs {args.freeze_backbone_epochs} --seed {args.seed}"
     record = {
         "host": info,
         "date": f"{started:%Y-%m-%d}",

@@ -20,7 +20,7 @@ machine.
 Usage::
 
     git archive COMMIT keras_capsules | tar -x -C /tmp/before && git rev-parse COMMIT > /tmp/before/COMMIT
-    python benchmarks/first_step.py --before /tmp/before [--size 64] [--batch 16] [--steps 3] [--repeats 1] [--only FMCapsNet,AgreementGLOM]
+    python -m benchmarks first_step --before /tmp/before [--size 64] [--batch 16] [--steps 3] [--repeats 1] [--only FMCapsNet,AgreementGLOM]
 """
 
 import argparse
@@ -31,11 +31,10 @@ import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-from common import train_on_batch_seconds  # noqa: E402
-from scale import APPLICATIONS, CLASSES, KNOWN, child_row, frozen_package_record, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.common import train_on_batch_seconds  # noqa: E402
+from benchmarks.runs import child_row, frozen_package_record, module_command, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.scale import APPLICATIONS, CLASSES, KNOWN  # noqa: E402
 
 PACKAGES = ("before", "after")
 DEFAULTS = dict(before="", only="", size=64, batch=16, steps=3, repeats=1)
@@ -46,9 +45,9 @@ def measure(application, size, batch, steps):
     or ``{"status": "refused", "why": ...}`` when the constructor refuses the input."""
     import keras
     import numpy as np
-    from applications import _loss_for
 
     import keras_capsules
+    from benchmarks.applications import _loss_for
     from keras_capsules import applications
 
     name, overrides = KNOWN[application]
@@ -77,20 +76,11 @@ def measure(application, size, batch, steps):
 
 
 def run_child(application, package, args):
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--child",
-        package,
-        "--only",
-        application,
-        "--size",
-        str(args.size),
-        "--batch",
-        str(args.batch),
-        "--steps",
-        str(args.steps),
-    ]
+    command = module_command(
+        __spec__.name,
+        *("--child", package, "--only", application, "--size", args.size, "--batch", args.batch),
+        *("--steps", args.steps),
+    )
     env = None
     if package == "before":
         env = dict(
@@ -160,7 +150,7 @@ def run_all(args):
         f"traces, the package before (first on PYTHONPATH) and this one, fresh processes alternating over {args.repeats} repeat(s)"
     )
     return write_run(
-        "first_step.py", args, (started, ended), measured, rows, "first-step", before=frozen_package_record(args.before)
+        "first_step", args, (started, ended), measured, rows, "first-step", before=frozen_package_record(args.before)
     )
 
 

@@ -17,7 +17,7 @@ results folder, regenerates BENCHMARKS.md. Times are only valid on an otherwise 
 
 Usage::
 
-    python benchmarks/first_step_backbone.py [--application FMCapsNet --cut final_relu] [--size 64] [--batch 16] [--repeats 2]
+    python -m benchmarks first_step_backbone [--application FMCapsNet --cut final_relu] [--size 64] [--batch 16] [--repeats 2]
 """
 
 import argparse
@@ -29,10 +29,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-from scale import CLASSES, KNOWN, child_row, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.scale import CLASSES, KNOWN  # noqa: E402
 
 MODELS = ("backbone", "whole")
 DEFAULTS = dict(application="FMCapsNet", cut="final_relu", size=64, batch=16, repeats=2)
@@ -41,8 +40,8 @@ DEFAULTS = dict(application="FMCapsNet", cut="final_relu", size=64, batch=16, re
 def build(application, cut, size, which):
     """``(model, loss)``: the application, or its layers up to ``cut`` with a pooled dense head."""
     import keras
-    from applications import _loss_for
 
+    from benchmarks.applications import _loss_for
     from keras_capsules import applications
 
     name, overrides = KNOWN[application]
@@ -75,20 +74,11 @@ def measure(application, cut, size, batch, which):
 
 
 def run_child(which, args):
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--child",
-        which,
-        "--application",
-        args.application,
-        "--cut",
-        args.cut,
-        "--size",
-        str(args.size),
-        "--batch",
-        str(args.batch),
-    ]
+    command = module_command(
+        __spec__.name,
+        *("--child", which, "--application", args.application, "--cut", args.cut),
+        *("--size", args.size, "--batch", args.batch),
+    )
     row = child_row(command)
     if "error" in row:
         raise SystemExit(f"first_step_backbone: the {which} process failed: {row['error']}")
@@ -130,7 +120,7 @@ def run_all(args):
         f"train_on_batch at batch {args.batch}: the first step (tracing included) and the next, the application against "
         f"its layers up to {args.cut!r} with a pooled dense head, fresh processes alternating over {args.repeats} repeat(s)"
     )
-    return write_run("first_step_backbone.py", args, (started, ended), measured, rows, "first-step-backbone")
+    return write_run("first_step_backbone", args, (started, ended), measured, rows, "first-step-backbone")
 
 
 def main(argv=None):

@@ -1,5 +1,6 @@
-"""Short Fashion-MNIST run of the agreement-aware GLOM through ``keras_capsules.training.train``: SupCon
-pre-training, then H2 on the frozen backbone (the ``AgreementGLOM``/``fashion_mnist`` two-stage recipe).
+"""Short Fashion-MNIST run of the agreement-aware GLOM: SupCon pre-training, then H2 on the frozen backbone.
+
+Through ``keras_capsules.training.train``, with the ``AgreementGLOM``/``fashion_mnist`` two-stage recipe.
 
 Reproduces the numbers reported for issue 5 (accuracy, TV_n per level, run time) on a small subset of
 the real Fashion-MNIST files. Configuration (documented choices, not the paper's CIFAR-10 settings):
@@ -13,7 +14,7 @@ the real Fashion-MNIST files. Configuration (documented choices, not the paper's
 
 Usage::
 
-    python benchmarks/glom_fashion_mnist.py --data-dir DATA_DIR   # or set KERAS_CAPSULES_DATA
+    python -m benchmarks glom_fashion_mnist --data-dir DATA_DIR   # or set KERAS_CAPSULES_DATA
 
 Writes ``benchmarks/results/glom_fashion_mnist.json``, the training run (``glom_fashion_mnist_run/``)
 and the island/arrow PNGs next to it.

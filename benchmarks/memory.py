@@ -9,8 +9,8 @@ Memory does not depend on the load of the machine, so these numbers can be taken
 
 Usage::
 
-    python benchmarks/memory.py app InvertedAttentionCapsNet/cifar10-simple --batch 32 --iterations 1,3
-    python benchmarks/memory.py router kernel --iterations 1,3,5 [--phase forward|train] [--no-remat]
+    python -m benchmarks memory app InvertedAttentionCapsNet/cifar10-simple --batch 32 --iterations 1,3
+    python -m benchmarks memory router kernel --iterations 1,3,5 [--phase forward|train] [--no-remat]
 
 ``app`` takes a registered configuration (``keras_capsules.applications.list_configurations()``);
 ``--iterations`` sets ``routing_iterations``. ``router`` measures FcCaps 1152 x 8D -> 10 x 16D at
@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # TensorFlow's CPU allocator counts live tensors (get_memory_info) only as a BFC allocator, which it
@@ -67,8 +66,8 @@ def measure_app(name, batch, iterations, phase):
     import keras
     import numpy as np
     import tensorflow as tf
-    from common import live_peak_mib, peak_rss_mib, reset_live_peak
 
+    from benchmarks.common import live_peak_mib, peak_rss_mib, reset_live_peak
     from keras_capsules import applications
 
     entry = applications.get_configuration(name)
@@ -100,8 +99,8 @@ def measure_app(name, batch, iterations, phase):
 def measure_router(router, iterations, phase):
     import numpy as np
     import tensorflow as tf
-    from common import live_peak_mib, peak_rss_mib, reset_live_peak
 
+    from benchmarks.common import live_peak_mib, peak_rss_mib, reset_live_peak
     from keras_capsules import layers
 
     batch, (in_caps, in_dim), (out_caps, out_dim) = 64, (1152, 8), (10, 16)
@@ -163,23 +162,16 @@ def main():
         row["remat"] = not args.no_remat
         print("ROW " + json.dumps(row))
         return
+    from benchmarks.runs import HERE, child_env, module_command
+
     rows = []
-    here = os.path.dirname(os.path.abspath(__file__))
     for count in counts:
-        command = [
-            sys.executable,
-            os.path.abspath(__file__),
-            args.kind,
-            args.name,
-            "--child",
-            "--batch",
-            str(args.batch),
-            "--phase",
-            args.phase,
-        ]
+        command = module_command(
+            __spec__.name, args.kind, args.name, "--child", "--batch", args.batch, "--phase", args.phase
+        )
         command += ["--iterations", str(count)] if count is not None else []
         command += ["--no-remat"] if args.no_remat else []
-        done = subprocess.run(command, capture_output=True, text=True, cwd=here)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=child_env())
         lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
         row = (
             json.loads(lines[-1][4:])

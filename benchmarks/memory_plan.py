@@ -1,6 +1,6 @@
 """The memory plan's estimate against the measured peak memory of training, for every application.
 
-    python benchmarks/memory_plan.py [--phase check|calibrate] [--only NAME,...] [--run-file FILE]
+    python -m benchmarks memory_plan [--phase check|calibrate] [--only NAME,...] [--run-file FILE]
 
 For each configuration (an application, an input shape, a batch) two fresh processes run one after
 the other (never two measurements at once):
@@ -34,12 +34,11 @@ import os
 import platform
 import resource
 import subprocess
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+
+from benchmarks.runs import HERE, child_env, module_command  # noqa: E402
 
 #: Application configuration -> the recipe ``train`` uses for it: (model, dataset, variant), or the
 #: default recipe fields (Adam, margin loss) where the library registers none (EffConvCapsNet).
@@ -174,7 +173,7 @@ def child_baseline():
 def run_child(*arguments):
     """Runs this script as a child with ``arguments``; its JSON result, or ``{"error": last stderr line}``."""
     done = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", *arguments], capture_output=True, text=True, cwd=HERE
+        module_command(__spec__.name, "--child", *arguments), capture_output=True, text=True, cwd=HERE, env=child_env()
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if lines:
@@ -279,7 +278,7 @@ def main():
                     + per_op * row["step_ops"]
                 )
         print(f"fit: LIVE_FACTOR = {factor:.3f}, BYTES_PER_OP = {per_op:,.0f}")
-    from common import write_results
+    from benchmarks.common import write_results
 
     write_results("memory_plan", result)
     if args.run_file:
@@ -308,7 +307,7 @@ def write_run_file(args, result, started, ended):
         "date": f"{started:%Y-%m-%d}",
         "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
         "software": f"Python {platform.python_version()}, TensorFlow {tf.__version__} (CPU), Keras {keras.__version__}; the library at commit {commit}",
-        "command": "python benchmarks/memory_plan.py" + (" --phase calibrate" if args.phase == "calibrate" else ""),
+        "command": "python -m benchmarks memory_plan" + (" --phase calibrate" if args.phase == "calibrate" else ""),
         "measured": "peak resident memory (VmHWM) of a fresh process that builds and compiles the model as `train` does and runs "
         f"{STEPS} train_on_batch steps on random data, against memory_plan.estimate's peak from another fresh process; "
         "one process at a time, beside other work (memory, not time)",

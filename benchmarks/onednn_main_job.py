@@ -1,6 +1,6 @@
 """What TensorFlow's oneDNN kernels are worth to the README's main job: its training step with them on and off.
 
-    python benchmarks/onednn_main_job.py [--rounds 6] [--steps 60] [--output benchmarks/results/NAME.json]
+    python -m benchmarks onednn_main_job [--rounds 6] [--steps 60] [--output benchmarks/results/NAME.json]
 
 The main job (`keras-capsules train EffCapsNet`: the paper recipe on the embedded MNIST sample, batch 16,
 Efficient-CapsNet's augmentation, the reconstruction decoder) trains ``--steps`` steps in a fresh
@@ -57,7 +57,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import tempfile
 
-    from common import machine_description
+    from benchmarks.common import machine_description
 
     medians = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as work:
@@ -81,7 +81,7 @@ def main(argv=None):
         },
         "date": f"{now:%Y-%m-%d}",
         "time_utc": f"{now:%H:%M}",
-        "command": "python benchmarks/onednn_main_job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks onednn_main_job " + " ".join(argv if argv is not None else sys.argv[1:]),
         "measured": f"the main job's training step: median of the steps after the tenth in each fresh process ({args.steps} steps), processes alternating",
         "source": "benchmarks/onednn_main_job.py",
         "software": machine_description(),

@@ -21,7 +21,7 @@ affected by the load.
 
 Usage::
 
-    python benchmarks/predict_chunks.py [--sizes 128] [--only ConsensusCapsNet,ConsensusCapsNet-dynamic] [--batch 16]
+    python -m benchmarks predict_chunks [--sizes 128] [--only ConsensusCapsNet,ConsensusCapsNet-dynamic] [--batch 16]
         [--steps 2] [--repeats 1]
 """
 
@@ -33,10 +33,9 @@ import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-from scale import CLASSES, KNOWN, child_row, inference_figures, run_or_child, run_parser, status_kib, write_run  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.scale import CLASSES, KNOWN, inference_figures, status_kib  # noqa: E402
 
 MODES = ("chunks", "whole")
 DEFAULTS = dict(only="ConsensusCapsNet,ConsensusCapsNet-dynamic", sizes="128", batch=16, steps=2, repeats=1)
@@ -68,20 +67,10 @@ def measure(label, size, batch, steps, mode):
 
 def run_child(label, size, mode, args):
     """One configuration and mode in a fresh process; its row, or ``{"error": ...}``."""
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--child",
-        label,
-        "--size",
-        str(size),
-        "--mode",
-        mode,
-        "--batch",
-        str(args.batch),
-        "--steps",
-        str(args.steps),
-    ]
+    command = module_command(
+        __spec__.name,
+        *("--child", label, "--size", size, "--mode", mode, "--batch", args.batch, "--steps", args.steps),
+    )
     return child_row(command)
 
 
@@ -130,7 +119,7 @@ def run_all(args):
         f"and whole (remat=False), one process per mode alternating over {args.repeats} repeat(s), medians"
     )
     rows = [merge(label, size, args.batch, by_mode) for (label, size), by_mode in found.items()]
-    return write_run("predict_chunks.py", args, (started, ended), measured, rows, "predict-chunks")
+    return write_run("predict_chunks", args, (started, ended), measured, rows, "predict-chunks")
 
 
 def main(argv=None):

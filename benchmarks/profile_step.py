@@ -21,7 +21,7 @@ process of ``ConsensusCapsNet/smallnorb-kernel`` passed 23 GB and was killed by 
 oneDNN off), where its training step alone peaks below 3 GB (``scale.py``): profile such networks at a
 smaller input or batch, and read ``scale_counts.py``'s counts at the large one.
 
-Usage: ``python benchmarks/profile_step.py InvertedAttentionCapsNet/cifar10-simple [--batch 32]
+Usage: ``python -m benchmarks profile_step InvertedAttentionCapsNet/cifar10-simple [--batch 32]
 [--input-shape 64,64,3] [--classes 10] [--model-arg routing_iterations=1] [--top 15]
 [--ops 20 [--op-type _MklTranspose]] [--timed 3] [--json PATH] [--run-file [--results DIR] [--host-name NAME]]``
 
@@ -37,12 +37,10 @@ import glob
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def op_rows(logdir):
@@ -133,9 +131,9 @@ def main():
     import keras
     import numpy as np
     import tensorflow as tf
-    from applications import _loss_for
-    from common import machine_description, time_fit_step
 
+    from benchmarks.applications import _loss_for
+    from benchmarks.common import machine_description, time_fit_step
     from keras_capsules import applications
     from keras_capsules.cli.options import (
         key_values,  # the CLI's KEY=VALUE parsing, as `keras-capsules train --model-arg`
@@ -243,13 +241,14 @@ def report_row(record, counted, package):
 
 
 def write_profile_run(args, started, model, loss_fn, record):
-    """Counts the profiled step's graph and writes the run file (``scale.write_run``, kind ``profile-step``)."""
-    import scale
-    from training_step_cost import op_costs, summarize, train_step_graph
+    """Counts the profiled step's graph and writes the run file (``runs.write_run``, kind ``profile-step``)."""
+    from benchmarks import runs
+    from benchmarks.op_counts import op_costs
+    from benchmarks.training_step_cost import summarize, train_step_graph
 
     graph, _ = train_step_graph(model, loss_fn, args.batch)
     counted = summarize(op_costs(graph), lambda row: "all")["all"]
-    row = report_row(record, counted, scale.package_record()["commit"][:7])
+    row = report_row(record, counted, runs.package_record()["commit"][:7])
     measured = (
         f"one training step (fit, batch {args.batch}, random data): TensorFlow's profiler's host self time per op type and "
         f"layer over {args.steps} profiled step(s) (the ops it traces: the expensive ones), the first fit step (tracing "
@@ -257,8 +256,8 @@ def write_profile_run(args, started, model, loss_fn, record):
         f"per image, ops in the step's graph and flops per float32 byte written from training_step_cost.py's count of the "
         f"traced graph"
     )
-    scale.write_run(
-        "profile_step.py",
+    runs.write_run(
+        "profile_step",
         args,
         (started, datetime.datetime.now(datetime.timezone.utc)),
         measured,

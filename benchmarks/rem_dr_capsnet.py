@@ -17,24 +17,22 @@ built from the same layers (``--conv-filters 64 --primary-types 8``: 288 primary
 
 Usage::
 
-    python benchmarks/rem_dr_capsnet.py --dataset mnist --data-dir DATA_DIR   # or set KERAS_CAPSULES_DATA
+    python -m benchmarks rem_dr_capsnet --dataset mnist --data-dir DATA_DIR   # or set KERAS_CAPSULES_DATA
 
 Writes ``benchmarks/results/rem_dr_capsnet_<dataset>_<epochs>ep.json`` and prints a Markdown table.
 """
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from common import machine_description, write_results  # noqa: E402
 
+from benchmarks.common import machine_description, write_results  # noqa: E402
 from keras_capsules import applications, datasets, layers, losses  # noqa: E402
 from keras_capsules.interpret import parse_tree_report  # noqa: E402
 from keras_capsules.training import pruning  # noqa: E402

@@ -7,7 +7,7 @@ the activations and the router's weights, ``training=True``. For each case:
 
 - counted work: XLA's own cost analysis of that computation under JAX (``jax.jit(f).lower(...).compile()
   .cost_analysis()``: flops, transcendentals, bytes accessed), beside the library's graph counter on the
-  TensorFlow graph (``training_step_cost.op_costs``: flops and transcendentals of the plain graph);
+  TensorFlow graph (``op_counts.op_costs``: flops and transcendentals of the plain graph);
 - time on TensorFlow with the router's ``jit_compile`` off and on, in one process, alternating, the median of
   ``--repeats`` each; achieved GFLOP/s = XLA's flops / time;
 - the host's attainable rate at that arithmetic intensity: ``min(peak, bandwidth * flops / bytes)``, with the
@@ -18,7 +18,7 @@ Every case runs in fresh processes (one TensorFlow, one JAX). Times are valid on
 Writes the run file ``benchmarks/results/YYYY-MM-DD-HHMM-<host>-roofline.json`` (rows of target ``"roofline"``
 for ``benchmarks/report.py``, which regenerates BENCHMARKS.md) and prints a Markdown table.
 
-Usage: ``python benchmarks/roofline.py [--only em-matrix-row,...] [--repeats 5] [--host-name NAME]``
+Usage: ``python -m benchmarks roofline [--only em-matrix-row,...] [--repeats 5] [--host-name NAME]``
 """
 
 import argparse
@@ -31,8 +31,8 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+
+from benchmarks.runs import HERE, child_env, module_command  # noqa: E402
 
 _LSTM_ROW = {"name": "lstm", "units": 16, "compatibility_units": [32, 32], "activation_units": [64, 64]}
 _KERNEL_CLASS = {"name": "kernel", "num_components": 10, "activation": "linear", "activation_prior": False}
@@ -103,7 +103,8 @@ def host_rates(side=2048, megabytes=512, repeats=5):
 def measure_tensorflow(case, repeats):
     """Step times with jit_compile off and on (alternating), and the library's counter on the plain graph."""
     import tensorflow as tf
-    from training_step_cost import op_costs
+
+    from benchmarks.op_counts import op_costs
 
     _, spec, shape = CASES[case]
     votes, acts = (tf.constant(x) for x in _inputs(shape))
@@ -176,9 +177,10 @@ def child(case, backend, repeats):
 
 def run_child(case, backend, repeats):
     env = dict(os.environ, KERAS_BACKEND=backend)
-    command = [sys.executable, os.path.abspath(__file__), "--child", case, "--backend", backend]
-    command += ["--case", json.dumps(CASES[case])]
-    done = subprocess.run(command + ["--repeats", str(repeats)], capture_output=True, text=True, env=env, cwd=HERE)
+    command = module_command(__spec__.name, "--child", case, "--backend", backend, "--case", json.dumps(CASES[case]))
+    done = subprocess.run(
+        command + ["--repeats", str(repeats)], capture_output=True, text=True, env=child_env(env), cwd=HERE
+    )
     rows = [line[len(MARK) :] for line in done.stdout.splitlines() if line.startswith(MARK)]
     if not rows:
         raise SystemExit(f"roofline: the {backend} process of {case} failed: {done.stderr.strip()[-600:]}")
@@ -235,7 +237,7 @@ def main(argv=None):
     unknown = [c for c in chosen if c not in CASES]
     if unknown:
         raise SystemExit(f"roofline: argument --only: expected names among {list(CASES)}, received {unknown}")
-    from scale import write_run
+    from benchmarks.runs import write_run
 
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
@@ -250,7 +252,7 @@ def main(argv=None):
         "flops, transcendentals and bytes from XLA's cost analysis under JAX; the host's matrix-product and "
         "bandwidth roofs measured in each TensorFlow process"
     )
-    write_run("roofline.py", args, (started, ended), measured, rows, "roofline")
+    write_run("roofline", args, (started, ended), measured, rows, "roofline")
     return 0
 
 

@@ -6,7 +6,7 @@ a shared Linear(16 -> 1) logit per class capsule (the inverted-attention head, w
 router's poses) -> softmax cross-entropy. Adam 1e-3, batch 64, ``--steps`` steps on the training
 files, accuracy on the first 2,000 test images.
 
-Usage: ``python benchmarks/router_fashion_mnist.py --data-dir DATA_DIR [--steps 300] [--routers dynamic,em]``
+Usage: ``python -m benchmarks router_fashion_mnist --data-dir DATA_DIR [--steps 300] [--routers dynamic,em]``
 (or set ``KERAS_CAPSULES_DATA`` instead of ``--data-dir``): the folder with the Fashion-MNIST IDX files. Writes
 ``benchmarks/results/router_fashion_mnist.json`` and prints a Markdown table.
 """
@@ -19,8 +19,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from common import machine_description, write_results  # noqa: E402
 
+from benchmarks.common import machine_description, write_results  # noqa: E402
 from keras_capsules import layers, routing  # noqa: E402
 from keras_capsules.applications.inverted_attention_capsnet import CapsuleLogits  # noqa: E402
 from keras_capsules.datasets import load_arrays  # noqa: E402

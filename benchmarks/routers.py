@@ -8,7 +8,7 @@ after each iteration count is that configuration's peak (memory grows with itera
 Scaling curves (``--sweep in_caps`` or ``--sweep out_caps``): the FC shape with the number of input
 capsules (144 ... 2304) or output capsules (5 ... 40) varied, 3 iterations for iterative routers.
 
-Usage: ``python benchmarks/routers.py [--routers dynamic,em] [--iterations 1,3,5] [--repeats N] [--sweep in_caps|out_caps]``.
+Usage: ``python -m benchmarks routers [--routers dynamic,em] [--iterations 1,3,5] [--repeats N] [--sweep in_caps|out_caps]``.
 Prints a Markdown table and writes ``benchmarks/results/routers[_sweep].json``.
 """
 
@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -44,8 +43,8 @@ def measure(router, shape_name, iterations, repeats):
     import keras
     import numpy as np
     import tensorflow as tf
-    from common import peak_rss_mib
 
+    from benchmarks.common import peak_rss_mib
     from keras_capsules import layers, routing
 
     shape = SHAPES[shape_name]
@@ -111,8 +110,8 @@ def main():
         router, shape = args.child.split(":")
         print(json.dumps(measure(router, shape, iterations, args.repeats)))
         return
-    from common import machine_description, write_results
-
+    from benchmarks.common import machine_description, write_results
+    from benchmarks.runs import HERE, child_env, module_command
     from keras_capsules import routing
 
     routers = args.routers.split(",") if args.routers else routing.available()
@@ -121,19 +120,11 @@ def main():
     rows = []
     for shape in shapes:
         for router in routers:
-            child = [
-                sys.executable,
-                __file__,
-                "--child",
-                f"{router}:{shape}",
-                "--iterations",
-                iterations_arg,
-                "--repeats",
-                str(args.repeats),
-            ]
-            result = subprocess.run(
-                child, capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__))
+            child = module_command(
+                __spec__.name,
+                *("--child", f"{router}:{shape}", "--iterations", iterations_arg, "--repeats", args.repeats),
             )
+            result = subprocess.run(child, capture_output=True, text=True, cwd=HERE, env=child_env())
             if result.returncode != 0:
                 rows.append({"router": router, "shape": shape, "error": result.stderr.strip().splitlines()[-1]})
                 continue

@@ -34,10 +34,10 @@ affected by the load.
 
 Usage::
 
-    python benchmarks/scale.py [--sizes 32,64,128,224] [--batch 16] [--only MatrixCapsNet,BaselineCNN]
+    python -m benchmarks scale [--sizes 32,64,128,224] [--batch 16] [--only MatrixCapsNet,BaselineCNN]
         [--steps 4] [--warmup 2] [--repeats 3] [--skip-over-memory 16] [--timeout 3600] [--host-name NAME]
-    python benchmarks/scale.py --quick --results /tmp/scale   # tiny settings, end to end in seconds
-    PYTHONPATH=/tmp/old python benchmarks/scale.py --before ...  # an earlier package (git archive COMMIT keras_capsules)
+    python -m benchmarks scale --quick --results /tmp/scale   # tiny settings, end to end in seconds
+    PYTHONPATH=/tmp/old python -m benchmarks scale --before ...  # an earlier package (git archive COMMIT keras_capsules)
 
 The run file records the package it measured (``package``: its folder and commit).
 """
@@ -46,8 +46,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -56,8 +54,8 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+
+from benchmarks.runs import HERE, child_env, module_command, print_row, printed_rows, write_run  # noqa: E402
 
 #: label -> (registered configuration, constructor overrides). The paper configuration of each
 #: application; ConsensusCapsNet also with the dynamic router (issue 52's row) beside its paper's kernel router.
@@ -117,7 +115,8 @@ def matmul_gflops(side, repeats=5):
     """The host's float32 matrix-product throughput: ``2 side^3`` flops per ``side x side`` product, GFLOP/s (median)."""
     import numpy as np
     import tensorflow as tf
-    from common import median_call_seconds
+
+    from benchmarks.common import median_call_seconds
 
     rng = np.random.default_rng(0)
     a, b = (tf.constant(rng.normal(size=(side, side)).astype("float32")) for _ in range(2))
@@ -128,7 +127,8 @@ def matmul_gflops(side, repeats=5):
 
 def step_gflop_per_image(model, loss_fn, batch):
     """Counted GFLOP per image of one training step (``training_step_cost``'s counter on ``loss_fn``)."""
-    from training_step_cost import op_costs, train_step_graph
+    from benchmarks.op_counts import op_costs
+    from benchmarks.training_step_cost import train_step_graph
 
     graph, _ = train_step_graph(model, loss_fn, batch)
     return sum(row.flops for row in op_costs(graph)) / batch / 1e9
@@ -152,8 +152,8 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     """One configuration's figures (see the module docstring), or ``{"status": "refused"|"skipped", "why": ...}``."""
     import keras
     import numpy as np
-    from applications import _loss_for
 
+    from benchmarks.applications import _loss_for
     from keras_capsules import applications
 
     row = {"matmul_gflops": matmul_gflops(matmul_side)}
@@ -198,38 +198,6 @@ def measure(label, size, batch, steps, warmup, matmul_side, limit_bytes, report_
     return dict(row, status="measured")
 
 
-def print_row(row):
-    """A child process's result, for its parent (:func:`child_row`, :func:`printed_rows`)."""
-    print("ROW " + json.dumps(row), flush=True)
-
-
-def printed_rows(lines):
-    """The rows a child printed with :func:`print_row`, in order, from its output lines."""
-    return [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
-
-
-def run_or_child(args, measure_child, run_all):
-    """A benchmark's entry point once its arguments are parsed: in a child process (``args.child``) it
-    prints ``measure_child(args)`` for the parent (:func:`print_row`), otherwise it runs ``run_all(args)``."""
-    if args.child:
-        print_row(measure_child(args))
-        return None
-    return run_all(args)
-
-
-def child_row(command, env=None):
-    """Runs ``command`` (a benchmark's child process, in this folder, with environment ``env``: this one's
-    when ``None``) to its end: the last row it printed, or ``{"error": ...}`` with the last line of its
-    standard error."""
-    done = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=env)
-    rows = printed_rows(done.stdout.splitlines())
-    return (
-        rows[-1]
-        if rows
-        else {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]}
-    )
-
-
 def child_main(args):
     def report_phase(phase):
         print("PHASE " + phase, flush=True)
@@ -243,27 +211,16 @@ def child_main(args):
 
 def run_child(label, size, args, poll_s=0.1):
     """Runs one configuration in a fresh process under the memory guard; its row (``status`` always set)."""
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--child",
-        label,
-        "--size",
-        str(size),
-        "--batch",
-        str(args.batch),
-        "--steps",
-        str(args.steps),
-        "--warmup",
-        str(args.warmup),
-        "--matmul",
-        str(args.matmul),
-    ]
+    command = module_command(
+        __spec__.name,
+        *("--child", label, "--size", size, "--batch", args.batch, "--steps", args.steps),
+        *("--warmup", args.warmup, "--matmul", args.matmul),
+    )
     if args.skip_over_memory:
         command += ["--skip-over-memory", str(args.skip_over_memory)]
     limit_kib = args.skip_over_memory * 1e9 / 1024 if args.skip_over_memory else None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(command, stdout=out, stderr=err, cwd=HERE, text=True)
+        child = subprocess.Popen(command, stdout=out, stderr=err, cwd=HERE, env=child_env(), text=True)
         started, killed = time.monotonic(), None
         while child.poll() is None:
             if limit_kib and (status_kib("VmRSS", child.pid) or 0) > limit_kib:
@@ -322,68 +279,6 @@ def merge(label, size, batch, rows):
     return row
 
 
-def cpu_description(cpuinfo, fallback):
-    """The CPU's model from the text of ``/proc/cpuinfo`` (``fallback`` when it names none), followed by
-    ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
-    stays off), so it is another kind of host."""
-    lines = cpuinfo.splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
-
-
-def host_record(name=None):
-    """The run file's host: its CPU (:func:`cpu_description`) and core count, named after them and the
-    date unless ``name`` is given."""
-    from common import machine_description
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = cpu_description(handle.read(), cpu)
-    except OSError:
-        pass
-    cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()
-    name = name or f"{cpu}, {cores} vCPUs ({today})"
-    return {
-        "id": re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
-        "cpu": cpu,
-        "cores": cores,
-        "name": name,
-    }, machine_description()
-
-
-def frozen_package_record(folder):
-    """A folder holding a frozen ``keras_capsules/``: its path, and its commit where a ``COMMIT`` file beside the package names it."""
-    record = {"path": os.path.abspath(folder)}
-    marker = os.path.join(folder, "COMMIT")
-    if os.path.exists(marker):
-        with open(marker) as handle:
-            record["commit"] = handle.read().strip()
-    return record
-
-
-def package_record():
-    """The keras_capsules this run measures (the one a child process imports): its folder and commit.
-
-    A frozen copy (``git archive COMMIT keras_capsules`` on ``PYTHONPATH``) names its commit in a
-    ``COMMIT`` file beside the package; the repository's own package is its ``HEAD``, ``+changes`` when
-    ``keras_capsules/`` differs from it.
-    """
-    import importlib.util
-
-    folder = os.path.dirname(os.path.dirname(importlib.util.find_spec("keras_capsules").origin))
-    frozen = frozen_package_record(folder)
-    if "commit" in frozen:
-        return frozen
-
-    def git(*arguments):
-        return subprocess.run(["git", "-C", folder, *arguments], capture_output=True, text=True).stdout.strip()
-
-    dirty = git("status", "--porcelain", "--", "keras_capsules")
-    return {"path": folder, "commit": (git("rev-parse", "HEAD") or "unknown") + ("+changes" if dirty else "")}
-
-
 def run_all(args):
     labels = args.only.split(",") if args.only else list(APPLICATIONS)
     unknown = [label for label in labels if label not in KNOWN]
@@ -417,52 +312,7 @@ def run_all(args):
     )
     rows = [dict(row, target="scale-before" if args.before else "scale", matmul_gflops=matmul_median) for row in rows]
     kind = "scale-before" if args.before else "scale"
-    return write_run("scale.py", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
-
-
-def run_parser(doc, defaults):
-    """The argument parser of a benchmark that writes a run file: ``--KEY`` for each ``defaults`` entry
-    (of its default's type), ``--results`` and ``--host-name`` (read by :func:`write_run`)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
-    for key, value in defaults.items():
-        parser.add_argument(f"--{key}", type=type(value), default=value, help=f"default {value}")
-    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
-    parser.add_argument(
-        "--host-name", default=None, help="the host's name in the run file (default: CPU, cores and date)"
-    )
-    return parser
-
-
-def write_run(script, args, span, measured, rows, kind, **fields):
-    """Writes the run file ``<args.results>/YYYY-MM-DD-HHMM-<host>-<kind>.json`` of ``benchmarks/<script>``
-    (the format of ``benchmarks/report.py``: host, date, span ``(started, ended)`` in UTC, software,
-    command, ``measured``, package, ``fields``, ``rows``) and, for the repository's own results folder,
-    regenerates BENCHMARKS.md; returns its path."""
-    started, ended = span
-    host, software = host_record(args.host_name)
-    run = {
-        "host": host,
-        "date": started.date().isoformat(),
-        "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
-        "software": software,
-        "command": f"python benchmarks/{script} " + " ".join(sys.argv[1:]),
-        "measured": measured,
-        "source": f"benchmarks/{script}",
-        "package": package_record(),
-        **fields,
-        "rows": rows,
-    }
-    os.makedirs(args.results, exist_ok=True)
-    slug = re.sub(r"[^a-z0-9]+", "-", host["cpu"].lower()).strip("-")[:24] or "host"
-    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-{kind}.json")
-    with open(path, "w") as handle:
-        json.dump(run, handle, indent=2)
-    print(path)
-    if os.path.samefile(args.results, os.path.join(HERE, "results")):
-        import report
-
-        report.main([])
-    return path
+    return write_run("scale", args, (started, ended), measured, rows, kind, matmul_gflops=matmul_median)
 
 
 def main(argv=None):

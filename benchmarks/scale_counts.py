@@ -15,26 +15,24 @@ GFLOP/s achieved). Writes ``<results>/YYYY-MM-DD-HHMM-<host>-step-cost.json`` (r
 
 Usage::
 
-    python benchmarks/scale_counts.py [--only MatrixCapsNet,ConsensusCapsNet,BaselineCNN] [--sizes 64] [--batch 16]
+    python -m benchmarks scale_counts [--only MatrixCapsNet,ConsensusCapsNet,BaselineCNN] [--sizes 64] [--batch 16]
 """
 
 import datetime
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import scale  # noqa: E402
+from benchmarks import runs, scale  # noqa: E402
 
 DEFAULTS = dict(only="BaselineCNN,ConsensusCapsNet-dynamic,ConsensusCapsNet,MatrixCapsNet", sizes="64", batch=16, top=8)
 
 
 def count_row(label, size, batch, top):
     """The counted figures of ``label``'s training step at ``size x size x 3`` and ``batch`` (a ``step-cost`` row)."""
-    from applications import _loss_for
-    from training_step_cost import op_costs, summarize, train_step_graph
-
+    from benchmarks.applications import _loss_for
+    from benchmarks.op_counts import op_costs
+    from benchmarks.training_step_cost import summarize, train_step_graph
     from keras_capsules import applications
 
     name, overrides = scale.KNOWN[label]
@@ -75,7 +73,7 @@ def count_row(label, size, batch, top):
 
 
 def main(argv=None):
-    args = scale.run_parser(__doc__, DEFAULTS).parse_args(argv)
+    args = runs.run_parser(__doc__, DEFAULTS).parse_args(argv)
     labels = args.only.split(",")
     unknown = [label for label in labels if label not in scale.KNOWN]
     if unknown:
@@ -90,8 +88,8 @@ def main(argv=None):
         f"counter (a loop's body once per iteration): GFLOP, transcendental, written and copied elements per image, "
         f"flops per float32 byte written, ops in the graph; counts, not times: the machine's load does not change them"
     )
-    return scale.write_run(
-        "scale_counts.py", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, rows, "step-cost"
+    return runs.write_run(
+        "scale_counts", args, (started, datetime.datetime.now(datetime.timezone.utc)), measured, rows, "step-cost"
     )
 
 

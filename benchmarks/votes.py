@@ -4,7 +4,7 @@ Times forward and forward + backward (gradients for poses and ``W``) of ``Vector
 with one ``W`` per child-parent pair, under ``tf.function`` on the TensorFlow backend. The layers run
 the product as one batched matmul with the children as the batch axis; the ``einsum`` column is the
 direct formulation they replaced.
-Usage: ``cd benchmarks && python votes.py``; writes ``benchmarks/results/votes.json`` and prints a Markdown table.
+Usage: ``python -m benchmarks votes``; writes ``benchmarks/results/votes.json`` and prints a Markdown table.
 """
 
 import os
@@ -15,8 +15,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from common import machine_description, write_results  # noqa: E402
 
+from benchmarks.common import machine_description, write_results  # noqa: E402
 from keras_capsules.layers import MatrixVotes, VectorVotes  # noqa: E402
 
 #: name -> (layer, input shape (rows, in_caps, in_dim), einsum of (poses viewed as in the layer, W)).

@@ -5,11 +5,9 @@ import types
 
 import keras
 import pytest
-from repo_scripts import load_script
 
+from benchmarks import accelerator_check as check
 from keras_capsules import losses
-
-check = load_script("benchmarks/accelerator_check.py")
 
 
 def test_consensus_step_records_each_router_with_its_loss_and_epoch_hours(monkeypatch):

@@ -1,10 +1,8 @@
 """benchmarks/backends.py: one process's figures on the current backend, and the report's table on hand-made rows."""
 
 import keras
-from repo_scripts import load_script
 
-backends = load_script("benchmarks/backends.py")
-report = load_script("benchmarks/report.py")
+from benchmarks import backends, report
 
 
 def test_one_process_measures_its_backend():

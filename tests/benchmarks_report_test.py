@@ -6,14 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
-from repo_scripts import load_script
+
+from benchmarks import report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RUN_FILES = sorted(p for p in RESULTS.glob("*.json") if re.match(r"^\d{4}-\d{2}-\d{2}-", p.name))
-
-
-report = load_script("benchmarks/report.py")
 
 
 def test_benchmarks_md_is_the_reports_output():

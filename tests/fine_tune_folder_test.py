@@ -4,9 +4,8 @@ import os
 
 import numpy as np
 import pytest
-from repo_scripts import load_script
 
-bench = load_script("benchmarks/fine_tune_folder.py")
+from benchmarks import fine_tune_folder as bench
 
 
 def test_first_per_class_takes_each_class_in_file_order():

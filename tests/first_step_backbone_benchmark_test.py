@@ -1,9 +1,7 @@
 """benchmarks/first_step_backbone.py: the backbone model is the application's layers up to the cut, and the report's table."""
 
-from repo_scripts import load_script
-
-first_step = load_script("benchmarks/first_step_backbone.py")
-report = load_script("benchmarks/report.py")
+from benchmarks import first_step_backbone as first_step
+from benchmarks import report
 
 
 def test_the_backbone_keeps_the_layers_up_to_the_cut_and_adds_a_pooled_head():

@@ -2,10 +2,7 @@
 
 import types
 
-from repo_scripts import load_script
-
-first_step = load_script("benchmarks/first_step.py")
-report = load_script("benchmarks/report.py")
+from benchmarks import first_step, report
 
 
 def test_a_process_traces_the_training_step_once_and_times_two_steps():

@@ -1,9 +1,6 @@
 """benchmarks/predict_chunks.py: one process's figures in both modes, and the report's table on a hand-made row."""
 
-from repo_scripts import load_script
-
-predict_chunks = load_script("benchmarks/predict_chunks.py")
-report = load_script("benchmarks/report.py")
+from benchmarks import predict_chunks, report
 
 
 def test_the_modes_route_by_chunks_and_whole(monkeypatch):

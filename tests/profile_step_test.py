@@ -5,9 +5,8 @@ import json
 import sys
 
 import pytest
-from repo_scripts import load_script
 
-profile = load_script("benchmarks/profile_step.py")
+from benchmarks import profile_step as profile
 
 
 def test_input_shape_arg_parses_three_positive_integers():
@@ -49,7 +48,8 @@ def test_json_record_of_a_configuration_at_another_input(tmp_path, monkeypatch, 
 
 
 def test_run_file_row_is_read_by_the_report(tmp_path, monkeypatch):
-    report = load_script("benchmarks/report.py")
+    from benchmarks import report
+
     argv = [
         "profile_step.py",
         "BaselineCNN/matched",
@@ -97,10 +97,10 @@ def test_the_machine_line_says_when_onednn_is_off():
     from repo_scripts import ROOT
 
     # TF_ENABLE_ONEDNN_OPTS=0 turns TensorFlow's oneDNN kernels off whatever the CPU; the run files' software line says so.
-    code = "import common; print(common.machine_description())"
+    code = "from benchmarks import common; print(common.machine_description())"
     done = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=ROOT / "benchmarks",
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,4 +1,5 @@
-"""Loads a repository script (``benchmarks/*.py``, ``tools/presets/*.py``) as a module, for the tests of its functions."""
+"""Loads a repository script (``tools/*.py``, ``tools/presets/*.py``) as a module, for the tests of its functions
+(the benchmarks are a package: their tests import ``benchmarks.NAME``)."""
 
 import importlib.util
 from pathlib import Path

@@ -1,9 +1,8 @@
 """benchmarks/roofline.py: a case's counts and times on small shapes, and the roofline arithmetic of its row."""
 
 import pytest
-from repo_scripts import load_script
 
-roofline = load_script("benchmarks/roofline.py")
+from benchmarks import roofline
 
 
 def test_the_attainable_rate_is_the_lower_roof_and_the_shares_divide_by_it():

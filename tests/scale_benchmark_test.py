@@ -6,12 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from repo_scripts import ROOT, load_script
+from repo_scripts import ROOT
 
+from benchmarks import report, runs, scale
 from keras_capsules.testing.tiers import large
-
-scale = load_script("benchmarks/scale.py")
-report = load_script("benchmarks/report.py")
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +18,16 @@ def quick_run(tmp_path_factory):
     done = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "benchmarks" / "scale.py"),
+            "-m",
+            "benchmarks",
+            "scale",
             "--quick",
             "--only",
             "BaselineCNN",
             "--results",
             str(folder),
         ],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
@@ -154,7 +155,9 @@ def test_an_unmeasured_target_has_no_row():
 
 
 def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
-    # An earlier package put first on PYTHONPATH, as `git archive COMMIT keras_capsules` unpacks it, with its COMMIT file.
+    # An earlier package put first on PYTHONPATH, as `git archive COMMIT keras_capsules` unpacks it, with its COMMIT file;
+    # the record names it even in a process started in the repository root, whose own package comes first on its
+    # path (`python -m benchmarks scale --before`): the children, started in benchmarks/, import the earlier one.
     (tmp_path / "keras_capsules").mkdir()
     (tmp_path / "keras_capsules" / "__init__.py").write_text("")
     (tmp_path / "COMMIT").write_text("92d0b61cf5a5b01ee6ecfc70e21a9112c100f5ee\n")
@@ -162,10 +165,10 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys; sys.path.insert(0, 'benchmarks'); import scale; print(scale.package_record())",
+            "from benchmarks import runs; print(runs.package_record())",
         ],
-        cwd=tmp_path.parent,
-        env={"PYTHONPATH": f"{tmp_path}:{ROOT / 'benchmarks'}", "PATH": ""},
+        cwd=ROOT,
+        env={"PYTHONPATH": str(tmp_path), "PATH": ""},
         capture_output=True,
         text=True,
         timeout=60,
@@ -185,7 +188,7 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
         "host": {"id": "h", "name": "H", "cpu": "c", "cores": 2},
         "date": "2026-11-28",
         "time_utc": "15:00-16:00",
-        "command": "python benchmarks/scale.py --before",
+        "command": "python -m benchmarks scale --before",
         "measured": "m",
         "rows": [cnn, slow],
         "file": "2026-11-28-1500-h-scale-before.json",
@@ -201,9 +204,9 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
 def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():
     without = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
     with_it = "model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
-    assert scale.cpu_description(without, "x86_64") == "AMD EPYC without AVX-512"
-    assert scale.cpu_description(with_it, "x86_64") == "AMD EPYC"
-    assert scale.cpu_description("", "x86_64") == "x86_64"  # nothing to read: no claim about the flags
+    assert runs.cpu_description(without, "x86_64") == "AMD EPYC without AVX-512"
+    assert runs.cpu_description(with_it, "x86_64") == "AMD EPYC"
+    assert runs.cpu_description("", "x86_64") == "x86_64"  # nothing to read: no claim about the flags
 
 
 def test_every_committed_scale_row_rates_its_own_count():

@@ -3,10 +3,8 @@
 import math
 
 import pytest
-from repo_scripts import load_script
 
-scale_counts = load_script("benchmarks/scale_counts.py")
-report = load_script("benchmarks/report.py")
+from benchmarks import report, scale_counts
 
 
 def test_the_cnns_convolutions_are_counted_as_their_multiply_adds():

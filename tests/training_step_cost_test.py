@@ -5,9 +5,9 @@ against hand-computed counts."""
 import keras
 import pytest
 import tensorflow as tf
-from repo_scripts import load_script
 
-cost = load_script("benchmarks/training_step_cost.py")
+from benchmarks import op_counts
+from benchmarks import training_step_cost as cost
 
 
 @pytest.mark.parametrize(
@@ -21,12 +21,12 @@ cost = load_script("benchmarks/training_step_cost.py")
     ],
 )
 def test_einsum_flops_hand_cases(equation, shapes, expected):
-    assert cost.einsum_flops(equation, shapes) == expected
+    assert op_counts.einsum_flops(equation, shapes) == expected
 
 
 def test_einsum_flops_rejects_a_shape_that_does_not_fit():
     with pytest.raises(ValueError, match="einsum_flops.*'bij'"):
-        cost.einsum_flops("bij,bjk->bik", [(2, 3), (2, 4, 5)])
+        op_counts.einsum_flops("bij,bjk->bik", [(2, 3), (2, 4, 5)])
 
 
 def test_op_costs_matmul_einsum_and_transcendentals():
@@ -36,12 +36,12 @@ def test_op_costs_matmul_einsum_and_transcendentals():
         return tf.exp(product), tf.einsum("ij,jk->ik", a, b), tf.transpose(product)
 
     graph = f.get_concrete_function(tf.TensorSpec((2, 3)), tf.TensorSpec((3, 4))).graph
-    rows = {row.type: row for row in cost.op_costs(graph)}
+    rows = {row.type: row for row in op_counts.op_costs(graph)}
     assert rows["MatMul"].flops == 48 and rows["MatMul"].registered
     assert rows["Einsum"].flops == 48 and not rows["Einsum"].registered
     assert (rows["Exp"].flops, rows["Exp"].transcendental) == (8, 8)
     assert (rows["Transpose"].flops, rows["Transpose"].copied) == (0, 8)
-    assert cost.profiler_flops(graph) == sum(row.flops for row in rows.values() if row.registered) == 48
+    assert op_counts.profiler_flops(graph) == sum(row.flops for row in rows.values() if row.registered) == 48
 
 
 def test_a_loops_body_counts_once_per_iteration_forward_and_backward():
@@ -53,11 +53,11 @@ def test_a_loops_body_counts_once_per_iteration_forward_and_backward():
             total = tf.reduce_sum(tf.map_fn(lambda row: tf.reduce_sum(tf.exp(row * weight)), x, parallel_iterations=1))
         return tape.gradient(total, weight)
 
-    rows = cost.op_costs(f.get_concrete_function(tf.TensorSpec((5, 4, 3))).graph)
+    rows = op_counts.op_costs(f.get_concrete_function(tf.TensorSpec((5, 4, 3))).graph)
     exps = [row for row in rows if row.type == "Exp"]
     assert [(row.flops, row.transcendental) for row in exps] == [(5 * 12, 5 * 12)]  # the forward loop's 5 iterations
     assert all(row.name.startswith("map/while/") and row.statistic is None for row in exps)
-    assert not [row for row in rows if row.type in cost.LOOPS]
+    assert not [row for row in rows if row.type in op_counts.LOOPS]
     backward_muls = [row for row in rows if row.type == "Mul" and "while_grad" in row.name]
     assert backward_muls and all(row.flops % 5 == 0 for row in backward_muls)  # the gradient loop's body, 5 times
 
@@ -69,7 +69,7 @@ def test_backward_matmuls_count_for_their_forward_layer():
     graph, owners = cost.train_step_graph(model, lambda y, scores: keras.ops.mean(scores**2), batch=5)
     scopes = cost.scope_owners(owners)
     matmul_flops = {}
-    for row in cost.op_costs(graph):
+    for row in op_counts.op_costs(graph):
         if row.type == "MatMul":
             owner = cost.owner_of(row.name, owners, scopes)
             matmul_flops[owner] = matmul_flops.get(owner, 0) + row.flops
@@ -85,11 +85,11 @@ def test_batch_matmul_flops_read_the_adjoint_operand():
         return tf.linalg.matmul(a, b, adjoint_a=True), tf.linalg.matmul(a, a, adjoint_b=True)
 
     graph = f.get_concrete_function(tf.TensorSpec((2, 5, 3)), tf.TensorSpec((2, 5, 4))).graph
-    rows = sorted((row for row in cost.op_costs(graph) if row.type == "BatchMatMulV2"), key=lambda row: row.name)
+    rows = sorted((row for row in op_counts.op_costs(graph) if row.type == "BatchMatMulV2"), key=lambda row: row.name)
     assert [row.flops for row in rows] == [2 * 2 * 3 * 4 * 5, 2 * 2 * 5 * 5 * 3]  # a @ a^H: (2, 5, 3) @ (2, 3, 5)
     # TensorFlow's own statistic takes a's last axis (3) as the contracted one for a^H @ b (right for a @ a^H).
     assert [row.statistic for row in rows] == [2 * 2 * 3 * 4 * 3, 2 * 2 * 5 * 5 * 3] and not rows[0].registered
-    assert cost.profiler_flops(graph) == sum(row.statistic for row in rows)
+    assert op_counts.profiler_flops(graph) == sum(row.statistic for row in rows)
 
 
 def test_matrix_capsnet_matrix_products_match_a_hand_count():
@@ -101,7 +101,7 @@ def test_matrix_capsnet_matrix_products_match_a_hand_count():
     batch, p, iterations, classes = 2, 4, 3, 3
     model = MatrixCapsNet(input_shape=(20, 20, 1), classes=classes, variant="small")  # grids 10x10 -> 4x4 -> 2x2
     graph, _ = cost.train_step_graph(model, lambda y, scores: keras.ops.mean(scores**2), batch)
-    counted = sum(row.flops for row in cost.op_costs(graph) if row.type == "BatchMatMulV2")
+    counted = sum(row.flops for row in op_counts.op_costs(graph) if row.type == "BatchMatMulV2")
 
     routing_products = (
         p * p * (2 * iterations + iterations - 1)
