@@ -11,7 +11,8 @@ and how. The speed and memory benchmarks write run files under ``benchmarks/resu
 ``python -m benchmarks report`` renders as ``BENCHMARKS.md`` and the pages of ``docs/benchmarks/``.
 Shared code, not run on its own: :mod:`benchmarks.common` (timing and memory helpers),
 :mod:`benchmarks.runs` (child processes, host and package records, the run file) and
-:mod:`benchmarks.op_counts` (counting a traced graph's operations).
+:mod:`benchmarks.op_counts` (counting a traced graph's operations); the pages' tables and verdicts are in
+:mod:`benchmarks.reporting`.
 """
 
 #: What a training step, an inference or a first step costs in time and memory, against a matched CNN, the

@@ -8,33 +8,44 @@ from pathlib import Path
 import pytest
 
 from benchmarks import report
+from benchmarks.reporting import pages, verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RUN_FILES = sorted(p for p in RESULTS.glob("*.json") if re.match(r"^\d{4}-\d{2}-\d{2}-", p.name))
 
 
-def test_benchmarks_md_is_the_reports_output():
-    expected = report.render(report.load_runs())
-    assert (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8") == expected, (
-        "BENCHMARKS.md was edited by hand or a run file changed: run `python benchmarks/report.py`"
+PAGES = report.pages(report.load_runs())
+
+
+@pytest.mark.parametrize("path", sorted(PAGES))
+def test_each_page_is_the_reports_output(path):
+    assert (ROOT / path).read_text(encoding="utf-8") == PAGES[path], (
+        f"{path} was edited by hand or a run file changed: run `python -m benchmarks report`"
     )
 
 
-def test_page_stays_short():
-    # A page that lists each run once (superseded runs leave the folder); raised from 230 to 250 for a
-    # fourth host's run and its two tables (the DR-CapsNet kernel floor, IDPA at 1-5 iterations), and to 260
-    # for the comparison of fine-tuning against training from scratch on a folder of images, and to 330 for the
-    # memory plan's estimate against the measured peak (every application, two inputs, two batches) and its calibration,
-    # and to 350 for the profile of the slowest applications at 64x64x3 (issue 52: before, at HEAD, with a change),
-    # and to 400 for capsules at larger inputs (every application at each input, its arithmetic, the package before),
-    # and to 420 for prediction by chunks of rows against the whole vote tensor and a first step against its backbone's,
-    # and to 430 for what the slowest training steps count at 64x64x3 (arithmetic, transcendentals, bytes written),
-    # and to 450 for the 224x224x3 rows of every application (a run of their own, on another host: both scale tables),
-    # and to 480 for the side-by-side pairs rerun after the scaling work and the library's side before and after it,
-    # and to 500 for every application's first step traced once, against the package before, and to 530 for the
-    # routers' roofline and the first steps before and after router compilation.
-    assert len((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()) <= 530
+def test_benchmarks_md_is_short_and_every_run_is_a_link_away():
+    # BENCHMARKS.md holds the headline tables (what a user reads); the rest is on the detail pages it links.
+    page = PAGES["BENCHMARKS.md"]
+    assert len(page.splitlines()) <= 150
+    assert "(docs/benchmarks/runs.md)" in page and "(docs/benchmarks/targets.md)" in page
+    runs_page = PAGES["docs/benchmarks/runs.md"]
+    for path in RUN_FILES:
+        assert f"/benchmarks/results/{path.name})" in runs_page, path.name
+    # Every detail page is linked from BENCHMARKS.md and listed in the site's navigation.
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for path in PAGES:
+        if path != "BENCHMARKS.md":
+            assert f"({path})" in page and path.removeprefix("docs/") in nav, path
+
+
+def test_every_table_is_on_one_detail_page():
+    keys = [spec["key"] for _, _, specs in pages.DETAIL.values() for spec in specs]
+    assert len(keys) == len(set(keys))
+    # Every row target a committed run holds is shown by some table.
+    held = {row["target"] for path in RUN_FILES for row in json.loads(path.read_text(encoding="utf-8"))["rows"]}
+    assert held <= pages.TABLE_KEYS
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.name)
@@ -68,7 +79,7 @@ def run(file, host, rows, time="10:00"):
 
 
 def spec(target):
-    return next(v for v in report.VERDICTS if v["target"].startswith(target))
+    return next(v for v in verdicts.VERDICTS if v["target"].startswith(target))
 
 
 def test_a_verdict_belongs_to_its_host_and_both_figures_stand():
@@ -76,7 +87,7 @@ def test_a_verdict_belongs_to_its_host_and_both_figures_stand():
         return [{"target": "dr-rem", "configuration": "x", "peer_ms": peer, "ours_ms": ours}]
 
     runs = [run("a.json", "A", rows(1000, 400)), run("b.json", "B", rows(1000, 700))]
-    found = report.verdict_rows(spec("DR-CapsNet"), runs)
+    found = verdicts.verdict_rows(spec("DR-CapsNet"), runs)
     # 400 / 1000 = 0.40 <= 0.5 on A; 700 / 1000 = 0.70 > 0.5 on B.
     assert [(host, results) for host, results, _ in found] == [
         ("host A", [("", "0.40", True)]),
@@ -93,7 +104,7 @@ def test_seed_003_verdict_is_the_median_of_a_hosts_runs():
         run("2.json", "A", rows(10.0, 12.0)),
         run("3.json", "A", rows(10.0, 12.5)),
     ]
-    ((host, results, used),) = report.verdict_rows(spec("seed 003"), runs)
+    ((host, results, used),) = verdicts.verdict_rows(spec("seed 003"), runs)
     # median(1.30, 1.20, 1.25) = 1.25 < 1.26.
     assert results == [("", "median of 3 runs 1.25 (1.30, 1.20, 1.25 in the order run)", False)]
     assert [r["file"] for r in used] == ["1.json", "2.json", "3.json"]
@@ -102,7 +113,7 @@ def test_seed_003_verdict_is_the_median_of_a_hosts_runs():
 def test_a_superseded_run_left_in_the_folder_is_refused():
     rows = [{"target": "dr-rem", "configuration": "x", "peer_ms": 1000, "ours_ms": 400}]
     with pytest.raises(ValueError, match="move the superseded one out"):
-        report.verdict_rows(spec("DR-CapsNet"), [run("a.json", "A", rows), run("b.json", "A", rows)])
+        verdicts.verdict_rows(spec("DR-CapsNet"), [run("a.json", "A", rows), run("b.json", "A", rows)])
 
 
 def test_a_run_file_without_a_command_is_refused(tmp_path):
@@ -119,7 +130,7 @@ def test_the_scripts_raw_output_is_not_read(tmp_path):
 
 
 def test_ratios_are_computed_from_the_recorded_figures():
-    page = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    page = PAGES["docs/benchmarks/peers.md"] + PAGES["docs/benchmarks/targets.md"]
     # Issue 39's host: REM 3,529 ms against our 2,464 ms -> 0.70; the 2026-11-24 host: 1,667 against 598 -> 0.36.
     assert "| 2-core AMD EPYC (2026-11-26) | CapsNet, 3 iterations, b128 | 3,529 | 2,464 | 0.70 |" in page
     assert (
@@ -140,6 +151,6 @@ def test_the_library_before_and_after_is_a_ratio_of_the_recorded_steps():
             "after_each_ms": [140, 160],
         }
     ]
-    page = report.render([run("a.json", "A", rows)])
+    page = report.pages([run("a.json", "A", rows)])["docs/benchmarks/peers.md"]
     # 150 / 200 = 0.75; each process's median step as recorded, before then after.
     assert "| rem | x | 200 | 150 | 0.75 | 190/210 · 140/160 |" in page

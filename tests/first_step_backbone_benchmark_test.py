@@ -42,4 +42,7 @@ def test_the_report_table_lists_each_processs_first_step():
         "rows": [row],
         "file": "f.json",
     }
-    assert "| A | backbone | final_relu | 64x64x3 | 16 | 176 | 32.3 · 34.3 | 1.2 |" in report.render([run])
+    assert (
+        "| A | backbone | final_relu | 64x64x3 | 16 | 176 | 32.3 · 34.3 | 1.2 |"
+        in report.pages([run])["docs/benchmarks/scaling.md"]
+    )

@@ -3,6 +3,7 @@
 import types
 
 from benchmarks import first_step, report
+from benchmarks.reporting import verdicts
 
 
 def test_a_process_traces_the_training_step_once_and_times_two_steps():
@@ -50,7 +51,7 @@ def test_the_row_keeps_each_process_and_the_report_divides_the_medians():
         },
     )
     assert row["before_first_step_s"] == [21.0, 19.0] and row["after_traces"] == [1, 1] and row["after_step_s"] == 0.6
-    page = report.render([_run([row])])
+    page = report.pages([_run([row])])["docs/benchmarks/scaling.md"]
     # Medians 10.5 / 20.0 = 0.53 (0.525 rounds half to even).
     assert "| FMCapsNet | 64x64x3 | 16 | 2/2 · 1/1 | 21.0 / 19.0 · 11.0 / 10.0 | 0.53 | 0.55 · 0.6 |  |" in page
 
@@ -71,6 +72,6 @@ def test_the_first_step_verdict_reads_this_packages_first_steps():
         }
         for a, b, f in (("A", 40.0, 20.0), ("B", 90.0, 45.5))
     ]
-    spec = next(v for v in report.VERDICTS if v["target"].startswith("first step"))
-    ((host, results, _),) = report.verdict_rows(spec, [_run(rows)])
+    spec = next(v for v in verdicts.VERDICTS if v["target"].startswith("first step"))
+    ((host, results, _),) = verdicts.verdict_rows(spec, [_run(rows)])
     assert results == [("", "longest B 45.5 s", False)]

@@ -39,7 +39,7 @@ def test_the_report_table_reads_both_modes():
         "rows": [row],
         "file": "f.json",
     }
-    page = report.render([run])
+    page = report.pages([run])["docs/benchmarks/scaling.md"]
     assert (
         "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · 7,400 | 0.50 | 2,000.0 · 2,100.0 | 40.0 · 60.0 |  |" in page
     )  # 7,400 / 14,800
@@ -47,5 +47,5 @@ def test_the_report_table_reads_both_modes():
     row["chunks_error"] = "exit status -9"
     assert (
         "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · — | — | 2,000.0 · 2,100.0 | 40.0 · 60.0 | chunks: exit status -9 |"
-        in report.render([run])
+        in report.pages([run])["docs/benchmarks/scaling.md"]
     )

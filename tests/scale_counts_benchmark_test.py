@@ -62,7 +62,7 @@ def test_the_report_table_reads_a_hand_made_row():
         "rows": [row],
         "file": "f.json",
     }
-    page = report.render([run])
+    page = report.pages([run])["docs/benchmarks/scaling.md"]
     assert "## What a training step counts at larger inputs" in page
     # 1,000 M float32 values per image x 16 images x 4 bytes = 64.0 GB
     assert "| A | 64x64x3 | 16 | 5.0 | 800.0 | 1,000.0 | 64.0 | 1.25 | 4,000 | Mul 2,300 · Exp 343 |" in page
