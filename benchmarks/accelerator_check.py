@@ -13,7 +13,7 @@ lines say what was measured, and ``ok`` marks a check that met its stated expect
    MNIST presets use the embedded sample (the MNIST test set); Fashion-MNIST ones need
    ``DATA_DIR/fashion-mnist/t10k-*``.
 2. ``fit``: EffCapsNet (MNIST recipe, with decoder), CapsNet (3 routing iterations, with decoder) and
-   FMCapsNet (seed 003's network) trained from scratch on the embedded sample's first 8,000 images under
+   FMCapsNet (the FM-agreement network of Zhao, Wang & Huang) trained from scratch on the embedded sample's first 8,000 images under
    ``float32``, ``mixed_float16`` and ``mixed_bfloat16``, evaluated on the other 2,000. ``ok`` iff
    every epoch's loss is finite and the held-out accuracy is at least 90 %. ``step_ms``: median
    training step after the first epoch (tracing and compilation excluded), batch size of the recipe.

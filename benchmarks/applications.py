@@ -2,7 +2,7 @@
 
 Plus the papers' timing comparisons:
 - FM agreement vs dynamic routing (3 iterations) inference on the same CapsNet, batch 128
-  (seed 003, Table 1: 125 ms vs 158 ms on Fashion-MNIST, i7 CPU, i.e. FM 1.26x faster);
+  (Zhao, Wang & Huang, Table 1: 125 ms vs 158 ms on Fashion-MNIST, i7 CPU, i.e. FM 1.26x faster);
 - InvertedAttentionCapsNet (CIFAR-10, simple backbone) training step at batch 32 with 1 and 2
   iterations (the reference PyTorch code: 2.5 s and 8.0 s on a 2-core CPU).
 
@@ -20,7 +20,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 #: Extra timing cases from the papers: name -> (constructor, kwargs, batch, what is measured).
-#: ``light_capsnet`` is seed 003's §4.1 network (ex4_1_light.py): Conv 9x9x64 ReLU -> PrimaryCaps
+#: ``light_capsnet`` is Zhao, Wang & Huang's §4.1 network (ex4_1_light.py): Conv 9x9x64 ReLU -> PrimaryCaps
 #: 9x9 s2, 8 types x 8D -> 10 x 16D class capsules, on 28x28x1 (Fashion-MNIST) input.
 PAPER_CASES = {
     "light CapsNet, dynamic x1 (F-MNIST)": (
@@ -67,7 +67,7 @@ def _loss_for(model):
 
 
 def light_capsnet(router, routing_iterations=None):
-    """Seed 003's original-CapsNet-shaped comparison network (ex4_1_light.py)."""
+    """Zhao, Wang & Huang's original-CapsNet-shaped comparison network (ex4_1_light.py)."""
     import keras
 
     from keras_capsules import layers

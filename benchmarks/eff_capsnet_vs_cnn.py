@@ -2,7 +2,7 @@
 
 Usage: ``python -m benchmarks eff_capsnet_vs_cnn`` (2-core CPU: about 2 minutes). Prints a Markdown
 table for BENCHMARKS.md and writes ``benchmarks/results/eff_capsnet_vs_cnn.json``.
-Reference (issue 2): the reference TF implementation of Efficient-CapsNet takes about 74 ms / 222 ms
+Reference (the target this benchmark was written for): the authors' TF implementation of Efficient-CapsNet takes about 74 ms / 222 ms
 per training step at batch 16 / 64 and 22 ms per inference batch of 64 on a 2-core CPU.
 """
 

@@ -2,7 +2,7 @@
 
 Through ``keras_capsules.training.train``, with the ``AgreementGLOM``/``fashion_mnist`` two-stage recipe.
 
-Reproduces the numbers reported for issue 5 (accuracy, TV_n per level, run time) on a small subset of
+Reproduces the numbers reported in docs/results.md (accuracy, TV_n per level, run time) on a small subset of
 the real Fashion-MNIST files. Configuration (documented choices, not the paper's CIFAR-10 settings):
 
 - 28x28 images zero-padded to 32x32 by the ``glom_fashion_mnist`` preset (the 8x8 grid then splits

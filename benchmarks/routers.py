@@ -1,6 +1,6 @@
 """Router comparison: forward and training-step time and peak memory per router and iteration count.
 
-Shapes (issue 3): FcCaps 1152 x 8D -> 10 x 16D at batch 64, and ConvCaps 6x6x32 x 8D -> K3 s1 32 x 8D
+Shapes (CapsNet's class-capsule layer and a small convolutional capsule layer): FcCaps 1152 x 8D -> 10 x 16D at batch 64, and ConvCaps 6x6x32 x 8D -> K3 s1 32 x 8D
 at batch 16; routing iterations 1..5 (single-pass routers run once). Each (router, shape) runs in its
 own process so its peak resident memory can be read; iterations run in increasing order, so the peak
 after each iteration count is that configuration's peak (memory grows with iterations).

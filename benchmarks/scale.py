@@ -58,7 +58,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from benchmarks.runs import HERE, child_env, module_command, print_row, printed_rows, write_run  # noqa: E402
 
 #: label -> (registered configuration, constructor overrides). The paper configuration of each
-#: application; ConsensusCapsNet also with the dynamic router (issue 52's row) beside its paper's kernel router.
+#: application; ConsensusCapsNet also with the dynamic router (the scaling work's row) beside its paper's kernel router.
 APPLICATIONS = {
     "BaselineCNN": ("BaselineCNN/matched", {}),
     "EffCapsNet": ("EffCapsNet/mnist", {}),

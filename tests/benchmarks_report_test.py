@@ -104,7 +104,7 @@ def test_seed_003_verdict_is_the_median_of_a_hosts_runs():
         run("2.json", "A", rows(10.0, 12.0)),
         run("3.json", "A", rows(10.0, 12.5)),
     ]
-    ((host, results, used),) = verdicts.verdict_rows(spec("seed 003"), runs)
+    ((host, results, used),) = verdicts.verdict_rows(spec("FM-agreement network"), runs)
     # median(1.30, 1.20, 1.25) = 1.25 < 1.26.
     assert results == [("", "median of 3 runs 1.25 (1.30, 1.20, 1.25 in the order run)", False)]
     assert [r["file"] for r in used] == ["1.json", "2.json", "3.json"]

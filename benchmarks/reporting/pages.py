@@ -71,7 +71,10 @@ measured](docs/benchmarks/runs.md#how-each-figure-is-measured)). Every table, ev
 
 METHODS = """\
 Superseded runs leave the folder; the long page that recorded every run is in git history:
-`git show {history}:BENCHMARKS.md`.
+`git show {history}:BENCHMARKS.md`. The records are quoted as written, and the older ones call the papers by
+the numbers they had while the library was written ("seed 003" is Zhao, Wang & Huang's FM-agreement network;
+the others are in the [reference index](../reference/index.md)) and a task by its number in the project's
+tracker ("issue 39", "issue 52": the side-by-side reruns and the scaling work).
 
 ## How each figure is measured
 

@@ -173,7 +173,7 @@ TABLES = [
     ),
     dict(
         key="seed003",
-        heading="Seed 003's network against bhneo/FMRouting's code",
+        heading="The FM-agreement network (Zhao, Wang & Huang) against bhneo/FMRouting's code",
         rows=("seed003",),
         intro="Inference at b128, FM / DR(1) / DR(3) in ms; FM without the vote batch norm, as the authors' network "
         "(FM_bn: keras-capsules' default FM router).",
@@ -190,7 +190,7 @@ TABLES = [
         key="peer-pairs-before-after",
         heading="The side-by-side configurations before and after the scaling work",
         rows=("peer-pairs-before-after",),
-        intro="The library's side of each side-by-side configuration above, the package before issue 52's scaling work "
+        intro="The library's side of each side-by-side configuration above, the package before the scaling work (convolutional capsule layers made to scale to larger inputs) "
         "(the run file's `before`) against the package measured beside the peers (`after`), in alternating fresh "
         "processes of the same run (the harness's `ab_trees.sh`), medians over the rounds of each process's median "
         "step: under 1 the ratios against the authors' code improved.",

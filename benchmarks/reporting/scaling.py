@@ -196,7 +196,7 @@ TABLES = [
         rows=("scale-before",),
         transform=scale_by_application,
         intro="The same measurements (`benchmarks/scale.py --before`) of the package as it was before the convolutional capsule "
-        "layers were made to scale (the run file's `package`: issue 52's starting point, the FLOP counter already "
+        "layers were made to scale (the run file's `package`: the scaling work's starting point, the FLOP counter already "
         "fixed), on the host and in the session of the run above; no verdict reads them.",
         columns=[("application", scale_matmul)]
         + [(f"> {s}×{s}×3: step ms · peak MB (× CNN)", scale_cell(s)) for s in SCALE_SIZES[:2]]

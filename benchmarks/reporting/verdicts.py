@@ -305,7 +305,7 @@ VERDICTS = [
         table="effcaps-vs-cnn",
     ),
     dict(
-        target="seed 003 network: DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)",
+        target="FM-agreement network (Zhao, Wang & Huang): DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)",
         rows="seed003",
         items=seed_items,
         bound=(">=", 1.26),
