@@ -11,19 +11,32 @@ import keras
 import numpy as np
 
 
-def machine_description():
-    """One line describing the machine the numbers come from."""
-    import tensorflow as tf
+def cpu_description(cpuinfo, fallback):
+    """The CPU's model from the text of ``/proc/cpuinfo`` (``fallback`` when it names none), followed by
+    ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
+    stays off), so it is another kind of host."""
+    lines = cpuinfo.splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
 
-    cpu = platform.processor() or platform.machine()
+
+def cpu():
+    """This machine's CPU: :func:`cpu_description` of ``/proc/cpuinfo``, or the platform's name where there is none."""
+    fallback = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
+            return cpu_description(handle.read(), fallback)
     except OSError:
-        pass
+        return fallback
+
+
+def machine_description():
+    """One line describing the machine the numbers come from: :func:`cpu`, cores and software."""
+    import tensorflow as tf
+
     return (
-        f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
+        f"{cpu()}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
         f"TensorFlow {tf.__version__}{onednn_state()}, Keras {keras.__version__}, backend {keras.backend.backend()}"
     )
 

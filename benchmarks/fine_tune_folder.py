@@ -164,21 +164,6 @@ def git(*arguments):
     return subprocess.run(["git", *arguments], capture_output=True, text=True, cwd=ROOT).stdout
 
 
-def host():
-    """The host as ``benchmarks/report.py`` names it (the convention of the other run files of the day)."""
-    with open("/proc/cpuinfo") as handle:
-        cpu = next(
-            (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine()
-        )
-    today = datetime.datetime.now(datetime.timezone.utc)
-    return {
-        "id": f"{cpu.split()[-1].lower()}-{today:%Y-%m-%d}",
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "name": f"{cpu}, {os.cpu_count()} vCPUs ({today:%Y-%m-%d})",
-    }
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -232,7 +217,9 @@ def main(argv=None):
         print(json.dumps(rows[-1]), flush=True)
     ended = datetime.datetime.now(datetime.timezone.utc)
     loads.append(round(os.getloadavg()[0], 2))
-    info = host()
+    from benchmarks.runs import host_record
+
+    info, _ = host_record()
     command = f"nice -n 15 python -m benchmarks fine_tune_folder --data-dir DATA_DIR --per-class {args.per_class} --test-per-class {args.test_per_class} --epochs {args.epochs} --freeze-backbone-epochs {args.freeze_backbone_epochs} --seed {args.seed}"
     record = {
         "host": info,

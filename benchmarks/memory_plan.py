@@ -38,7 +38,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.runs import HERE, child_env, module_command  # noqa: E402
+from benchmarks.runs import HERE, child_env, host_record, module_command  # noqa: E402
 
 #: Application configuration -> the recipe ``train`` uses for it: (model, dataset, variant), or the
 #: default recipe fields (Adam, margin loss) where the library registers none (EffConvCapsNet).
@@ -210,13 +210,10 @@ def shape_text(shape):
 
 
 def host():
-    with open("/proc/cpuinfo") as handle:
-        cpu = next(
-            (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), platform.machine()
-        )
+    """The run file's host (:func:`benchmarks.runs.host_record`) and its memory, ``ram_bytes``."""
     with open("/proc/meminfo") as handle:
         total = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemTotal"))
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_bytes": total}
+    return {**host_record()[0], "ram_bytes": total}
 
 
 def fit(rows):
@@ -293,17 +290,10 @@ def write_run_file(args, result, started, ended):
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
     ).stdout.strip()
-    info = result["host"]
     target = "memory-plan-calibration" if args.phase == "calibrate" else "memory-plan"
     rows = [{"target": target, **{k: v for k, v in row.items() if k != "ratio"}} for row in result["rows"]]
     run = {
-        "host": {
-            "id": f"{info['cpu'].split()[-1].lower()}-{started:%Y-%m-%d}",
-            "cpu": info["cpu"],
-            "cores": info["cores"],
-            "name": f"{info['cpu']}, {info['cores']} vCPUs ({started:%Y-%m-%d})",
-            "ram_bytes": info["ram_bytes"],
-        },
+        "host": result["host"],
         "date": f"{started:%Y-%m-%d}",
         "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
         "software": f"Python {platform.python_version()}, TensorFlow {tf.__version__} (CPU), Keras {keras.__version__}; the library at commit {commit}",

@@ -57,7 +57,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import tempfile
 
-    from benchmarks.common import machine_description
+    from benchmarks.runs import host_record
 
     medians = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as work:
@@ -71,20 +71,15 @@ def main(argv=None):
                 )
     on, off = statistics.median(medians["on"]), statistics.median(medians["off"])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cpu = machine_description().split(",")[0]
+    host, software = host_record()
     record = {
-        "host": {
-            "id": f"{cpu.split()[-1].lower()}-{now:%Y-%m-%d}",
-            "cpu": cpu,
-            "cores": os.cpu_count(),
-            "name": f"{cpu}, {os.cpu_count()} vCPUs ({now:%Y-%m-%d})",
-        },
+        "host": host,
         "date": f"{now:%Y-%m-%d}",
         "time_utc": f"{now:%H:%M}",
         "command": "python -m benchmarks onednn_main_job " + " ".join(argv if argv is not None else sys.argv[1:]),
         "measured": f"the main job's training step: median of the steps after the tenth in each fresh process ({args.steps} steps), processes alternating",
         "source": "benchmarks/onednn_main_job.py",
-        "software": machine_description(),
+        "software": software,
         "rows": [
             {
                 "target": "onednn-main-job",

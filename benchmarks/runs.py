@@ -11,7 +11,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -68,27 +67,13 @@ def child_row(command, env=None):
     )
 
 
-def cpu_description(cpuinfo, fallback):
-    """The CPU's model from the text of ``/proc/cpuinfo`` (``fallback`` when it names none), followed by
-    ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
-    stays off), so it is another kind of host."""
-    lines = cpuinfo.splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
-
-
 def host_record(name=None):
-    """The run file's host: its CPU (:func:`cpu_description`) and core count, named after them and the
-    date unless ``name`` is given."""
+    """The run file's host and its software line: the CPU (:func:`benchmarks.common.cpu`) and core count,
+    named after them and the date unless ``name`` is given; every run file's host comes from here."""
+    from benchmarks.common import cpu as cpu_name
     from benchmarks.common import machine_description
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = cpu_description(handle.read(), cpu)
-    except OSError:
-        pass
+    cpu = cpu_name()
     cores, today = os.cpu_count() or 1, datetime.date.today().isoformat()
     name = name or f"{cpu}, {cores} vCPUs ({today})"
     return {
