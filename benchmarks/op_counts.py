@@ -221,7 +221,8 @@ def op_costs(graph):
 
 
 def batch_matmul_flops(op):
-    """``2 * m * k * n`` per matrix of a ``BatchMatMul*`` op's output: 2 x its output elements x the contracted size ``k``.
+    """``2 * m * k * n`` per matrix of a ``BatchMatMul*`` op's output: 2 x its output elements x the contracted
+    size ``k``.
 
     ``k`` is ``x``'s last axis, or its second-to-last when ``adj_x``. TensorFlow's registered statistic
     reads ``transpose_a``, an attribute these ops do not have (theirs is ``adj_x``), so it takes the

@@ -85,7 +85,8 @@ def host_record(name=None):
 
 
 def frozen_package_record(folder):
-    """A folder holding a frozen ``keras_capsules/``: its path, and its commit where a ``COMMIT`` file beside the package names it."""
+    """A folder holding a frozen ``keras_capsules/``: its path, and its commit where a ``COMMIT`` file beside the
+    package names it."""
     record = {"path": os.path.abspath(folder)}
     marker = os.path.join(folder, "COMMIT")
     if os.path.exists(marker):

@@ -71,7 +71,8 @@ def per_iterations(router_prefix):
 
 
 def scale_memory_items(size, limit_mb):
-    """Every application that builds at ``size``: its training peak RSS as a share of ``limit_mb`` (a skipped one: over it)."""
+    """Every application that builds at ``size``: its training peak RSS as a share of ``limit_mb`` (a skipped one:
+    over it)."""
 
     def items(rows):
         sel = [r for r in rows if r["size"] == size and r["status"] in ("measured", "skipped")]
