@@ -191,11 +191,13 @@ def targets_lines(runs, link):
     met = len(found_) - sum(len(hosts) for hosts in missed.values())
     text = (
         f"{met} of {len(found_)} verdicts met (one per target and host it was measured on; "
-        f"[every target, its figures and runs](docs/benchmarks/targets.md))"
+        f"[every target, its figures and runs](docs/benchmarks/targets.md))" + ("; missed:" if missed else ".")
     )
-    if missed:
-        text += "; missed: " + "; ".join(f"{target} ({', '.join(hosts)})" for target, hosts in missed.items())
-    return ["", "## The library's targets", "", text + "."]
+    return (
+        ["", "## The library's targets", "", text]
+        + ([""] if missed else [])
+        + [f"- {target} ({'; '.join(hosts)})" for target, hosts in missed.items()]
+    )
 
 
 def benchmarks_page(runs):
