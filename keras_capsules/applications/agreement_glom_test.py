@@ -8,24 +8,20 @@ from keras_capsules import applications, metrics
 from keras_capsules.applications import AgreementGLOM
 from keras_capsules.applications.agreement_glom import freeze_backbone, glom_levels, pretraining_model
 from keras_capsules.losses import SupervisedContrastiveLoss
-from keras_capsules.testing import run_model_saving_test
+from keras_capsules.testing import assert_parameter_counts, count_weights, run_model_saving_test
 from keras_capsules.testing.tiers import large
 
 TINY = dict(input_shape=(16, 16, 1), classes=3, embedding_dim=8, projection_dim=8, window=2)
 
 
-def _trainable(model):
-    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
 @large
 def test_paper_parameter_counts_with_and_without_hd():
     with_hd = applications.get_configuration("AgreementGLOM/cifar10").build()
-    assert _trainable(with_hd) == 2_031_182 and with_hd.count_params() == 2_031_182 + 1_408
-    assert _trainable(pretraining_model(with_hd)) == 1_763_396  # without H2
-    assert _trainable(freeze_backbone(with_hd)) == 267_786  # stage 2 trains H2 only
+    assert_parameter_counts(with_hd, 2_031_182, 2_031_182 + 1_408)
+    assert count_weights(pretraining_model(with_hd).trainable_weights) == 1_763_396  # without H2
+    assert count_weights(freeze_backbone(with_hd).trainable_weights) == 267_786  # stage 2 trains H2 only
     without_hd = AgreementGLOM(downsampling=None)  # 64 tokens into H1: the paper's "72M" baseline
-    assert _trainable(without_hd) == 72_863_822
+    assert count_weights(without_hd.trainable_weights) == 72_863_822
     assert applications.get_configuration("AgreementGLOM/cifar10-no-hd").trainable_params == 72_863_822
     for head in ("avg", "max"):
         assert applications.get_configuration(f"AgreementGLOM/cifar10-{head}-pool").trainable_params == 2_031_182

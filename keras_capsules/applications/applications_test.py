@@ -48,15 +48,6 @@ def test_argument_errors():
         CapsNet(input_shape=(None, None, 1))
 
 
-def test_weights_load_from_a_local_file(tmp_path):
-    model = EffCapsNet()
-    path = str(tmp_path / "w.weights.h5")
-    model.save_weights(path)
-    again = EffCapsNet(weights=path)
-    x = np.random.rand(2, 28, 28, 1).astype("float32")
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(again(x)))
-
-
 @large
 def test_reconstruction_model_trains_with_plain_fit_and_adds_the_masked_loss():
     rng = np.random.default_rng(0)

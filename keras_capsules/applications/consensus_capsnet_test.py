@@ -6,11 +6,7 @@ from keras_capsules import routing
 from keras_capsules.applications import ConsensusCapsNet, get_configuration
 from keras_capsules.applications.consensus_capsnet import routing_parameter_count
 from keras_capsules.layers import IdentityPlusUniform
-from keras_capsules.testing import assert_finite
-
-
-def count(weights):
-    return sum(int(np.prod(w.shape)) for w in weights)
+from keras_capsules.testing import assert_finite, assert_parameter_counts, count_weights
 
 
 def images(n=2, shape=(32, 32, 1)):
@@ -47,11 +43,11 @@ EM_ROUTING = 2 * 16 + 2 * 16 + 2 * 5
 )
 def test_parameter_count_excluding_routing_is_86408(router, routing_params):
     model = ConsensusCapsNet(router=router, classifier_activation="softmax")
-    trainable = count(model.trainable_weights)
+    trainable = count_weights(model.trainable_weights)
     assert routing_parameter_count(model) == routing_params
     assert trainable - routing_parameter_count(model) == 86_408
     entry = get_configuration(f"ConsensusCapsNet/smallnorb-{router}")
-    assert trainable == entry.trainable_params and count(model.weights) == entry.total_params
+    assert_parameter_counts(model, entry.trainable_params, entry.total_params, entry.source)
     scores = keras.ops.convert_to_numpy(model(images()))
     assert scores.shape == (2, 5)
     np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)

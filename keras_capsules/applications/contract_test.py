@@ -19,6 +19,7 @@ import pytest
 from keras_capsules import applications, routing
 from keras_capsules.applications import CapsuleClassifier
 from keras_capsules.layers import ConcurrentRouting
+from keras_capsules.testing import random_images
 from keras_capsules.testing.tiers import large, one_per_constructor
 
 NAMES = applications.list_configurations()
@@ -37,10 +38,6 @@ def build_small(name, **overrides):
     return entry.build(**{**entry.test_settings, **overrides})
 
 
-def _images(model, batch=2, seed=0):
-    return np.random.default_rng(seed).uniform(size=(batch,) + tuple(model.inputs[0].shape[1:])).astype("float32")
-
-
 def _np(x):
     return keras.ops.convert_to_numpy(x)
 
@@ -49,7 +46,7 @@ def _np(x):
 def test_include_top_false_with_each_pooling(name):
     features = build_small(name, include_top=False)
     assert isinstance(features, CapsuleClassifier) and "predictions" not in [layer.name for layer in features.layers]
-    x = _images(features)
+    x = random_images(features)
     feature_map = _np(features(x))
     if feature_map.ndim == 2:  # fully connected capsules: no positions to pool
         with pytest.raises(ValueError, match=rf"{_constructor_name(name)}: argument `pooling`.*fully connected"):
@@ -80,7 +77,7 @@ def test_input_tensor_classifier_activation_preprocessing_and_predictions_layer(
     assert isinstance(probabilities_model, CapsuleClassifier) and probabilities_model.inputs[0] is tensor
     assert probabilities_model.output_names == ["predictions"] and tuple(probabilities_model.output.shape) == (None, 3)
     probabilities_model.set_weights(scores_model.get_weights())
-    x = _images(scores_model)
+    x = random_images(scores_model)
     scores = _np(scores_model(x)).astype("float64")
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
@@ -136,7 +133,7 @@ def test_every_router_the_model_allows_builds_and_runs(name, router):
     assert all(
         r.iterations == routing.get(router).iterations for r in routers
     )  # routing_iterations=None: the router's own
-    scores = _np(model(_images(model)))
+    scores = _np(model(random_images(model)))
     assert scores.shape == (2, 3) and np.all(np.isfinite(scores))
 
 

@@ -7,6 +7,7 @@ import pytest
 from keras_capsules import applications
 from keras_capsules.applications import EffConvCapsNet
 from keras_capsules.interpret import routing_trace
+from keras_capsules.testing import assert_parameter_counts
 
 
 def test_paper_structure_at_128x128():
@@ -34,8 +35,7 @@ def test_paper_structure_at_128x128():
     trainable = 2_432 + 18_496 + 36_928 + 147_712 + 832 + 2_560 + 589_824 + 256 + 40_960 + 160
     assert trainable == 840_160
     moving_statistics = 2 * (32 + 64 + 64 + 256)  # BatchNorm means and variances
-    assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == trainable
-    assert model.count_params() == trainable + moving_statistics
+    assert_parameter_counts(model, trainable, trainable + moving_statistics, "counted by hand above")
     entry = applications.get_configuration("EffConvCapsNet/128")
     assert (entry.trainable_params, entry.total_params) == (trainable, trainable + moving_statistics)
 

@@ -4,11 +4,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.applications import CapsuleClassifier, FMCapsNet, get_configuration
-from keras_capsules.testing import assert_finite, run_model_saving_test
-
-
-def count(weights):
-    return sum(int(np.prod(w.shape)) for w in weights)
+from keras_capsules.testing import assert_finite, assert_parameter_counts, count_weights, run_model_saving_test
 
 
 def images(n=2, shape=(40, 40, 1), seed=0):
@@ -17,9 +13,10 @@ def images(n=2, shape=(40, 40, 1), seed=0):
 
 def test_cifar_model_parameter_count_and_forward():
     model = FMCapsNet(classifier_activation="softmax")
-    assert count(model.trainable_weights) == 903_760
-    assert count(model.weights) == 903_760 + 3_744
-    backbone = sum(count(l.trainable_weights) for l in model.layers if l.name.startswith(("conv1", "stage", "final")))
+    assert_parameter_counts(model, 903_760, 903_760 + 3_744)
+    backbone = sum(
+        count_weights(l.trainable_weights) for l in model.layers if l.name.startswith(("conv1", "stage", "final"))
+    )
     assert backbone == 757_712
     scores = keras.ops.convert_to_numpy(model(images(1, (32, 32, 3))))
     assert scores.shape == (1, 10)
@@ -31,8 +28,9 @@ def test_cifar_model_parameter_count_and_forward():
 
 def test_affnist_model_counts_and_registry():
     model = FMCapsNet(variant="affnist")
-    assert count(model.trainable_weights) == 195_376 == get_configuration("FMCapsNet/affnist").trainable_params
-    assert count(model.weights) == get_configuration("FMCapsNet/affnist").total_params
+    entry = get_configuration("FMCapsNet/affnist")
+    assert entry.trainable_params == 195_376
+    assert_parameter_counts(model, entry.trainable_params, entry.total_params, entry.source)
     assert get_configuration("FMCapsNet/cifar10").trainable_params == 903_760
 
 
@@ -40,8 +38,8 @@ def test_affnist_reconstruction_decoder_trains_and_round_trips():
     model = FMCapsNet(variant="affnist", reconstruction=True)
     assert isinstance(model, CapsuleClassifier)
     decoder = model.decoder
-    assert count(decoder.trainable_weights) == 186_145 and count(decoder.weights) == 199_041
-    assert count(model.trainable_weights) == 195_376 + 186_145
+    assert_parameter_counts(decoder, 186_145, 199_041)
+    assert count_weights(model.trainable_weights) == 195_376 + 186_145
     x, y = images(4), np.array([0, 3, 3, 9])
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy())
     scores, poses = model(x, training=True)
@@ -73,7 +71,7 @@ def test_router_override():
     model = FMCapsNet(variant="affnist", router="dynamic", routing_iterations=2)
     assert isinstance(model.get_layer("class_caps").router, routing.DynamicRouter)
     # the dynamic router adds its 10 x 16 bias; the FM vote batch norm (32 parameters) is gone
-    assert count(model.trainable_weights) == 195_376 - 32 + 160
+    assert count_weights(model.trainable_weights) == 195_376 - 32 + 160
     assert_finite(model(images()))
     # an instance is a template: every capsule layer gets its own router; FM's hidden layers keep s_j unnormalised
     cifar = FMCapsNet(router=routing.FMAgreementRouter(scale="code"), input_shape=(8, 8, 3))

@@ -6,18 +6,14 @@ import pytest
 
 from keras_capsules.applications import InvertedAttentionCapsNet
 from keras_capsules.layers import ConcurrentRouting
-from keras_capsules.testing import assert_finite
+from keras_capsules.testing import assert_finite, assert_parameter_counts
 
 X = np.random.default_rng(0).normal(size=(2, 32, 32, 3)).astype("float32")
 
 
-def _count(weights):
-    return int(sum(np.prod(w.shape) for w in weights))
-
-
 def test_cifar10_simple_structure_head_and_schedules():
     model = InvertedAttentionCapsNet(variant="cifar10-simple")
-    assert _count(model.trainable_weights) == 561_297 == model.count_params()
+    assert_parameter_counts(model, 561_297, 561_297)
     stack = model.get_layer("capsules")
     assert isinstance(stack, ConcurrentRouting) and stack.iterations == 2 and not stack.sequential
     assert [tuple(l.vote_transform.kernel.shape) for l in stack.capsule_layers] == [

@@ -6,16 +6,12 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.applications import MatrixCapsNet
-from keras_capsules.testing import assert_finite
-
-
-def _count(weights):
-    return int(sum(np.prod(w.shape) for w in weights))
+from keras_capsules.testing import assert_finite, assert_parameter_counts
 
 
 def test_small_network_parameters_and_structure():
     model = MatrixCapsNet(variant="small")
-    assert _count(model.trainable_weights) == 67_154 and model.count_params() == 67_156
+    assert_parameter_counts(model, 67_154, 67_156)
     conv1, conv2, classes = (model.get_layer(n) for n in ("conv_caps1", "conv_caps2", "class_caps"))
     assert conv1.router.child_grid == (16, 16) and (conv1.router.kernel_size, conv1.router.strides) == (3, 2)
     assert conv2.router.child_grid == (7, 7) and (conv2.router.kernel_size, conv2.router.strides) == (3, 1)

@@ -1,11 +1,9 @@
 """Every registered application configuration is tested here the moment it is registered (timm style)."""
 
-import keras
-import numpy as np
 import pytest
 
 from keras_capsules import applications
-from keras_capsules.testing import assert_finite, run_export_test, run_model_saving_test
+from keras_capsules.testing import assert_parameter_counts, run_application_test
 from keras_capsules.testing.tiers import SLOW_CONSTRUCTORS, one_per_constructor, smallest_per_constructor
 
 NAMES = applications.list_configurations()
@@ -19,33 +17,16 @@ _LARGE_ROUNDTRIP = SLOW_CONSTRUCTORS + ("EffConvCapsNet", "FMCapsNet", "Inverted
 ROUNDTRIP = one_per_constructor(_ROUNDTRIP_NAMES, large_constructors=_LARGE_ROUNDTRIP)
 
 
-def _count(weights):
-    return int(sum(np.prod(w.shape) for w in weights))
-
-
-def _inputs(model, batch=2):
-    shape = tuple(model.inputs[0].shape[1:])
-    return np.random.default_rng(0).uniform(size=(batch,) + shape).astype("float32")
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_parameter_counts_match_the_papers(name):
     entry = applications.get_configuration(name)
-    model = entry.build()
-    if entry.trainable_params is not None:
-        assert _count(model.trainable_weights) == entry.trainable_params, entry.source
-    if entry.total_params is not None:
-        assert model.count_params() == entry.total_params, entry.source
+    assert_parameter_counts(entry.build(), entry.trainable_params, entry.total_params, entry.source)
 
 
 @pytest.mark.parametrize("name", ROUNDTRIP)
-def test_forward_save_and_export(name):
+def test_forward_predict_config_save_weights_and_export(name):
+    """``run_application_test`` without its training step (training/distribute_test.py fits every application)."""
     entry = applications.get_configuration(name)
-    model = entry.build()
-    x = _inputs(model)
-    scores = keras.ops.convert_to_numpy(model(x, training=False))
-    assert scores.shape[0] == 2
-    assert_finite(scores)
-    run_model_saving_test(model, x)
-    if keras.backend.backend() == "tensorflow" and name in EXPORTED:
-        run_export_test(model, x, atol=1e-5)
+    run_application_test(
+        entry.constructor, entry.kwargs, run_training=False, run_weights_file=True, run_export=name in EXPORTED
+    )
