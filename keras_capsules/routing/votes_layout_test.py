@@ -8,7 +8,16 @@ from keras_capsules import routing
 from keras_capsules.layers import ConvCaps, FcCaps
 from keras_capsules.routing.dynamic_test import np_dynamic_routing
 
-PARENT_MAJOR = ["dynamic", "self_attention", "inverted_dot_product", "kernel", "lstm", "fm_agreement", "em"]
+PARENT_MAJOR = [
+    "dynamic",
+    "self_attention",
+    "inverted_dot_product",
+    "kernel",
+    "lstm",
+    "fm_agreement",
+    "em",
+    "variational_bayes",
+]
 
 
 def _votes(seed=0, shape=(2, 6, 3, 4)):
