@@ -41,6 +41,7 @@ SMALL = {
         "routing_iterations": 1,
     },
     "EffConvCapsNet": {"input_shape": (64, 64, 3), "classes": 3},
+    "VBCapsNet": {"input_shape": (17, 17, 2), "classes": 3, "routing_iterations": 1},
 }
 
 
