@@ -2,6 +2,7 @@
 
 import os
 
+from keras_capsules import markdown
 from keras_capsules.presets import registry
 
 #: License of every shipped preset file (the library's).
@@ -63,9 +64,11 @@ def _validation_curve(preset):
             else ":"
         ),
         "",
-        "| epoch | " + " | ".join(str(epoch) for epoch in shown) + " |",
-        "|---|" + "---:|" * len(shown),
-        "| validation accuracy (%) | " + " | ".join(f"{100 * curve[epoch - 1]:.2f}" for epoch in shown) + " |",
+        *markdown.table(
+            ["epoch", *shown],
+            [["validation accuracy (%)", *(f"{100 * curve[epoch - 1]:.2f}" for epoch in shown)]],
+            align="l" + "r" * len(shown),
+        ),
         "",
     ]
 
@@ -108,19 +111,25 @@ def model_card(model: str, name: str) -> str:
         f'top3 = presets.decode_predictions(model.predict(images), "{preset.key}", top=3)  # [(index, name, score), ...]',
         "```",
         "",
-        "| | |",
-        "|---|---|",
-        f"| classes | {_classes(preset.class_names)} |",
-        f"| parameters | {preset.parameters:,} |",
-        f"| constructor arguments | `{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}` |",
-        f"| training | recipe `{' / '.join(preset.recipe)}`, {preset.epochs} epochs, {hours:.1f} h on {preset.hardware} |",
-        f"| command | `{preset.command}` |",
-        f"| file | `{preset.file}` ({_size(preset)}, {preset.storage_dtype}), SHA-256 `{preset.sha256[:16]}…` |",
-        f"| library version | {preset.library_version} ({preset.date}) |",
+        *markdown.table(
+            ["", ""],
+            [
+                ["classes", _classes(preset.class_names)],
+                ["parameters", f"{preset.parameters:,}"],
+                ["constructor arguments", f"`{', '.join(f'{k}={v!r}' for k, v in sorted(preset.kwargs.items()))}`"],
+                [
+                    "training",
+                    f"recipe `{' / '.join(preset.recipe)}`, {preset.epochs} epochs, {hours:.1f} h on {preset.hardware}",
+                ],
+                ["command", f"`{preset.command}`"],
+                ["file", f"`{preset.file}` ({_size(preset)}, {preset.storage_dtype}), SHA-256 `{preset.sha256[:16]}…`"],
+                ["library version", f"{preset.library_version} ({preset.date})"],
+                *([key.replace("_", " "), value] for key, value in sorted(preset.metrics.items())),
+            ],
+        ),
+        "",
+        f"**License.** {LICENSE}",
     ]
-    for key, value in sorted(preset.metrics.items()):
-        lines.append(f"| {key.replace('_', ' ')} | {value} |")
-    lines += ["", f"**License.** {LICENSE}"]
     if preset.citation:
         lines += ["", "**Citation.**", "", "```bibtex", preset.citation.strip(), "```"]
     return "\n".join(lines) + "\n"
@@ -131,41 +140,50 @@ def model_cards(model: str) -> str:
     return "\n".join(model_card(model, key.split("/", 1)[1]) for key in registry.available(model))
 
 
-#: Markers around the generated sections in the docs pages and the README.
-START, END = "<!-- presets:start -->", "<!-- presets:end -->"
+#: The generated block of the docs pages and the README: ``<!-- presets:start -->`` ... ``<!-- presets:end -->``.
+BLOCK = "presets"
 
 
 def docs_section(model):
-    """The generated "Pretrained weights" section of application ``model``'s docs page."""
-    cards = model_cards(model)
-    body = cards if cards else "No pretrained weights yet: `weights=None` or a file path.\n"
-    return f"{START}\n## Pretrained weights\n\n{body}{END}"
+    """The "Pretrained weights" section of application ``model``'s docs page (the content of its :data:`BLOCK`)."""
+    cards = model_cards(model).removesuffix("\n")
+    return "## Pretrained weights\n\n" + (cards or "No pretrained weights yet: `weights=None` or a file path.")
 
 
 def presets_table():
-    """The table of every preset in the README and ``docs/presets.md`` (Markdown, between the markers)."""
-    lines = [
-        "| `weights=` | test accuracy (full test set) | parameters | file | validation hold-out | test-informed decisions |",
-        "|---|---:|---:|---|---|---|",
-    ]
+    """The table of every preset in the README and ``docs/presets.md`` (the content of their :data:`BLOCK`)."""
+    rows = []
     for key in registry.available():
         model, name = key.split("/", 1)
         preset = registry.get(model, name)
-        held_out = f"{preset.validation['examples']:,} images" if preset.validation else "none"
-        informed = _ANSWERS[preset.test_informed]
-        lines.append(
-            f'| `{model}(weights="{name}")` | {100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images) '
-            f"| {preset.parameters:,} | {_size(preset)}, {preset.storage_dtype} | {held_out} | {informed} |"
+        rows.append(
+            [
+                f'`{model}(weights="{name}")`',
+                f"{100 * preset.test_accuracy:.2f} % {preset.dataset} ({preset.test_examples:,} images)",
+                f"{preset.parameters:,}",
+                f"{_size(preset)}, {preset.storage_dtype}",
+                f"{preset.validation['examples']:,} images" if preset.validation else "none",
+                _ANSWERS[preset.test_informed],
+            ]
         )
-    return f"{START}\n" + "\n".join(lines) + f"\n{END}"
+    headers = [
+        "`weights=`",
+        "test accuracy (full test set)",
+        "parameters",
+        "file",
+        "validation hold-out",
+        "test-informed decisions",
+    ]
+    return "\n".join(markdown.table(headers, rows, align="lrrlll"))
 
 
-def replace_section(text, section):
-    """``text`` with the part between the markers replaced by ``section`` (appended when there are no markers)."""
-    if START in text:
-        before, rest = text.split(START, 1)
-        return before + section + rest.split(END, 1)[1]
-    return text.rstrip("\n") + "\n\n" + section + "\n"
+def replace_section(text, section, page):
+    """``text`` with its :data:`BLOCK` holding ``section``, the block appended when the page has none yet.
+
+    Raises:
+        ValueError: naming ``page`` when its markers are repeated or out of order.
+    """
+    return markdown.replace_block(text, BLOCK, section, page, append=True)
 
 
 def _percent(value):
@@ -194,16 +212,14 @@ def _folder_training_data(metrics):
     summary = _data_summary(metrics)
     if summary:
         splits = list(summary["images_per_class"])
+        counts = summary["images_per_class"]
         lines += [
             "Images per class in the folder it was read from:",
             "",
-            "| class | " + " | ".join(splits) + " |",
-            "|---|" + "---:|" * len(splits),
-            *(
-                f"| {name} | "
-                + " | ".join(f"{summary['images_per_class'][split].get(name, 0):,}" for split in splits)
-                + " |"
-                for name in summary["class_names"]
+            *markdown.table(
+                ["class", *splits],
+                [[name, *(f"{counts[split].get(name, 0):,}" for split in splits)] for name in summary["class_names"]],
+                align="l" + "r" * len(splits),
             ),
             "",
         ]
@@ -270,6 +286,7 @@ def folder_card(config: dict, metadata: dict, text: str | None = None, title: st
     names = metadata.get("class_names")
     preprocessing = metadata.get("preprocessing") or {}
     metrics = metadata.get("metrics") or {}
+    weights = metadata["weights"]
     shape = "x".join(str(size) for size in preprocessing.get("input_shape", ()))
     low, high = preprocessing.get("input_range", [0, 1])
     what = f"`{model}` model" if model else "Keras model (no application constructor recorded)"
@@ -306,15 +323,27 @@ def folder_card(config: dict, metadata: dict, text: str | None = None, title: st
         "top3 = presets.decode_predictions(scores, model, top=3)  # [(index, class name, score), ...] per image",
         "```",
         "",
-        "| | |",
-        "|---|---|",
-        f"| classes | {_classes(tuple(names)) if names else 'not named'} |",
-        f"| parameters | {metadata.get('parameters', 0):,} |",
-        f"| constructor | `{_call(model, config.get('arguments') or {})}` |"
-        if model
-        else "| constructor | none recorded: built from its Keras config |",
-        f"| weights | `{metadata['weights']['file']}` ({metadata['weights'].get('storage_dtype', 'float32')}), SHA-256 `{metadata['weights']['sha256']}` |",
-        f"| saved with | keras-capsules {metadata.get('keras_capsules_version')}, Keras {metadata.get('keras_version')} "
-        f"({metadata.get('backend')}), {metadata.get('date_saved')} |",
+        *markdown.table(
+            ["", ""],
+            [
+                ["classes", _classes(tuple(names)) if names else "not named"],
+                ["parameters", f"{metadata.get('parameters', 0):,}"],
+                [
+                    "constructor",
+                    f"`{_call(model, config.get('arguments') or {})}`"
+                    if model
+                    else "none recorded: built from its Keras config",
+                ],
+                [
+                    "weights",
+                    f"`{weights['file']}` ({weights.get('storage_dtype', 'float32')}), SHA-256 `{weights['sha256']}`",
+                ],
+                [
+                    "saved with",
+                    f"keras-capsules {metadata.get('keras_capsules_version')}, Keras {metadata.get('keras_version')} "
+                    f"({metadata.get('backend')}), {metadata.get('date_saved')}",
+                ],
+            ],
+        ),
     ]
     return "\n".join(lines) + "\n"

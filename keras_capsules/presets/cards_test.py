@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from keras_capsules import applications, presets
+from keras_capsules import applications, markdown, presets
 from keras_capsules.presets import cards
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -114,14 +114,16 @@ def test_every_shipped_card_states_its_validation_and_test_decisions(key):
 def test_docs_pages_carry_the_current_cards(model):
     module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
     page = open(os.path.join(ROOT, "docs", "applications", f"{module}.md")).read()
-    assert cards.docs_section(model) in page, (
+    assert markdown.block(cards.BLOCK, cards.docs_section(model)) in page, (
         f"run python tools/presets/write_cards.py to refresh docs/applications/{module}.md"
     )
 
 
 def test_readme_table_is_current():
     readme = open(os.path.join(ROOT, "README.md")).read()
-    assert cards.presets_table() in readme, "run python tools/presets/write_cards.py to refresh README.md"
+    assert markdown.block(cards.BLOCK, cards.presets_table()) in readme, (
+        "run python tools/presets/write_cards.py to refresh README.md"
+    )
     for key in presets.available():
         model, name = key.split("/", 1)
         assert (
@@ -210,3 +212,15 @@ def test_card_of_a_preset_folder_reports_the_run():
     bare = cards.folder_card({"keras_config": {}}, dict(metadata, metrics=None, class_names=None))
     assert "No training run is recorded with this folder" in bare and "**Evaluation.**" not in bare
     assert "| constructor | none recorded: built from its Keras config |" in bare and "| classes | not named |" in bare
+
+
+def test_replace_section_rewrites_the_block_or_appends_it():
+    page = "# Page\n\n<!-- presets:start -->\nold\n<!-- presets:end -->\n\nMore.\n"
+    assert cards.replace_section(page, "new", "docs/x.md") == (
+        "# Page\n\n<!-- presets:start -->\nnew\n<!-- presets:end -->\n\nMore.\n"
+    )
+    assert cards.replace_section("# Page\n", "new", "docs/x.md") == (
+        "# Page\n\n<!-- presets:start -->\nnew\n<!-- presets:end -->\n"
+    )
+    with pytest.raises(ValueError, match="docs/x.md must hold <!-- presets:start --> ... <!-- presets:end --> once"):
+        cards.replace_section(page + "<!-- presets:end -->", "new", "docs/x.md")

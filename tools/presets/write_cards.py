@@ -17,7 +17,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def targets():
-    """``[(path, generated section), ...]``."""
+    """``[(path, the content of its generated block), ...]``."""
     pages = []
     for model in sorted({key.split("/")[0] for key in presets.available()}):  # every application with a preset
         module = getattr(applications, model).__module__.rsplit(".", 1)[-1]
@@ -32,7 +32,7 @@ def main(check=False):
     stale = []
     for path, section in targets():
         text = open(path).read()
-        new = cards.replace_section(text, section)
+        new = cards.replace_section(text, section, os.path.relpath(path, ROOT))
         if new != text:
             stale.append(os.path.relpath(path, ROOT))
             if not check:
