@@ -130,7 +130,8 @@ def VBCapsNet(
     zeros. Where the library differs from the code: the routers normalise each child over the parent types
     at one position (the code also over the positions a child feeds), and coordinate addition adds IBM's
     ``(i + 0.5) / H`` offsets of :class:`~keras_capsules.layers.FcCaps` (the code adds ``(i + 1) / (10 H)``
-    to the same pose entries). Train with :class:`~keras_capsules.losses.SpreadLoss`.
+    to the same pose entries). The code trains with cross-entropy on the class activations taken as logits
+    (``SparseCategoricalCrossentropy(from_logits=True)``), Adam 1e-3, batches of 128.
 
     Args:
         include_top: with the class capsules; otherwise the ConvCaps2 capsules as a
