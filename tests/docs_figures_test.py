@@ -8,7 +8,13 @@ import shutil
 import pytest
 from repo_scripts import ROOT, load_script
 
-figures = load_script("tools/docs_figures.py")
+docs_figures = load_script("tools/docs_figures.py")
+# Loading the script imported its modules (tools/figures/), as running it does.
+from figures import fine_tune, larger_inputs, records, robustness, why_slow  # noqa: E402
+from figures.numbers import StaleSentence  # noqa: E402
+
+from keras_capsules import markdown  # noqa: E402
+
 main_job = load_script("tools/results/main_job.py")
 RERUN = "run python tools/docs_figures.py to rewrite them from the records"
 
@@ -18,12 +24,12 @@ def _read(relative):
 
 
 def _block(text, name):
-    start, end = figures.markers(name)
+    start, end = markdown.markers(f"figures:{name}")
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
 def test_every_page_agrees_with_its_records():
-    assert figures.main(check_only=True) == [], f"pages differ from their records: {RERUN}"
+    assert docs_figures.main(check_only=True) == [], f"pages differ from their records: {RERUN}"
 
 
 def test_main_job_figures_are_the_records_values():
@@ -78,7 +84,7 @@ def test_training_cost_estimate_keeps_the_runs_it_was_made_from():
 
 
 def test_a_figure_typed_over_a_block_is_reported(tmp_path):
-    for page in figures.PAGES:
+    for page in docs_figures.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp_path / page)
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
@@ -86,28 +92,33 @@ def test_a_figure_typed_over_a_block_is_reported(tmp_path):
     (tmp_path / "README.md").write_text(
         readme.replace(block, block.replace("FMCapsNet scores", "FMCapsNet scores about")), encoding="utf-8"
     )
-    stale = [page for page, (text, new) in figures.generate(tmp_path).items() if text != new]
+    stale = [page for page, (text, new) in docs_figures.generate(tmp_path).items() if text != new]
     assert stale == ["README.md"]
 
 
-def test_a_page_without_its_markers_is_named():
+def test_a_page_without_its_markers_is_named(tmp_path):
+    for page in docs_figures.PAGES:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, tmp_path / page)
+    start, end = markdown.markers("figures:rem-preset")
+    rem = (tmp_path / "docs" / "rem.md").read_text(encoding="utf-8")
+    (tmp_path / "docs" / "rem.md").write_text(rem.replace(start, "").replace(end, ""), encoding="utf-8")
     with pytest.raises(
         ValueError,
-        match=r"docs_figures: docs/x\.md must hold <!-- figures:rem-preset:start --> \.\.\. <!-- figures:rem-preset:end --> once each",
+        match=r"^docs/rem\.md must hold <!-- figures:rem-preset:start --> \.\.\. <!-- figures:rem-preset:end --> once each",
     ):
-        figures.replace_block("no markers here", "rem-preset", "body", "docs/x.md")
+        docs_figures.generate(tmp_path)
 
 
 def test_a_record_that_no_longer_supports_a_sentence_stops_the_generator(monkeypatch):
-    records = figures.robustness_records()
-    flipped = copy.deepcopy(records)
+    flipped = copy.deepcopy(records.robustness_records())
     cnn = dict(flipped["BaselineCNN/mnist"]["table"]["rotation"])
     capsules = dict(flipped["EffCapsNet/mnist"]["table"]["rotation"])
     cnn[15.0] = capsules[15.0] + 0.01  # the CNN now ahead at 15 degrees
     flipped["BaselineCNN/mnist"]["table"]["rotation"] = [[m, a] for m, a in cnn.items()]
-    monkeypatch.setattr(figures, "robustness_records", lambda: flipped)
-    with pytest.raises(figures.StaleSentence, match="the capsule network is ahead under rotation"):
-        figures.robustness_findings()
+    monkeypatch.setattr(records, "robustness_records", lambda: flipped)
+    with pytest.raises(StaleSentence, match="the capsule network is ahead under rotation"):
+        robustness.robustness_findings()
 
 
 def test_main_job_record_keeps_the_runs_figures():
@@ -157,9 +168,9 @@ def test_a_fine_tune_record_where_scratch_starts_ahead_stops_the_generator(monke
     for row in flipped["rows"]:
         if row["run"] == "from scratch":
             row["validation_accuracy"][0] = 0.99  # ahead of both fine-tuned runs after the first epoch
-    monkeypatch.setattr(figures, "fine_tune_folder_record", lambda: (flipped, name))
-    with pytest.raises(figures.StaleSentence, match="fine-tuning starts ahead"):
-        figures.fine_tune_folder()
+    monkeypatch.setattr(records, "fine_tune_folder_record", lambda: (flipped, name))
+    with pytest.raises(StaleSentence, match="fine-tuning starts ahead"):
+        fine_tune.fine_tune_folder()
 
 
 def _scale_row(application, size, status="measured", **figures_):
@@ -181,9 +192,9 @@ def test_larger_inputs_table_divides_each_step_by_the_cnns_at_the_same_input(mon
             _scale_row("EffConvCapsNet", 64, step_ms=500.0, train_peak_mb=1200),
         ],
     }
-    monkeypatch.setattr(figures, "scale_record", lambda: (record, "2026-11-28-1720-test-scale.json"))
-    monkeypatch.setattr(figures, "supplement_record", lambda: None)
-    block = figures.larger_inputs()
+    monkeypatch.setattr(records, "scale_record", lambda: (record, "2026-11-28-1720-test-scale.json"))
+    monkeypatch.setattr(records, "supplement_record", lambda: None)
+    block = larger_inputs.larger_inputs()
     assert "| application | 32×32×3 | 64×64×3 |" in block
     # 1500 / 100 = 15.0 and 3000 / 250 = 12.0 times the CNN's step; 3,189 MB -> 3.2 GB
     assert "| MatrixCapsNet | 3.2 GB · 15.0× the CNN's step | 4.4 GB · 12.0× the CNN's step |" in block
@@ -211,9 +222,9 @@ def test_larger_inputs_names_a_configuration_that_was_stopped(monkeypatch):
             ),
         ],
     }
-    monkeypatch.setattr(figures, "scale_record", lambda: (record, "r-scale.json"))
-    monkeypatch.setattr(figures, "supplement_record", lambda: None)
-    block = figures.larger_inputs()
+    monkeypatch.setattr(records, "scale_record", lambda: (record, "r-scale.json"))
+    monkeypatch.setattr(records, "supplement_record", lambda: None)
+    block = larger_inputs.larger_inputs()
     assert "| MatrixCapsNet | not trained: over 20 GB during the first step; stopped by the guard |" in block
     assert (
         "1 of the 2 that build trained a step" in block and "not trained: MatrixCapsNet (the table says why)" in block
@@ -232,10 +243,10 @@ def test_a_later_run_at_224_px_only_is_a_supplement_below_the_sweep(monkeypatch,
         ("2026-11-28-1716-a-scale-before.json", run("Sweep CPU", (32,))),
     ):
         (tmp_path / name).write_text(json.dumps(record))
-    monkeypatch.setattr(figures, "BENCHMARK_RESULTS", str(tmp_path))
-    assert figures.scale_record()[1] == "2026-11-29-0526-a-scale.json"  # the newer file holds no size of the sweep
-    assert figures.supplement_record()[1] == "2026-12-01-2100-b-scale.json"
-    block = figures.larger_inputs()
+    monkeypatch.setattr(records, "BENCHMARK_RESULTS", str(tmp_path))
+    assert records.scale_record()[1] == "2026-11-29-0526-a-scale.json"  # the newer file holds no size of the sweep
+    assert records.supplement_record()[1] == "2026-12-01-2100-b-scale.json"
+    block = larger_inputs.larger_inputs()
     assert "| application | 32×32×3 | 64×64×3 |" in block and "on Sweep CPU, 01:00-02:00 UTC" in block
     head, tail = block.split("At 224×224×3, measured in a run of its own on Other CPU")
     assert "224" not in head and "`benchmarks/results/2026-12-01-2100-b-scale.json`" in tail
@@ -296,10 +307,10 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
             _first_step_row("FMCapsNet", 12.0, 0.5),
         ],
     }
-    monkeypatch.setattr(figures, "step_cost_record", lambda: (counts, "c-step-cost.json"))
-    monkeypatch.setattr(figures, "scale_record", lambda: (scale, "s-scale.json"))
-    monkeypatch.setattr(figures, "first_step_record", lambda: (first, "f-first-step.json"))
-    block = figures.why_slow()
+    monkeypatch.setattr(records, "step_cost_record", lambda: (counts, "c-step-cost.json"))
+    monkeypatch.setattr(records, "scale_record", lambda: (scale, "s-scale.json"))
+    monkeypatch.setattr(records, "first_step_record", lambda: (first, "f-first-step.json"))
+    block = why_slow.why_slow()
     # 180 / 10 = 18 times the CNN's values; 4,600 / 400 ms = 11.5 times its step
     assert (
         "- `ConsensusCapsNet-dynamic`: 0.9 GFLOP per image, fewer than the CNN's 1.5, but 180 M float32 values written "
@@ -314,7 +325,7 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
     ) in block and "FMCapsNet" not in block
     first["rows"][1].update(after_first_step_s=[65.0], after_step_s=34.0)  # 65 - 34 = 31 s besides the step: refused
     with pytest.raises(ValueError, match="less its step"):
-        figures.why_slow()
+        why_slow.why_slow()
     first["rows"][1].update(after_first_step_s=[41.0], after_step_s=27.0)
     # 4,250 M values x 4 bytes x 16 images = 272 GB; 9,000 of 12,000 MFLOP = 75 %
     assert (
@@ -335,4 +346,4 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
         3.0  # no longer many times the dynamic router's: the sentence is refused
     )
     with pytest.raises(ValueError, match="outnumber"):
-        figures.why_slow()
+        why_slow.why_slow()
