@@ -23,6 +23,7 @@ HOME = {
     "InvertedAttentionCapsNet": ("cifar10", "simple"),
     "AgreementGLOM": ("cifar10", "default"),
     "BaselineCNN": ("mnist", "default"),
+    "VBCapsNet": ("smallnorb", "default"),
 }
 #: Every generic recipe's changes to its paper recipe.
 COMMON = {"epochs": 30, "augmentation": "random_shift", "lr_decay_steps": None, "lr_floor": 0.0, "configuration": None}
@@ -48,6 +49,7 @@ CHANGES = {
     # Batch 800 and a peak rate of 0.012 need a GPU; the rate scales with the batch (0.012 x 32 / 800).
     "AgreementGLOM": {"model_kwargs": {"classifier_activation": "softmax"}, "batch_size": 32, "learning_rate": 4.8e-4},
     "BaselineCNN": {"model_kwargs": {"variant": "matched"}},
+    "VBCapsNet": {"batch_size": 32},
 }
 #: Applications without a paper recipe: their whole generic recipe.
 STANDALONE = {
