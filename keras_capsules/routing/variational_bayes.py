@@ -97,7 +97,9 @@ class VariationalBayesRouter(Router):
             Defaults to ``None``.
         batch_norm: normalise the poses and the activation logits as the code does. Defaults to ``True``.
         epsilon: added to ``N_j`` where it divides. Defaults to 1e-9.
-        **kwargs: ``quantize_levels`` (see :class:`Router`) and the ``keras.layers.Layer`` arguments.
+        **kwargs: ``quantize_levels`` and ``jit_compile`` (see :class:`Router`; ``jit_compile=True`` needs
+            ``batch_norm=False``, since the norms update their moving statistics in the step) and the
+            ``keras.layers.Layer`` arguments.
 
     Example:
         >>> router = VariationalBayesRouter(iterations=3)
