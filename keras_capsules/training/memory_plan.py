@@ -10,6 +10,11 @@
 - :class:`EpochTimeEstimate`: a callback that prints the estimated epoch time after a few steady steps.
 - :func:`parse_size` reads ``"8GB"``, ``"512MiB"``; :func:`format_size` writes bytes back.
 
+The parts live beside this module and are imported from here too: :mod:`~keras_capsules.training.process_memory`
+(:func:`available_bytes`, :func:`resident_bytes`), :mod:`~keras_capsules.training.graph_liveness`
+(:func:`live_tensors`, the graph replay of step 2 below), :mod:`~keras_capsules.training.routed_scope` (which
+ops the routed layers made) and :mod:`~keras_capsules.training.epoch_time` (:class:`EpochTimeEstimate`).
+
 Use, with the model compiled as it will train::
 
     plan = memory_plan.estimate(model, batch_size=16, examples=60_000)
@@ -54,28 +59,40 @@ another backend gets a ``ValueError``):
 The estimate covers one process on a CPU; it does not model accelerator memory or several replicas.
 """
 
-import collections
-import contextlib
 import dataclasses
-import functools
-import inspect
 import math
-import os
 import re
-import time
 from collections.abc import Callable
 
 import keras
 
 from keras_capsules import errors
-from keras_capsules.introspection import all_layers
-from keras_capsules.routing import Router
 from keras_capsules.training import shape_plan
+from keras_capsules.training.epoch_time import EpochTimeEstimate, format_seconds
+from keras_capsules.training.graph_liveness import LiveTensors, live_tensors, loop_body_graph
+from keras_capsules.training.process_memory import available_bytes, resident_bytes
+from keras_capsules.training.routed_scope import in_routed_scope, routed_layers, routed_scope
 
-try:
-    import resource
-except ImportError:  # Windows: no RLIMIT_AS to read
-    resource = None
+__all__ = [  # the plan's own, and what it reads from its helper modules (imported from here too)
+    "BYTES_PER_OP",
+    "LIVE_FACTOR",
+    "PROCESS_BASELINE_BYTES",
+    "EpochTimeEstimate",
+    "LiveTensors",
+    "MemoryPlanError",
+    "TrainingPlan",
+    "available_bytes",
+    "check",
+    "estimate",
+    "format_seconds",
+    "format_size",
+    "largest_batch",
+    "live_tensors",
+    "loop_body_graph",
+    "optimizer_slots",
+    "parse_size",
+    "resident_bytes",
+]
 
 #: Peak resident memory of a fresh process that imports keras_capsules (TensorFlow, Keras) and runs one
 #: ``train_on_batch`` of a two-weight model: the runtime every training process pays before its model.
@@ -91,25 +108,6 @@ LIVE_FACTOR = 1.244
 #: and resident bytes per op of the traced step.
 BYTES_PER_OP = 37_292
 
-#: Ops whose outputs share their first input's memory (``IdentityN``: output ``i`` shares input ``i``).
-VIEW_OPS = frozenset(
-    {
-        "Identity",
-        "IdentityN",
-        "Reshape",
-        "Squeeze",
-        "ExpandDims",
-        "StopGradient",
-        "Snapshot",
-        "PreventGradient",
-        "EnsureShape",
-        "CheckNumerics",
-    }
-)
-#: Ops whose outputs are the variables' own memory (counted as the weights).
-VARIABLE_OPS = frozenset({"ReadVariableOp", "VarHandleOp"})
-#: Loop ops: their body is replayed on its own, its peak added while the loop runs (see :func:`live_tensors`).
-LOOP_OPS = frozenset({"While", "StatelessWhile"})
 
 _DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _BINARY = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -157,272 +155,7 @@ def format_size(count: int) -> str:
     return f"{count} B"
 
 
-# --- what the process can use -----------------------------------------------------------------------
-
-PROC_MEMINFO = "/proc/meminfo"
-PROC_STATUS = "/proc/self/status"
-PROC_CGROUP = "/proc/self/cgroup"
-CGROUP_ROOT = "/sys/fs/cgroup"
-#: cgroup v1 writes "no limit" as a number near 2**63.
-_CGROUP_V1_UNLIMITED = 2**60
-
-
-def _read(path):
-    try:
-        with open(path, encoding="ascii") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _kib_field(text, field):
-    """The ``field:  N kB`` value of a ``/proc`` file's ``text``, in bytes; ``None`` when absent."""
-    match = re.search(rf"^{field}:\s+(\d+)\s*kB", text or "", re.MULTILINE)
-    return int(match.group(1)) * 1024 if match else None
-
-
-def resident_bytes() -> int | None:
-    """This process's resident memory now (``VmRSS`` of ``/proc/self/status``); ``None`` where there is no ``/proc``."""
-    return _kib_field(_read(PROC_STATUS), "VmRSS")
-
-
-def _cgroup_headroom():
-    """The least ``limit - usage`` over this process's memory cgroup and its ancestors (v2 and v1), or ``None``."""
-    room = []
-    for line in (_read(PROC_CGROUP) or "").splitlines():
-        fields = line.split(":", 2)
-        if len(fields) != 3:
-            continue
-        _, controllers, path = fields
-        if controllers == "":  # v2: "0::/path"
-            base, limit_file, usage_file = CGROUP_ROOT, "memory.max", "memory.current"
-        elif "memory" in controllers.split(","):
-            base, limit_file, usage_file = (
-                os.path.join(CGROUP_ROOT, "memory"),
-                "memory.limit_in_bytes",
-                "memory.usage_in_bytes",
-            )
-        else:
-            continue
-        parts = [p for p in path.split("/") if p]
-        for depth in range(len(parts), -1, -1):  # the process's own group, then each ancestor (a namespaced root: "/")
-            folder = os.path.join(base, *parts[:depth])
-            limit, usage = _read(os.path.join(folder, limit_file)), _read(os.path.join(folder, usage_file))
-            if limit is None or usage is None or limit.strip() == "max":
-                continue
-            if int(limit) < _CGROUP_V1_UNLIMITED:
-                room.append(int(limit) - int(usage))
-    return min(room) if room else None
-
-
-def available_bytes() -> int | None:
-    """The most resident memory this process can reach: its resident memory now plus the least headroom of
-
-    - the system's ``MemAvailable`` (``/proc/meminfo``),
-    - its memory cgroup: ``memory.max - memory.current`` (v2) or ``memory.limit_in_bytes -
-      memory.usage_in_bytes`` (v1), over its group and the groups above it,
-    - ``RLIMIT_AS`` where set: the limit less the address space in use (``VmSize``).
-
-    Comparable with :attr:`TrainingPlan.peak_bytes`, which counts the whole process. Without ``/proc``
-    (macOS, Windows): the free physical pages (``os.sysconf("SC_AVPHYS_PAGES")``) where the system
-    reports them, else ``None`` (unknown: :func:`check` then checks nothing).
-    """
-    status = _read(PROC_STATUS)
-    resident = _kib_field(status, "VmRSS") or 0
-    room = [_kib_field(_read(PROC_MEMINFO), "MemAvailable"), _cgroup_headroom()]
-    address_space = _kib_field(status, "VmSize")
-    soft = resource.getrlimit(resource.RLIMIT_AS)[0] if resource is not None else None
-    if soft not in (None, getattr(resource, "RLIM_INFINITY", None)) and address_space is not None:
-        room.append(soft - address_space)
-    room = [r for r in room if r is not None]
-    if not room:
-        try:
-            room = [os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")]
-        except (AttributeError, ValueError, OSError):
-            return None
-    return resident + max(min(room), 0)
-
-
-# --- the step's live tensors ------------------------------------------------------------------------
-
-
-def _tensor_bytes(tensor):
-    """Bytes of a traced tensor of fixed shape; 0 for handles, strings and shapes the graph leaves open."""
-    dtype = tensor.dtype
-    if dtype.name in ("resource", "variant", "string") or not tensor.shape.is_fully_defined():
-        return 0
-    return math.prod(tensor.shape) * dtype.size
-
-
-@dataclasses.dataclass(frozen=True)
-class LiveTensors:
-    """The most memory a graph's tensors hold at once when its ops run one at a time in creation order.
-
-    Attributes:
-        peak_bytes: that most.
-        ops: the ops in the graph.
-        at_peak: ``{op name: bytes}`` of the buffers live at the peak, by the op that made them.
-    """
-
-    peak_bytes: int
-    ops: int
-    at_peak: dict
-
-
-def loop_body_graph(op):
-    """The graph of a loop op's (:data:`LOOP_OPS`) body, from its graph's function library."""
-    return op.graph._get_function(op.get_attr("body").name).graph
-
-
-def _list_bytes(op, index):
-    """Bytes held by the tensor list that output ``index`` of ``op`` is (0 for any other output, and for an
-    iteration count the graph leaves open): a loop's list the body fills one element per iteration, the
-    map's outputs (``TensorListSetItem``) or the gradient's accumulators (``TensorListPushBack``: what the
-    gradient loop reads), the iterations (the loop's constant ``maximum_iterations``) times an element's
-    bytes; a list made from a tensor (``TensorListFromTensor``, a map's inputs) that tensor's bytes."""
-    import tensorflow as tf
-
-    if op.type == "TensorListFromTensor":
-        return _tensor_bytes(op.inputs[0])
-    if op.type not in LOOP_OPS:
-        return 0
-    filled = loop_body_graph(op).outputs[index].op
-    while filled.type == "Identity":
-        filled = filled.inputs[0].op
-    element = {"TensorListPushBack": 1, "TensorListSetItem": 2}.get(filled.type)
-    iterations = tf.get_static_value(op.inputs[1])
-    if element is None or iterations is None:
-        return 0
-    return int(iterations) * _tensor_bytes(filled.inputs[element])
-
-
-def _loop_body_peak(op):
-    """The most bytes one iteration of a loop op (``While``) holds at once: its body replayed (:func:`live_tensors`); 0 for other ops."""
-    if op.type not in LOOP_OPS:
-        return 0
-    body = loop_body_graph(op)
-    return live_tensors(body.get_operations(), body.outputs).peak_bytes
-
-
-def live_tensors(operations, outputs=()) -> LiveTensors:
-    """Replays ``operations`` (a graph's, in creation order) and finds the most bytes live at once.
-
-    An op's outputs are allocated when it runs, with its inputs still live; a buffer is freed once every
-    consumer of every tensor that shares it has run, except the ``outputs`` (kept to the end).
-    Views (:data:`VIEW_OPS`) share their input's buffer; variable reads (:data:`VARIABLE_OPS`) hold none.
-    A loop (:data:`LOOP_OPS`: ``ConvCaps`` routes its rows in one) adds, while it runs, its body's own
-    peak once (its iterations run one after another); what it keeps across iterations for the gradient
-    (tensor lists, e.g. each row's inputs: :func:`_list_bytes`) is live from the loop to the
-    gradient loop that reads it, as are the lists of a map's inputs and outputs. An input made by an op created later (a loop's gradient accumulators,
-    which TensorFlow adds after the loop) is its own buffer.
-
-    Args:
-        operations: the ops, each with ``name``, ``type``, ``inputs`` and ``outputs`` (``tf.Operation``).
-        outputs: tensors alive at the end (the step's results).
-    """
-    buffer_of, size, made_by, uses = {}, {}, {}, collections.Counter()
-
-    def own_buffer(tensor, op_name, bytes_):
-        buffer_of[tensor.name] = tensor.name
-        size[tensor.name], made_by[tensor.name] = bytes_, op_name
-
-    def output_bytes(op, index):
-        tensor = op.outputs[index]
-        return _list_bytes(op, index) if tensor.dtype.name == "variant" else _tensor_bytes(tensor)
-
-    for op in operations:
-        for index, tensor in enumerate(op.outputs):
-            if tensor.name in buffer_of:  # already an input of an earlier op, its own buffer
-                made_by[tensor.name], size[tensor.name] = op.name, output_bytes(op, index)
-                continue
-            if (
-                op.type in VIEW_OPS
-                and op.inputs
-                and op.inputs[index if op.type == "IdentityN" else 0].name in buffer_of
-            ):
-                buffer_of[tensor.name] = buffer_of[op.inputs[index if op.type == "IdentityN" else 0].name]
-            elif op.type in VARIABLE_OPS:
-                buffer_of[tensor.name] = None
-            else:
-                own_buffer(tensor, op.name, output_bytes(op, index))
-        for tensor in op.inputs:
-            if tensor.name not in buffer_of:
-                own_buffer(
-                    tensor, tensor.name, _tensor_bytes(tensor)
-                )  # its maker, once it comes, names it and sizes it
-            if buffer_of[tensor.name] is not None:
-                uses[buffer_of[tensor.name]] += 1
-    kept = {buffer_of[t.name] for t in outputs}
-    live, total, peak, at_peak = {}, 0, 0, {}
-    for op in operations:
-        for tensor in op.outputs:
-            if buffer_of[tensor.name] == tensor.name and tensor.name not in live:
-                live[tensor.name] = size[tensor.name]
-                total += size[tensor.name]
-        body = _loop_body_peak(op)
-        if total + body > peak:
-            peak, at_peak = total + body, dict(live)
-            if body:
-                at_peak[op.name + "/body"], made_by[op.name + "/body"] = body, op.name
-        for tensor in op.inputs:
-            if buffer_of[tensor.name] is not None:
-                uses[buffer_of[tensor.name]] -= 1
-        for tensor in (*op.inputs, *op.outputs):
-            buffer = buffer_of[tensor.name]
-            if buffer in live and uses[buffer] == 0 and buffer not in kept:
-                total -= live.pop(buffer)
-    by_op = collections.Counter()
-    for buffer, count in at_peak.items():
-        by_op[made_by[buffer]] += count
-    return LiveTensors(peak, len(operations), dict(by_op))
-
-
-#: The name scope the methods of routed capsule layers run in while the step is traced (see :func:`_routed_scope`).
-ROUTED_SCOPE = "memory_plan_routed"
-
-
-def _routed_layers(model):
-    """The layers of ``model`` that route: routers, the layers that hold one, and the layers (not models) that hold those
-    (``ConcurrentRouting``, which calls its capsule layers' methods directly)."""
-    layers = [layer for layer in all_layers(model) if not isinstance(layer, keras.Model)]
-    routes = lambda layer: isinstance(layer, Router) or isinstance(getattr(layer, "router", None), Router)  # noqa: E731
-    return [layer for layer in layers if routes(layer) or any(routes(inner) for inner in all_layers(layer))]
-
-
-def _in_routed_scope(op_name):
-    """Whether ``op_name`` lies under :data:`ROUTED_SCOPE` (TensorFlow numbers a scope entered again: ``_1``, ``_2``...)."""
-    return any(re.fullmatch(rf"{ROUTED_SCOPE}(_\d+)?", part) for part in op_name.split("/")[:-1])
-
-
-@contextlib.contextmanager
-def _routed_scope(layers):
-    """Within: each method the classes of ``layers`` define (below ``keras.layers.Layer``) runs in the name scope
-    :data:`ROUTED_SCOPE`, so every op they make carries it: their forward ops, the gradient ops TensorFlow names after
-    those, and a rematerialised layer's recomputation in the backward pass (which calls the same methods)."""
-    import tensorflow as tf
-
-    def scoped(method):
-        @functools.wraps(method)
-        def run(*args, **kwargs):
-            with tf.name_scope(ROUTED_SCOPE):
-                return method(*args, **kwargs)
-
-        return run
-
-    wrapped = []
-    try:
-        for layer in layers:
-            for cls in type(layer).__mro__:
-                if cls is keras.layers.Layer:
-                    break
-                for name, attribute in vars(cls).items():
-                    if inspect.isfunction(attribute) and not name.startswith("__") and (layer, name) not in wrapped:
-                        setattr(layer, name, scoped(getattr(layer, name)))
-                        wrapped.append((layer, name))
-        yield
-    finally:
-        for layer, name in wrapped:
-            delattr(layer, name)
+# --- the weights and the optimizer's slots ---------------------------------------------------------
 
 
 def optimizer_slots(optimizer) -> int:
@@ -576,10 +309,10 @@ def estimate(
         optimizer = getattr(model, "optimizer", None) or "adam"
     slots = optimizer_slots(optimizer)
     optimizer_name = type(keras.optimizers.get(optimizer) if isinstance(optimizer, (str, dict)) else optimizer).__name__
-    with _routed_scope(_routed_layers(model)):
+    with routed_scope(routed_layers(model)):
         operations, outputs = shape_plan.traced_step(model, batch_size, tuple(label_shape), label_dtype)
     live = live_tensors(operations, outputs)
-    votes = sum(count for name, count in live.at_peak.items() if _in_routed_scope(name))
+    votes = sum(count for name, count in live.at_peak.items() if in_routed_scope(name))
     shapes = tuple(tuple(t.shape[1:]) for t in model.inputs)
 
     def at(other_batch):
@@ -684,65 +417,3 @@ def check(plan: TrainingPlan, limit_bytes: int | None = None) -> TrainingPlan:
         f"memory_plan.check: training {plan.headline()} needs about {format_size(plan.peak_bytes)} ({plan.parts()}), "
         f"more than {what}. {advice}"
     )
-
-
-# --- the epoch's time -------------------------------------------------------------------------------
-
-
-def format_seconds(seconds: float) -> str:
-    """``"2 h 05 min"``, ``"12 min 30 s"``, ``"45.2 s"``."""
-    if seconds >= 3600:
-        hours, rest = divmod(round(seconds / 60), 60)
-        return f"{hours} h {rest:02d} min"
-    if seconds >= 60:
-        minutes, rest = divmod(round(seconds), 60)
-        return f"{minutes} min {rest:02d} s"
-    return f"{seconds:.1f} s"
-
-
-class EpochTimeEstimate(keras.callbacks.Callback):
-    """Prints the estimated time of an epoch once the first epoch's steps settle.
-
-    The first ``warmup`` steps (tracing, first-call costs) are left out; the next ``steps`` are timed
-    from the end of one to the end of the next (the input pipeline included), and their mean times
-    the steps per epoch is printed once, and kept in :attr:`epoch_seconds`. Steps are the batches
-    Keras reports (with ``steps_per_execution > 1``, executions).
-
-    Args:
-        steps_per_epoch: steps per epoch (default: what ``fit`` reports, ``params["steps"]``).
-        warmup: steps left out, at least 1.
-        steps: steps timed, at least 1.
-        print_fn: where the line goes.
-        clock: seconds now (``time.perf_counter``).
-    """
-
-    def __init__(self, steps_per_epoch=None, warmup=3, steps=5, print_fn=print, clock=time.perf_counter):
-        super().__init__()
-        self.steps_per_epoch = (
-            None if steps_per_epoch is None else errors.check_positive_int(self, "steps_per_epoch", steps_per_epoch)
-        )
-        self.warmup = errors.check_positive_int(self, "warmup", warmup)
-        self.steps = errors.check_positive_int(self, "steps", steps)
-        self.print_fn, self.clock = print_fn, clock
-        self.ends, self.epoch_seconds, self.step_seconds = [], None, None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.ends = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.step_seconds is not None:
-            return
-        self.ends.append(self.clock())
-        if len(self.ends) < self.warmup + self.steps:
-            return
-        start = self.ends[self.warmup - 1]
-        self.step_seconds = (self.ends[-1] - start) / self.steps
-        steps = self.steps_per_epoch or (self.params or {}).get("steps")
-        timed = f"mean step {self.step_seconds:.3g} s over steps {self.warmup + 1}-{self.warmup + self.steps}"
-        if steps:
-            self.epoch_seconds = self.step_seconds * steps
-            self.print_fn(
-                f"Estimated epoch time: {format_seconds(self.epoch_seconds)} ({timed}, {steps:,} steps per epoch)"
-            )
-        else:
-            self.print_fn(f"Estimated step time: {self.step_seconds:.3g} s ({timed}; steps per epoch unknown)")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from keras_capsules import layers
-from keras_capsules.training import memory_plan
+from keras_capsules.training import memory_plan, process_memory
 
 tensorflow_only = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the estimate walks a traced TensorFlow graph"
@@ -357,10 +357,10 @@ def _fake_proc(tmp_path, monkeypatch, meminfo_available, cgroup_lines, rss=GIB, 
         f"Name:\tpython\nVmSize:\t{vm_size // 1024} kB\nVmHWM:\t{rss // 1024} kB\nVmRSS:\t{rss // 1024} kB\n"
     )
     (tmp_path / "cgroup").write_text("".join(line + "\n" for line in cgroup_lines))
-    monkeypatch.setattr(memory_plan, "PROC_MEMINFO", str(tmp_path / "meminfo"))
-    monkeypatch.setattr(memory_plan, "PROC_STATUS", str(tmp_path / "status"))
-    monkeypatch.setattr(memory_plan, "PROC_CGROUP", str(tmp_path / "cgroup"))
-    monkeypatch.setattr(memory_plan, "CGROUP_ROOT", str(tmp_path / "sys"))
+    monkeypatch.setattr(process_memory, "PROC_MEMINFO", str(tmp_path / "meminfo"))
+    monkeypatch.setattr(process_memory, "PROC_STATUS", str(tmp_path / "status"))
+    monkeypatch.setattr(process_memory, "PROC_CGROUP", str(tmp_path / "cgroup"))
+    monkeypatch.setattr(process_memory, "CGROUP_ROOT", str(tmp_path / "sys"))
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
@@ -406,16 +406,16 @@ def test_available_bytes_counts_rlimit_as_against_the_address_space_in_use(tmp_p
 
 def test_available_bytes_without_proc_falls_back_to_sysconf_or_none(tmp_path, monkeypatch):
     _fake_proc(tmp_path, monkeypatch, 0, [])
-    monkeypatch.setattr(memory_plan, "PROC_MEMINFO", str(tmp_path / "absent"))
-    monkeypatch.setattr(memory_plan, "PROC_STATUS", str(tmp_path / "absent"))
+    monkeypatch.setattr(process_memory, "PROC_MEMINFO", str(tmp_path / "absent"))
+    monkeypatch.setattr(process_memory, "PROC_STATUS", str(tmp_path / "absent"))
     pages = {"SC_AVPHYS_PAGES": 1000, "SC_PAGE_SIZE": 4096}
-    monkeypatch.setattr(memory_plan.os, "sysconf", lambda name: pages[name])
+    monkeypatch.setattr(process_memory.os, "sysconf", lambda name: pages[name])
     assert memory_plan.available_bytes() == 4096 * 1000
 
     def unsupported(name):
         raise ValueError(name)
 
-    monkeypatch.setattr(memory_plan.os, "sysconf", unsupported)
+    monkeypatch.setattr(process_memory.os, "sysconf", unsupported)
     assert memory_plan.available_bytes() is None
 
 
