@@ -11,6 +11,7 @@ from keras_capsules.routing.base import Router
 from keras_capsules.routing.dynamic import DynamicRouter
 from keras_capsules.routing.em import EMRouter
 from keras_capsules.routing.fm_agreement import FMAgreementRouter
+from keras_capsules.routing.heinsen import HeinsenRouter
 from keras_capsules.routing.inverted_dot_product import InvertedDotProductRouter
 from keras_capsules.routing.kernel import KernelRouter
 from keras_capsules.routing.lstm import LSTMRouter
@@ -23,6 +24,7 @@ __all__ = [
     "DynamicRouter",
     "EMRouter",
     "FMAgreementRouter",
+    "HeinsenRouter",
     "InvertedDotProductRouter",
     "KernelRouter",
     "LSTMRouter",

@@ -66,6 +66,7 @@ def test_none_keeps_every_routers_own_default(name):
         "dynamic": 3,
         "em": 3,
         "fm_agreement": 1,
+        "heinsen": 3,
         "inverted_dot_product": 2,
         "kernel": 3,
         "lstm": 3,
