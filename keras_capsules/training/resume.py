@@ -6,10 +6,7 @@ import os
 
 import numpy as np
 
-from keras_capsules.training.checkpoints import (
-    CheckpointError,
-    checkpoint_dirs,
-)
+from keras_capsules.training.checkpoints import CheckpointError, checkpoint_dirs
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,9 +9,7 @@ import numpy as np
 from keras_capsules.export import export_saved_model
 from keras_capsules.saving import atomic, save_model
 from keras_capsules.training import pruning
-from keras_capsules.training.distribute import (
-    distributed_evaluate,
-)
+from keras_capsules.training.distribute import distributed_evaluate
 
 
 def weights_fingerprint(model):

@@ -5,13 +5,8 @@ import time
 
 from keras_capsules import recipes
 from keras_capsules.training import memory_plan, pruning
-from keras_capsules.training.checkpoints import (
-    EpochCheckpoint,
-    restore_checkpoint,
-)
-from keras_capsules.training.distribute import (
-    distributed_fit,
-)
+from keras_capsules.training.checkpoints import EpochCheckpoint, restore_checkpoint
+from keras_capsules.training.distribute import distributed_fit
 from keras_capsules.training.resume import check_stage, epoch_offsets
 from keras_capsules.training.stages import set_stage_trainable, stage_model
 from keras_capsules.training.training_data import stage_data

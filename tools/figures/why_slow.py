@@ -93,7 +93,7 @@ def _traffic_bound(application, row, cnn, achieved, host_name):
     return sentence + "."
 
 
-#: The first step's target (issue 52), seconds at 64x64x3.
+#: The first step's target in BENCHMARKS.md (tracing included, at 64x64x3), in seconds.
 FIRST_STEP_LIMIT_S = 30
 
 
