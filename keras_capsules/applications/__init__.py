@@ -40,6 +40,7 @@ from keras_capsules.applications.consensus_capsnet import ConsensusCapsNet
 from keras_capsules.applications.eff_capsnet import EffCapsNet
 from keras_capsules.applications.eff_conv_capsnet import EffConvCapsNet
 from keras_capsules.applications.fm_capsnet import FMCapsNet
+from keras_capsules.applications.heinsen_capsnet import HeinsenCapsNet
 from keras_capsules.applications.inverted_attention_capsnet import InvertedAttentionCapsNet
 from keras_capsules.applications.io import decode_predictions, preprocess_input
 from keras_capsules.applications.matrix_capsnet import MatrixCapsNet
@@ -55,6 +56,7 @@ __all__ = [
     "EffCapsNet",
     "EffConvCapsNet",
     "FMCapsNet",
+    "HeinsenCapsNet",
     "InvertedAttentionCapsNet",
     "MatrixCapsNet",
     "ReconstructionLoss",

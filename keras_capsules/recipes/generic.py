@@ -53,6 +53,14 @@ CHANGES = {
 }
 #: Applications without a paper recipe: their whole generic recipe.
 STANDALONE = {
+    # The official code's rate and batch (RAdam 5e-4 with a one-cycle schedule, batch 20) with Adam, no decay.
+    "HeinsenCapsNet": {
+        "optimizer": "adam",
+        "learning_rate": 5e-4,
+        "lr_decay": 1.0,
+        "loss": "crossentropy",
+        "batch_size": 20,
+    },
     "EffConvCapsNet": {
         "optimizer": "adam",
         "learning_rate": 1e-3,

@@ -42,6 +42,7 @@ SMALL = {
     },
     "EffConvCapsNet": {"input_shape": (64, 64, 3), "classes": 3},
     "VBCapsNet": {"input_shape": (17, 17, 2), "classes": 3, "routing_iterations": 1},
+    "HeinsenCapsNet": {"input_shape": (29, 29, 2), "classes": 3, "routing_iterations": 2},
 }
 
 
