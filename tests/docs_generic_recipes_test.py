@@ -21,6 +21,7 @@ PAGES = {
     "AgreementGLOM": "agreement_glom",
     "BaselineCNN": "baseline_cnn",
     "EffConvCapsNet": "eff_conv_capsnet",
+    "HeinsenCapsNet": "heinsen_capsnet",
 }
 OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
 LOSSES = {
