@@ -104,7 +104,7 @@ def test_weights_zero_activations_and_padding_children():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("scale", [0.0, 1.0, 1e4, 1e30])
+@pytest.mark.parametrize("scale", [0.0, 1e4, 1e30])
 def test_finite_for_zero_and_large_votes(dtype, scale):
     rng = np.random.default_rng(4)
     largest = 6e4 if dtype == "float16" else 1e38  # finite input in every dtype
