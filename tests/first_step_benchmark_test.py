@@ -53,7 +53,7 @@ def test_the_row_keeps_each_process_and_the_report_divides_the_medians():
     assert row["before_first_step_s"] == [21.0, 19.0] and row["after_traces"] == [1, 1] and row["after_step_s"] == 0.6
     page = report.pages([_run([row])])["docs/benchmarks/scaling.md"]
     # Medians 10.5 / 20.0 = 0.53 (0.525 rounds half to even).
-    assert "| FMCapsNet | 64x64x3 | 16 | 2/2 · 1/1 | 21.0 / 19.0 · 11.0 / 10.0 | 0.53 | 0.55 · 0.6 |  |" in page
+    assert "| FMCapsNet | 64x64x3 | 16 | 2/2 · 1/1 | 21.0 / 19.0 · 11.0 / 10.0 | 0.53 | 0.55 · 0.6 | |" in page
 
 
 def test_the_first_step_verdict_reads_this_packages_first_steps():

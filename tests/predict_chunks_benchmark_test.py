@@ -41,7 +41,7 @@ def test_the_report_table_reads_both_modes():
     }
     page = report.pages([run])["docs/benchmarks/scaling.md"]
     assert (
-        "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · 7,400 | 0.50 | 2,000.0 · 2,100.0 | 40.0 · 60.0 |  |" in page
+        "| A | 128x128x3 | 16 | 5 · 7 | 14,800 · 7,400 | 0.50 | 2,000.0 · 2,100.0 | 40.0 · 60.0 | |" in page
     )  # 7,400 / 14,800
     row.pop("chunks_peak_mb")
     row["chunks_error"] = "exit status -9"

@@ -9,6 +9,8 @@ right-aligned); optionally ``filter`` (which rows), ``transform`` (rows -> the r
 
 import re
 
+from keras_capsules import markdown
+
 
 def num(value):
     """A figure as recorded: thousands separated, ``—`` where there is none."""
@@ -38,13 +40,10 @@ def run_stamp(run):
 
 
 def table(headers, lines):
-    """A Markdown table; a header starting with ">" is right-aligned."""
-    out = [
-        "| " + " | ".join(h.lstrip("> ") for h in headers) + " |",
-        "|" + "|".join("---:" if h.startswith(">") else "---" for h in headers) + "|",
-    ]
-    out += ["| " + " | ".join(cells) + " |" for cells in lines]
-    return out
+    """The lines of a Markdown table (:func:`keras_capsules.markdown.table`); a header starting with ``">"`` is
+    right-aligned."""
+    align = "".join("r" if h.startswith(">") else "l" for h in headers)
+    return markdown.table([h.lstrip("> ") for h in headers], lines, align=align)
 
 
 def col(key, header=None):
