@@ -9,8 +9,9 @@ accuracy on the first ``--validation-images`` of the hold-out after every ``--ev
 weights of the best validation step are restored and read the full test set once.
 
 Usage: ``python -m benchmarks router_fashion_mnist --data-dir DATA_DIR [--steps 300] [--routers dynamic,em]``
-(or set ``KERAS_CAPSULES_DATA`` instead of ``--data-dir``): the folder with the Fashion-MNIST IDX files. Writes
-``benchmarks/results/YYYY-MM-DD-HHMM-router-fashion-mnist.json`` and prints a Markdown table. Training
+(or set ``KERAS_CAPSULES_DATA`` instead of ``--data-dir``): the folder with the Fashion-MNIST IDX files. Writes the raw
+``benchmarks/results/router_fashion_mnist.json`` (not a run file of the report) and prints a Markdown table; the
+measured tables are kept in ``docs/results/router-comparison/``. Training
 times are recorded but are comparable only within a run on an otherwise idle machine.
 """
 
@@ -110,7 +111,7 @@ def main():
         )
         print(rows[-1], flush=True)
     payload = {"machine": machine_description(), "rows": rows}
-    write_results(time.strftime("%Y-%m-%d-%H%M-router-fashion-mnist"), payload)
+    print(write_results("router_fashion_mnist", payload))
     print(
         "\n| router | parameters | chosen step | validation accuracy | test accuracy | training time (s) |"
         "\n|---|---:|---:|---:|---:|---:|"
