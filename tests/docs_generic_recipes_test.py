@@ -22,6 +22,7 @@ PAGES = {
     "BaselineCNN": "baseline_cnn",
     "EffConvCapsNet": "eff_conv_capsnet",
     "HeinsenCapsNet": "heinsen_capsnet",
+    "VBCapsNet": "vb_capsnet",
 }
 OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
 LOSSES = {
