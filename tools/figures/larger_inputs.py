@@ -2,7 +2,6 @@
 
 from figures import records
 from figures.numbers import check
-
 from keras_capsules import markdown
 
 
@@ -85,7 +84,7 @@ def larger_inputs():
         f"Measured by `benchmarks/scale.py` on {where}: the median training step\nat batch {batch}, 10 classes, random RGB "
         "images, each configuration in a fresh process; the process's peak resident\nmemory during training (TensorFlow alone "
         "holds about 0.7 GB of it) and the step as a multiple of the matched\n`BaselineCNN`'s at the same input. Run record: "
-        f'{link}; all figures, inference\nand arithmetic included: `BENCHMARKS.md`, "Capsules at larger inputs".',
+        f"{link}; all figures, inference\nand arithmetic included: `docs/benchmarks/scaling.md`.",
         "",
         *lines,
         "",

@@ -50,7 +50,7 @@ def fine_tune_folder_record():
     paths = sorted(glob.glob(os.path.join(BENCHMARK_RESULTS, "*-fine-tune-folder.json")))
     if not paths:
         raise FileNotFoundError(
-            "docs_figures: no *-fine-tune-folder.json in benchmarks/results/; run python benchmarks/fine_tune_folder.py"
+            "docs_figures: no *-fine-tune-folder.json in benchmarks/results/; run python -m benchmarks fine_tune_folder"
         )
     return _json(paths[-1]), os.path.basename(paths[-1])
 
@@ -64,7 +64,7 @@ def newest_run(kind, script, keep=None):
         if keep is None or keep(record):
             return record, os.path.basename(path)
     raise FileNotFoundError(
-        f"docs_figures: no *-{kind}.json of that kind in benchmarks/results/; run python benchmarks/{script}"
+        f"docs_figures: no *-{kind}.json of that kind in benchmarks/results/; run python -m benchmarks {script.removesuffix('.py')}"
     )
 
 
