@@ -2,7 +2,6 @@
 
 from figures import records
 from figures.numbers import TEST_IMAGES, check, percent, points, standard_error
-
 from keras_capsules import markdown
 
 

@@ -3,7 +3,6 @@
 from figures import records
 from figures.affnist import affine
 from figures.numbers import check, percent, points
-
 from keras_capsules import markdown
 
 MATCHED_CAPSULES, MATCHED_CNN = "EffCapsNet/mnist", "BaselineCNN/mnist"

@@ -2,7 +2,6 @@
 
 from figures import records
 from figures.numbers import hours
-
 from keras_capsules import markdown
 
 #: Multiply-adds of one forward pass per image (counted from the graphs: the stems' convolutions and dense layers).
