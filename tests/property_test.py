@@ -125,6 +125,7 @@ SOFTMAX_AXIS = {
     "kernel": 1,
     "lstm": 1,
     "variational_bayes": 2,
+    "heinsen": 2,
 }
 
 
@@ -147,10 +148,10 @@ def test_router_outputs_are_finite_and_couplings_normalised(name, data, dtype):
         np.testing.assert_allclose(acts, np.linalg.norm(poses, axis=-1), atol=10 * tol + 1e-3)
         assert np.all(acts <= 1 + tol)
     # sigmoid activations; poses are weighted means of the votes (EM clips votes to +-1e4 first, documented;
-    # variational Bayes batch-normalises its poses)
-    if name in ("em", "kernel", "lstm", "variational_bayes"):
+    # variational Bayes batch-normalises its poses; Heinsen routing adds a learned bias to each vote)
+    if name in ("em", "kernel", "lstm", "variational_bayes", "heinsen"):
         assert np.all((acts >= 0) & (acts <= 1))
-        if batch and name not in ("em", "variational_bayes"):
+        if batch and name not in ("em", "variational_bayes", "heinsen"):
             low, high = ref.min(axis=1), ref.max(axis=1)
             slack = tol * np.maximum(np.abs(low), np.abs(high)) + 1e-6
             assert np.all(poses >= low - slack) and np.all(poses <= high + slack)
