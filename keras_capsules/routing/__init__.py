@@ -18,6 +18,7 @@ from keras_capsules.routing.lstm import LSTMRouter
 from keras_capsules.routing.registry import available, get, register_router, unregister_router
 from keras_capsules.routing.resolve import resolve, router_name
 from keras_capsules.routing.self_attention import SelfAttentionRouter
+from keras_capsules.routing.self_routing import SelfRoutingRouter
 from keras_capsules.routing.variational_bayes import VariationalBayesRouter
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "LSTMRouter",
     "Router",
     "SelfAttentionRouter",
+    "SelfRoutingRouter",
     "VariationalBayesRouter",
     "available",
     "get",

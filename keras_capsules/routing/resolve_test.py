@@ -71,6 +71,7 @@ def test_none_keeps_every_routers_own_default(name):
         "kernel": 3,
         "lstm": 3,
         "self_attention": 1,
+        "self_routing": 1,
         "variational_bayes": 3,
     }
     assert routing.resolve(name, routing_iterations=None).iterations == expected[name]
