@@ -126,6 +126,7 @@ SOFTMAX_AXIS = {
     "lstm": 1,
     "variational_bayes": 2,
     "heinsen": 2,
+    "self_routing": 2,
 }
 
 
@@ -149,7 +150,7 @@ def test_router_outputs_are_finite_and_couplings_normalised(name, data, dtype):
         assert np.all(acts <= 1 + tol)
     # sigmoid activations; poses are weighted means of the votes (EM clips votes to +-1e4 first, documented;
     # variational Bayes batch-normalises its poses; Heinsen routing adds a learned bias to each vote)
-    if name in ("em", "kernel", "lstm", "variational_bayes", "heinsen"):
+    if name in ("em", "kernel", "lstm", "variational_bayes", "heinsen", "self_routing"):
         assert np.all((acts >= 0) & (acts <= 1))
         if batch and name not in ("em", "variational_bayes", "heinsen"):
             low, high = ref.min(axis=1), ref.max(axis=1)
