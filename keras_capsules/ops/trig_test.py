@@ -28,5 +28,18 @@ def test_polynomial_cos_and_its_gradient_under_xla():
 
     y, dy = value_and_gradient(x)
     np.testing.assert_allclose(y.numpy(), np.cos(x.numpy().astype("float64")), atol=5e-7)
-    # d/dx of the reduced polynomial is -sin(x) to the same order (round() has a zero gradient)
+    # the custom gradient: -sin(x) by the same polynomial
     np.testing.assert_allclose(dy.numpy(), -np.sin(x.numpy().astype("float64")), atol=2e-6)
+
+
+def test_polynomial_cos_gradient_is_minus_sine_on_every_backend():
+    from keras_capsules.testing import input_gradient
+
+    x = np.linspace(-50.0, 50.0, 2001).astype("float32")
+    np.testing.assert_allclose(input_gradient(polynomial_cos, x), -np.sin(x.astype("float64")), atol=2e-6)
+
+
+def test_polynomial_cos_stays_bounded_for_any_finite_input():
+    x = np.array([1e7, -3e9, 6e11, 1e20, 3.4e38, -3.4e38], dtype="float32")
+    got = keras.ops.convert_to_numpy(polynomial_cos(keras.ops.convert_to_tensor(x)))
+    assert np.all(np.abs(got) <= 1.0 + 1e-6), got

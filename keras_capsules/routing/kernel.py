@@ -11,6 +11,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.broadcast import broadcast_rows
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.remat import remat_reading
 from keras_capsules.ops.trig import polynomial_cos
@@ -187,9 +188,11 @@ class KernelRouter(Router):
             bandwidths = ops.abs(ops.cast(self.bandwidths, "float32"))
             frequencies = ops.cast(self.frequencies, "float32")
             decay, phase = -2.0 * math.pi**2 * ops.square(tau), 2.0 * math.pi * tau
+            rows = tuple(ops.shape(votes)[:2]) + (1,)  # the weights' gradients: see broadcast_rows
             total = 0.0
             for q in range(self.num_components):
-                term = ops.exp(decay * bandwidths[q]) * cos(phase * frequencies[q])
+                term = ops.exp(decay * broadcast_rows(bandwidths[q], rows))
+                term = term * cos(phase * broadcast_rows(frequencies[q], rows))
                 total = total + weights[q] * ops.sum(term, axis=-1)
             return total
         scales = ops.abs(ops.cast(self.length_scales, "float32")) + 1e-3

@@ -10,6 +10,7 @@ from keras_capsules.testing import (
     assert_routes_finitely,
     assert_routes_like,
     assert_training_vote_gradient,
+    assert_training_weight_gradient,
     run_router_test,
 )
 
@@ -97,6 +98,23 @@ def test_training_gradient_matches_numpy_reference(kind, jit_compile):
     assert_training_vote_gradient(
         router, lambda v: np_kernel_routing(v, acts.astype("float64"), p, 2, kind)[:2], votes, acts
     )
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("name", ["frequencies", "bandwidths", "mixture_logits"])
+def test_training_weight_gradient_matches_numpy_reference(name, jit_compile):
+    """The spectral mixture's weights get the reference's gradients in training (their sums over children
+    and parents run through ``broadcast_rows`` and, compiled, the polynomial cosine's own gradient)."""
+    votes, acts = data(5, shape=(2, 5, 3, 4))
+    router = KernelRouter(iterations=2, num_components=3, jit_compile=jit_compile)
+    router(votes, acts)
+    randomise(router, seed=9)
+    p = params(router)
+
+    def reference(value):
+        return np_kernel_routing(votes.astype("float64"), acts.astype("float64"), {**p, name: value}, 2)[:2]
+
+    assert_training_weight_gradient(router, name, reference, votes, acts)
 
 
 @pytest.mark.parametrize("activation, prior", [("linear", True), ("linear", False), ("sigmoid", False)])

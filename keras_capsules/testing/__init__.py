@@ -6,7 +6,12 @@ from keras_capsules.testing.applications import (
     random_images,
     run_application_test,
 )
-from keras_capsules.testing.gradients import assert_training_vote_gradient, input_gradient, numeric_gradient
+from keras_capsules.testing.gradients import (
+    assert_training_vote_gradient,
+    assert_training_weight_gradient,
+    input_gradient,
+    numeric_gradient,
+)
 from keras_capsules.testing.routers import (
     as_float64,
     assert_registry_round_trip,
@@ -30,6 +35,7 @@ __all__ = [
     "assert_routes_finitely",
     "assert_routes_like",
     "assert_training_vote_gradient",
+    "assert_training_weight_gradient",
     "count_weights",
     "input_gradient",
     "numeric_gradient",

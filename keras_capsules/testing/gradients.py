@@ -69,3 +69,33 @@ def assert_training_vote_gradient(router, reference, votes, activations, seed=8,
         return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
 
     np.testing.assert_allclose(input_gradient(weighted, votes), numeric_gradient(loss, votes), rtol=rtol, atol=atol)
+
+
+def assert_training_weight_gradient(router, name, reference, votes, activations, seed=8, rtol=1e-3, atol=1e-4):
+    """Checks the gradient of a router's weight ``name`` in training against finite differences of a NumPy reference.
+
+    The loss is :func:`assert_training_vote_gradient`'s; the router runs with the weight's value
+    replaced (``keras.StatelessScope``), so the gradient is taken with respect to that value.
+
+    Args:
+        router: a built router, called as ``router(votes, activations, training=True)``.
+        name: the weight's name, e.g. ``"frequencies"``.
+        reference: ``reference(weight_float64) -> (poses, activations)`` in NumPy.
+        votes: ``(batch, in_caps, out_caps, dim)`` float32; activations: ``(batch, in_caps)``.
+    """
+    (weight,) = [w for w in router.weights if w.name == name]
+    batch, _, out_caps, dim = np.shape(votes)
+    rng = np.random.default_rng(seed)
+    w_poses, w_acts = rng.normal(size=(batch, out_caps, dim)), rng.normal(size=(batch, out_caps))
+
+    def loss(value):
+        mu, a = reference(value)
+        return float((mu * w_poses).sum() + (a * w_acts).sum())
+
+    def weighted(value):
+        with keras.StatelessScope(state_mapping=[(weight, value)]):
+            poses, out = router(votes, activations, training=True)
+        return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
+
+    value = keras.ops.convert_to_numpy(weight.value)
+    np.testing.assert_allclose(input_gradient(weighted, value), numeric_gradient(loss, value), rtol=rtol, atol=atol)
