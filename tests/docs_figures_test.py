@@ -347,3 +347,12 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
     )
     with pytest.raises(ValueError, match="outnumber"):
         why_slow.why_slow()
+
+
+def test_adversarial_table_is_the_records_table():
+    """docs/results.md's adversarial block is what tools/results/adversarial.py writes from its records."""
+    adversarial = load_script("tools/results/adversarial.py")
+    start, end = markdown.markers(adversarial.BLOCK)
+    block = _read("docs/results.md").split(start, 1)[1].split(end, 1)[0]
+    assert block == "\n" + adversarial.table() + "\n", "run python tools/results/adversarial.py --table"
+    assert "| `EffCapsNet/mnist` |" in block  # one row a model, from the records

@@ -19,10 +19,12 @@ import platform
 import subprocess
 import sys
 
+from keras_capsules import markdown
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RECORDS = os.path.join(ROOT, "docs", "results", "adversarial")
 PAGE = os.path.join(ROOT, "docs", "results.md")
-START, END = "<!-- adversarial:table:start -->", "<!-- adversarial:table:end -->"
+BLOCK = "adversarial:table"  # the block of docs/results.md this script writes (keras_capsules.markdown)
 ATTACKS = ("fgsm", "pgd")
 DATASETS = ("mnist", "fashion_mnist")
 
@@ -109,24 +111,23 @@ def table():
         if not rows:
             continue
         heads = [f"FGSM {e:g}" for e in epsilons] + [f"PGD {e:g}" for e in epsilons]
-        lines += [
-            "",
-            f"{dataset.replace('_', '-').replace('mnist', 'MNIST').replace('fashion', 'Fashion')}, accuracy (%):",
-            "",
-            "| model | loss attacked | clean | " + " | ".join(heads) + " | zero gradient (FGSM) |",
-            "|---|---|---:|" + "---:|" * len(heads) + "---:|",
-        ]
+        body = []
         for key, pair in rows.items():
             fgsm, pgd = pair.get("fgsm"), pair.get("pgd")
             first = fgsm or pgd
             cells = [f"{100 * a:.1f}" for _, a in fgsm["table"]] if fgsm else ["—"] * len(epsilons)
             cells += [f"{100 * a:.1f}" for _, a in pgd["table"]] if pgd else ["—"] * len(epsilons)
             stuck = f"{100 * fgsm['zero_gradient'][0]:.1f}" if fgsm else "—"
-            lines.append(
-                f"| `{key[0]}` | {first['loss']}{' (--loss)' if key[1] else ''} | {100 * first['accuracy']:.1f} | "
-                + " | ".join(cells)
-                + f" | {stuck} |"
-            )
+            loss = f"{first['loss']}{' (--loss)' if key[1] else ''}"
+            body.append([f"`{key[0]}`", loss, f"{100 * first['accuracy']:.1f}", *cells, stuck])
+        title = dataset.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion")
+        headers = ["model", "loss attacked", "clean", *heads, "zero gradient (FGSM)"]
+        lines += [
+            "",
+            f"{title}, accuracy (%):",
+            "",
+            *markdown.table(headers, body, align="ll" + "r" * (len(heads) + 2)),
+        ]
     seconds = {
         f"{k[0]} {a}" + (f" {r['loss']}" if k[1] else ""): r["seconds"] - r.get("paused_seconds", 0)
         for k, pair in records.items()
@@ -146,12 +147,9 @@ def table():
 def write_table():
     with open(PAGE, encoding="utf-8") as handle:
         page = handle.read()
-    if page.count(START) != 1 or page.count(END) != 1:
-        raise SystemExit(f"adversarial: docs/results.md must hold {START} ... {END} once each")
-    head, rest = page.split(START)
-    _, tail = rest.split(END)
+    page = markdown.replace_block(page, BLOCK, table(), "docs/results.md")
     with open(PAGE, "w", encoding="utf-8") as handle:
-        handle.write(head + START + "\n" + table() + "\n" + END + tail)
+        handle.write(page)
     print("rewrote the table of", PAGE)
 
 
