@@ -46,6 +46,24 @@ def numeric_gradient(fn, x, step=1e-5):
     return gradient
 
 
+def _assert_weighted_gradient(route, reference, x, outputs_shape, seed, rtol, atol):
+    """``d loss / d x`` of ``route`` against finite differences of ``reference``, for the loss
+    ``sum(w_p * poses) + sum(w_a * activations)`` with fixed random ``w`` of ``outputs_shape`` ``(batch, out_caps, dim)``."""
+    batch, out_caps, dim = outputs_shape
+    rng = np.random.default_rng(seed)
+    w_poses, w_acts = rng.normal(size=(batch, out_caps, dim)), rng.normal(size=(batch, out_caps))
+
+    def loss(value):
+        mu, a = reference(value)
+        return float((mu * w_poses).sum() + (a * w_acts).sum())
+
+    def weighted(value):
+        poses, out = route(value)
+        return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
+
+    np.testing.assert_allclose(input_gradient(weighted, x), numeric_gradient(loss, x), rtol=rtol, atol=atol)
+
+
 def assert_training_vote_gradient(router, reference, votes, activations, seed=8, rtol=1e-3, atol=1e-4):
     """Checks a router's vote gradient in training against finite differences of a NumPy reference.
 
@@ -57,18 +75,11 @@ def assert_training_vote_gradient(router, reference, votes, activations, seed=8,
         votes: ``(batch, in_caps, out_caps, dim)`` float32; activations: ``(batch, in_caps)``.
     """
     batch, _, out_caps, dim = np.shape(votes)
-    rng = np.random.default_rng(seed)
-    w_poses, w_acts = rng.normal(size=(batch, out_caps, dim)), rng.normal(size=(batch, out_caps))
 
-    def loss(v):
-        mu, a = reference(v)
-        return float((mu * w_poses).sum() + (a * w_acts).sum())
+    def route(value):
+        return router(value, activations, training=True)
 
-    def weighted(v):
-        poses, out = router(v, activations, training=True)
-        return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
-
-    np.testing.assert_allclose(input_gradient(weighted, votes), numeric_gradient(loss, votes), rtol=rtol, atol=atol)
+    _assert_weighted_gradient(route, reference, votes, (batch, out_caps, dim), seed, rtol, atol)
 
 
 def assert_training_weight_gradient(router, name, reference, votes, activations, seed=8, rtol=1e-3, atol=1e-4):
@@ -85,17 +96,10 @@ def assert_training_weight_gradient(router, name, reference, votes, activations,
     """
     (weight,) = [w for w in router.weights if w.name == name]
     batch, _, out_caps, dim = np.shape(votes)
-    rng = np.random.default_rng(seed)
-    w_poses, w_acts = rng.normal(size=(batch, out_caps, dim)), rng.normal(size=(batch, out_caps))
 
-    def loss(value):
-        mu, a = reference(value)
-        return float((mu * w_poses).sum() + (a * w_acts).sum())
-
-    def weighted(value):
+    def route(value):
         with keras.StatelessScope(state_mapping=[(weight, value)]):
-            poses, out = router(votes, activations, training=True)
-        return keras.ops.multiply(poses, w_poses.astype("float32")), keras.ops.multiply(out, w_acts.astype("float32"))
+            return router(votes, activations, training=True)
 
     value = keras.ops.convert_to_numpy(weight.value)
-    np.testing.assert_allclose(input_gradient(weighted, value), numeric_gradient(loss, value), rtol=rtol, atol=atol)
+    _assert_weighted_gradient(route, reference, value, (batch, out_caps, dim), seed, rtol, atol)
