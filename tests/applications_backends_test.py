@@ -37,6 +37,7 @@ TINY = {
     "BaselineCNN": {"variant": "matched", "classes": 3},
     "VBCapsNet": {"input_shape": (17, 17, 2), "classes": 3, "routing_iterations": 1},
     "HeinsenCapsNet": {"input_shape": (29, 29, 2), "classes": 3, "routing_iterations": 2},
+    "SRCapsNet": {"classes": 3},
 }
 #: Weights with no gradient by design: the class layer's kernel router outputs logits without the
 #: ``|theta3| sum c log a`` term (``activation_prior=False``), so its ``theta3`` is unused.

@@ -23,6 +23,7 @@ PAGES = {
     "EffConvCapsNet": "eff_conv_capsnet",
     "HeinsenCapsNet": "heinsen_capsnet",
     "VBCapsNet": "vb_capsnet",
+    "SRCapsNet": "sr_capsnet",
 }
 OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
 LOSSES = {

@@ -45,6 +45,7 @@ from keras_capsules.applications.inverted_attention_capsnet import InvertedAtten
 from keras_capsules.applications.io import decode_predictions, preprocess_input
 from keras_capsules.applications.matrix_capsnet import MatrixCapsNet
 from keras_capsules.applications.registry import get_configuration, list_configurations, register_configuration
+from keras_capsules.applications.sr_capsnet import SRCapsNet
 from keras_capsules.applications.vb_capsnet import VBCapsNet
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "InvertedAttentionCapsNet",
     "MatrixCapsNet",
     "ReconstructionLoss",
+    "SRCapsNet",
     "VBCapsNet",
     "decode_predictions",
     "get_configuration",

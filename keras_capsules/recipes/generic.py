@@ -68,6 +68,14 @@ STANDALONE = {
         "loss": "margin",
         "batch_size": 32,
     },
+    # The official code's SGD 0.1 with steps at epochs 150 and 250 has no step within 30 epochs: Adam with a decay.
+    "SRCapsNet": {
+        "optimizer": "adam",
+        "learning_rate": 1e-3,
+        "lr_decay": 0.96,
+        "loss": "crossentropy",
+        "batch_size": 32,
+    },
 }
 
 

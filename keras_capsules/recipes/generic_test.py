@@ -22,6 +22,7 @@ EXPECTED = {
     "EffConvCapsNet": ("adam", 1e-3, 0.96, "margin", 32),
     "VBCapsNet": ("adam", 1e-3, 1.0, "crossentropy", 32),
     "HeinsenCapsNet": ("adam", 5e-4, 1.0, "crossentropy", 20),
+    "SRCapsNet": ("adam", 1e-3, 0.96, "crossentropy", 32),
 }
 
 
