@@ -323,9 +323,11 @@ def test_why_slow_sets_the_counts_against_the_cnn_and_the_dynamic_router(monkeyp
         "(tracing and the rest 14.0 s); `ConsensusCapsNet` 36.0 s, of which a step takes 22.0 s (tracing and the rest "
         "14.0 s). Less its step, each is within 30 s"
     ) in block and "FMCapsNet" not in block
-    first["rows"][1].update(after_first_step_s=[65.0], after_step_s=34.0)  # 65 - 34 = 31 s besides the step: refused
-    with pytest.raises(ValueError, match="less its step"):
-        why_slow.why_slow()
+    first["rows"][1].update(after_first_step_s=[65.0], after_step_s=34.0)  # 65 - 34 = 31 s besides the step
+    assert (
+        "Less its step, `MatrixCapsNet` still passes 30 s: tracing and compiling alone take longer than the limit."
+        in why_slow.why_slow()
+    )
     first["rows"][1].update(after_first_step_s=[41.0], after_step_s=27.0)
     # 4,250 M values x 4 bytes x 16 images = 272 GB; 9,000 of 12,000 MFLOP = 75 %
     assert (

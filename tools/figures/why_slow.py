@@ -108,16 +108,22 @@ def _first_step_bound():
         if first > FIRST_STEP_LIMIT_S:
             over.append((row["application"], first, row["after_step_s"]))
     check(bool(over), f"some first step in {name} passes {FIRST_STEP_LIMIT_S} s")
-    check(
-        all(first - step < FIRST_STEP_LIMIT_S for _, first, step in over),
-        f"each first step less its step is within {FIRST_STEP_LIMIT_S} s",
-    )
     parts = "; ".join(
         f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s (tracing and the rest {first - step:.1f} s)"
         for application, first, step in over
     )
+    beyond = [application for application, first, step in over if first - step >= FIRST_STEP_LIMIT_S]
+    if beyond:
+        ending = (
+            f"Less its step, {', '.join(f'`{a}`' for a in beyond)} still passes {FIRST_STEP_LIMIT_S} s: tracing and "
+            "compiling alone take longer than the limit."
+        )
+    else:
+        ending = (
+            f"Less its step, each is within {FIRST_STEP_LIMIT_S} s: the step's own time, bound as above, is what "
+            "carries it past the limit."
+        )
     return (
         f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
-        f"(`benchmarks/results/{name}`): {parts}. Less its step, each is within {FIRST_STEP_LIMIT_S} s: the step's own "
-        "time, bound as above, is what carries it past the limit."
+        f"(`benchmarks/results/{name}`): {parts}. {ending}"
     )
