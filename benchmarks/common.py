@@ -11,24 +11,23 @@ import keras
 import numpy as np
 
 
-def cpu_description(cpuinfo, fallback):
-    """The CPU's model from the text of ``/proc/cpuinfo`` (``fallback`` when it names none), followed by
+def cpu_description(cpuinfo):
+    """The CPU's model from the text of ``/proc/cpuinfo`` (:func:`keras_capsules.host.cpu_name`), followed by
     ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
     stays off), so it is another kind of host."""
-    lines = cpuinfo.splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    # Imported here, not at the top: a --before child process imports this module with an earlier keras_capsules first
+    # on its path, which may have no host module.
+    from keras_capsules import host
+
+    cpu, flags = host.cpu_name(cpuinfo), host.cpu_flags(cpuinfo)
     return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
 
 
 def cpu():
     """This machine's CPU: :func:`cpu_description` of ``/proc/cpuinfo``, or the platform's name where there is none."""
-    fallback = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            return cpu_description(handle.read(), fallback)
-    except OSError:
-        return fallback
+    from keras_capsules import host
+
+    return cpu_description(host.cpuinfo())
 
 
 def machine_description():

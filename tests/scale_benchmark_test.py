@@ -10,6 +10,7 @@ from repo_scripts import ROOT
 
 from benchmarks import common, report, scale
 from benchmarks.reporting import scaling, verdicts
+from keras_capsules import host
 from keras_capsules.testing.tiers import large
 
 
@@ -207,9 +208,10 @@ def test_a_before_run_has_a_table_of_its_own_and_no_verdict(tmp_path):
 def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():
     without = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
     with_it = "model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
-    assert common.cpu_description(without, "x86_64") == "AMD EPYC without AVX-512"
-    assert common.cpu_description(with_it, "x86_64") == "AMD EPYC"
-    assert common.cpu_description("", "x86_64") == "x86_64"  # nothing to read: no claim about the flags
+    assert common.cpu_description(without) == "AMD EPYC without AVX-512"
+    assert common.cpu_description(with_it) == "AMD EPYC"
+    # Nothing to read: the platform's name, and no claim about the flags.
+    assert common.cpu_description("") == host.cpu_name("")
 
 
 def test_every_committed_scale_row_rates_its_own_count():

@@ -18,13 +18,12 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 
 import numpy as np
 
 import keras_capsules
-from keras_capsules import applications, datasets, presets
+from keras_capsules import applications, datasets, host, presets
 from keras_capsules.presets import registry
 from keras_capsules.saving import load_model
 
@@ -96,13 +95,7 @@ def recorded_train_seconds(given, run_metrics, log_path):
 
 
 def hardware():
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            name = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{name}, {os.cpu_count()} CPU cores, no GPU"
+    return f"{host.cpu_name()}, {os.cpu_count()} CPU cores, no GPU"
 
 
 def main(argv=None):

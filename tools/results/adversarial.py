@@ -15,11 +15,10 @@ import datetime
 import glob
 import json
 import os
-import platform
 import subprocess
 import sys
 
-from keras_capsules import markdown
+from keras_capsules import host, markdown
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RECORDS = os.path.join(ROOT, "docs", "results", "adversarial")
@@ -30,12 +29,7 @@ DATASETS = ("mnist", "fashion_mnist")
 
 
 def _host():
-    try:
-        with open("/proc/cpuinfo") as handle:
-            name = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
-    except (OSError, StopIteration):
-        name = platform.processor() or platform.machine()
-    return f"{name}, {os.cpu_count()} CPU cores"
+    return f"{host.cpu_name()}, {os.cpu_count()} CPU cores"
 
 
 def _commit():

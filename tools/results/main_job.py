@@ -24,20 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from keras_capsules import host
+
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "docs" / "results" / "main-job"
 COMMAND = ["train", "EffCapsNet", "--epochs", "3"]
-
-
-def cpu_name():
-    """The CPU's model name (``/proc/cpuinfo``; the platform's processor string elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def load_average():
@@ -76,7 +67,7 @@ def record(metrics, commit, seconds, loads, now):
         "time_utc": now.strftime("%H:%M"),
         "commit": commit,
         "host": {
-            "cpu": cpu_name(),
+            "cpu": host.cpu_name(),
             "cores": os.cpu_count(),
             "gpu": None,
             "load_average_1min": {"start": loads[0], "end": loads[1]},
@@ -112,7 +103,7 @@ def main(argv=None):
             metrics, seconds, loads = run_main_job(commit, folder)
     result = record(metrics, commit, seconds, loads, now)
     RECORDS.mkdir(parents=True, exist_ok=True)
-    path = RECORDS / f"{result['date']}-{re.sub(r'[^a-z0-9]+', '-', cpu_name().lower()).strip('-')}.json"
+    path = RECORDS / f"{result['date']}-{re.sub(r'[^a-z0-9]+', '-', host.cpu_name().lower()).strip('-')}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(
         f"{path.relative_to(ROOT)}: test accuracy {100 * result['test_accuracy']:.2f} %, {result['train_seconds']:.0f} s of training"
