@@ -45,6 +45,7 @@ TYPED_MODULES = [
     "keras_capsules/layers/heads.py",
     "keras_capsules/layers/initializers.py",
     "keras_capsules/layers/primary_caps.py",
+    "keras_capsules/layers/vector_routing.py",
     "keras_capsules/layers/votes.py",
     "keras_capsules/presets/cards.py",
     "keras_capsules/presets/constructor.py",

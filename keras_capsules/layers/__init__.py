@@ -25,6 +25,7 @@ from keras_capsules.layers.glom import (  # GLOM (docs/reference/glom.md)
 from keras_capsules.layers.heads import Length, Mask, Squash
 from keras_capsules.layers.initializers import IdentityPlusUniform
 from keras_capsules.layers.primary_caps import PrimaryCaps
+from keras_capsules.layers.vector_routing import VectorRouting
 from keras_capsules.layers.votes import MatrixVotes, VectorVotes
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "PrimaryCaps",
     "Squash",
     "UpsamplingDecoder",
+    "VectorRouting",
     "VectorVotes",
 ]
 __all__ += [  # GLOM layers (keras_capsules.layers.glom)
