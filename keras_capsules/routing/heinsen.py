@@ -61,7 +61,8 @@ class HeinsenRouter(Router):
 
     The 2022 follow-up ("An Algorithm for Routing Vectors in Sequences", the code's
     ``EfficientVectorRouting``) replaces the Gaussians by a dot-product agreement in a learned projection
-    and needs no per-pair weights; it is not this router (docs/routers/heinsen.md).
+    and predicts the input vectors themselves, so it is a layer, ``keras_capsules.layers.VectorRouting``,
+    not this router (docs/routers/heinsen.md).
 
     Args:
         iterations: routing iterations (M-steps; ``iterations - 1`` E-steps). Defaults to 3 (the paper's
