@@ -157,7 +157,11 @@ def write_run(workload, args, span, measured, rows, kind, **fields):
     }
     os.makedirs(args.results, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", host["cpu"].lower()).strip("-")[:24] or "host"
-    path = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-{kind}.json")
+    stem = os.path.join(args.results, f"{run['date']}-{started:%H%M}-{slug}-{kind}")
+    path, copy = f"{stem}.json", 1
+    while os.path.exists(path):  # another run of the same kind started in the same minute: never overwrite it
+        copy += 1
+        path = f"{stem}-{copy}.json"
     with open(path, "w") as handle:
         json.dump(run, handle, indent=2)
     print(path)
