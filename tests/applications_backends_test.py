@@ -1,4 +1,5 @@
-"""Every application builds, trains a few steps with ``fit`` and round-trips through ``.keras`` on JAX.
+"""Every application builds, trains a few steps with ``fit`` and round-trips through ``.keras`` on JAX and PyTorch
+(``keras_capsules.testing.run_application_test``).
 
 The README test command's JAX part runs CapsNet (the default tier); ``--run-large`` runs every application,
 with tiny inputs. On TensorFlow the same is
@@ -6,14 +7,11 @@ covered by ``keras_capsules/training/distribute_test.py`` (graph-mode ``fit`` of
 ``keras_capsules/applications/registry_test.py`` (the ``.keras`` round trip of every configuration).
 """
 
-import re
-
 import keras
-import numpy as np
 import pytest
 
-from keras_capsules import applications, losses
-from keras_capsules.testing import assert_finite, run_model_saving_test
+from keras_capsules import applications
+from keras_capsules.testing import run_application_test
 from keras_capsules.testing.tiers import large
 
 #: A tiny configuration of every application constructor (a newly registered one must add its own).
@@ -55,21 +53,8 @@ CONSTRUCTORS = sorted(
 @pytest.mark.parametrize("name", [n if n == "CapsNet" else pytest.param(n, marks=large) for n in CONSTRUCTORS])
 def test_builds_trains_and_round_trips(name):
     assert name in TINY, f"{name}: add a tiny configuration to TINY"
-    model = getattr(applications, name)(**TINY[name])
-    rng = np.random.default_rng(0)
-    x = rng.uniform(size=(4,) + tuple(model.inputs[0].shape[1:])).astype("float32")
-    y = np.arange(4) % 3
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=losses.MarginLoss())
-    before = [keras.ops.convert_to_numpy(v).copy() for v in model.trainable_variables]
-    history = model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)  # 2 steps
-    assert np.isfinite(history.history["loss"][0]), name
-    unchanged = [
-        v.path for b, v in zip(before, model.trainable_variables) if np.array_equal(b, keras.ops.convert_to_numpy(v))
-    ]
-    assert [path for path in unchanged if not re.fullmatch(UNUSED.get(name, "$^"), path)] == [], (
-        f"{name}: weights not trained"
+    # Four random images, three classes: finite scores of shape (4, 3), predict and the config, 2 fit steps with
+    # every weight trained (but UNUSED) and finite scores after them, and the .keras round trip.
+    run_application_test(
+        getattr(applications, name), TINY[name], (3,), batch_size=4, train_steps=2, untrained=UNUSED.get(name)
     )
-    scores = keras.ops.convert_to_numpy(model(x, training=False))
-    assert scores.shape == (4, 3)
-    assert_finite(scores)
-    run_model_saving_test(model, x)  # identical outputs after reloading with no custom objects

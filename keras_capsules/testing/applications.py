@@ -78,8 +78,8 @@ def run_application_test(
       round trip, which loads through it; without ``run_saving``, here, given the weights, with the
       same outputs);
     - ``train_steps`` ``fit`` steps (Adam, learning rate 1e-2) on the images with labels ``0, 1, 2, ...``
-      (modulo the classes): a finite loss and every trainable weight changed, except those whose path
-      matches ``untrained``;
+      (modulo the classes): a finite loss, every trainable weight changed, except those whose path
+      matches ``untrained``, and finite outputs after training;
     - the ``.keras`` round trip (reloaded with no custom objects) gives identical outputs
       (``run_model_saving_test``);
     - ``save_weights`` then ``constructor(**init_kwargs, weights=path)`` gives identical outputs;
@@ -145,7 +145,8 @@ def _check_from_config(model, x, outputs):
 
 
 def _check_training(model, x, loss, steps, untrained):
-    """``steps`` ``fit`` steps: a finite loss, and every trainable weight (but those matching ``untrained``) moved."""
+    """``steps`` ``fit`` steps: a finite loss, every trainable weight (but those matching ``untrained``) moved, and
+    finite outputs after them."""
     classes = model.output.shape[-1]
     y = np.arange(len(x)) % classes
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss or losses.MarginLoss())
@@ -158,3 +159,4 @@ def _check_training(model, x, loss, steps, untrained):
         if np.array_equal(b, keras.ops.convert_to_numpy(v)) and not (untrained and re.fullmatch(untrained, v.path))
     ]
     assert unchanged == [], f"{model.name}: weights not trained in {steps} step(s): {unchanged}"
+    assert_finite(keras.ops.convert_to_numpy(model(x, training=False)))
