@@ -334,6 +334,31 @@ def check_router(model_name, router, hint="", **capabilities):
     return name
 
 
+def layer_router(model_name, args, child_grid=None, kernel_size=1, strides=1):
+    """A fresh router for one capsule layer from the constructor's ``args.router`` and ``args.routing_iterations``.
+
+    Given a convolutional capsule layer's input grid ``child_grid`` (with its ``kernel_size`` and ``strides``,
+    VALID padding) and ``args.spatial_routing`` true, a router that takes a layer's geometry
+    (``routing.available(child_grid=True)``) gets it, so it normalises each child over every parent position
+    and type it feeds; other routers, and ``child_grid=None``, route each receptive field on its own.
+
+    Args:
+        model_name: the constructor name that errors name.
+        args: the constructor's arguments (``router``, ``routing_iterations``; ``spatial_routing`` where
+            ``child_grid`` is given).
+        child_grid: ``None`` or the layer's input grid ``(H, W)``.
+        kernel_size, strides: the layer's.
+    """
+    geometry = None
+    if (
+        child_grid is not None
+        and args.spatial_routing
+        and routing.router_name(args.router) in routing.available(child_grid=True)
+    ):
+        geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
+    return routing.resolve(args.router, args.routing_iterations, owner=model_name, overrides=geometry)
+
+
 def check_pooling(model_name, include_top, pooling):
     """``pooling`` pools the ``include_top=False`` features only; with the top it must be ``None``."""
     if include_top and pooling is not None:

@@ -4,7 +4,7 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from keras_capsules import errors, routing
+from keras_capsules import errors
 from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
@@ -32,17 +32,6 @@ def _body(x, a):
     grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
     transform_init = keras.initializers.TruncatedNormal(stddev=1.0)
 
-    def router(child_grid, kernel_size, strides):
-        """A fresh router per capsule layer; routers that take a conv layer's geometry (EM) get it there."""
-        geometry = None
-        if (
-            a.spatial_routing
-            and child_grid is not None
-            and routing.router_name(a.router) in routing.available(child_grid=True)
-        ):
-            geometry = dict(child_grid=child_grid, kernel_size=kernel_size, strides=strides, padding="valid")
-        return routing.resolve(a.router, a.routing_iterations, owner="MatrixCapsNet", overrides=geometry)
-
     x = keras.layers.BatchNormalization(center=False, scale=False, momentum=0.999, epsilon=1e-3, name="input_bn")(x)
     x = keras.layers.Conv2D(
         filters,
@@ -60,7 +49,7 @@ def _body(x, a):
         strides=2,
         transform="matrix",
         kernel_initializer=transform_init,
-        router=router(grid0, 3, 2),
+        router=builder.layer_router("MatrixCapsNet", a, grid0, 3, 2),
         name="conv_caps1",
     )(capsules)
     capsules = ConvCaps(
@@ -69,7 +58,7 @@ def _body(x, a):
         strides=1,
         transform="matrix",
         kernel_initializer=transform_init,
-        router=router(grid1, 3, 1),
+        router=builder.layer_router("MatrixCapsNet", a, grid1, 3, 1),
         name="conv_caps2",
     )(capsules)
     class_layer = FcCaps(
@@ -78,7 +67,7 @@ def _body(x, a):
         shared_weights="positions",
         coordinate_addition=a.coordinate_addition,
         kernel_initializer=transform_init,
-        router=router(None, 1, 1),
+        router=builder.layer_router("MatrixCapsNet", a),
         name="class_caps",
     )
     return builder.Network(capsules, class_layer, scores=builder.class_activations)
@@ -154,10 +143,11 @@ def MatrixCapsNet(
         include_preprocessing: take images in [0, 255] and rescale them inside the model.
         variant: ``"large"`` or ``"small"``.
         router: router of the capsule layers, any of ``routing.available(pose="matrix")`` (name, config dict or
-            ``Router``; ``None``: EM). Each layer gets its own router built from the spec; EM
-            routers of the convolutional layers get the layer's geometry (``spatial_routing``).
+            ``Router``; ``None``: EM). Each layer gets its own router built from the spec; routers that take
+            a layer's geometry (EM, variational Bayes) get the convolutional layers' (``spatial_routing``).
         routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for EM).
-        spatial_routing: EM only: cross-position normalisation in the convolutional capsule layers.
+        spatial_routing: cross-position normalisation in the convolutional capsule layers, for the routers
+            that take a layer's geometry (``routing.available(child_grid=True)``).
         coordinate_addition: add the scaled position to the class-capsule votes (paper, IBM).
 
     Returns:

@@ -5,7 +5,6 @@ from collections.abc import Callable, Sequence
 
 import keras
 
-from keras_capsules import routing
 from keras_capsules.applications import builder, io
 from keras_capsules.applications.classifier import CapsuleClassifier
 from keras_capsules.applications.registry import register_configuration
@@ -37,9 +36,7 @@ def _body(x, a):
     filters, primary_types, types1, types2 = ARCHITECTURE
     height, width = a.input_shape[:2]
     grid0 = (output_size(height, 5, 2, "valid"), output_size(width, 5, 2, "valid"))
-
-    def router():
-        return routing.resolve(a.router, a.routing_iterations, owner="VBCapsNet")
+    grid1 = (output_size(grid0[0], 3, 2, "valid"), output_size(grid0[1], 3, 2, "valid"))
 
     x = keras.layers.Conv2D(
         filters, 5, strides=2, use_bias=False, kernel_initializer="he_uniform", name="conv1"
@@ -58,7 +55,7 @@ def _body(x, a):
         strides=2,
         transform="matrix",
         kernel_initializer=_transform_initializer(primary_types, types1, 3),
-        router=router(),
+        router=builder.layer_router("VBCapsNet", a, grid0, 3, 2),
         name="conv_caps1",
     )((poses, activations))
     capsules = ConvCaps(
@@ -67,7 +64,7 @@ def _body(x, a):
         strides=1,
         transform="matrix",
         kernel_initializer=_transform_initializer(types1, types2, 3),
-        router=router(),
+        router=builder.layer_router("VBCapsNet", a, grid1, 3, 1),
         name="conv_caps2",
     )(capsules)
     class_layer = FcCaps(
@@ -76,7 +73,7 @@ def _body(x, a):
         shared_weights="positions",
         coordinate_addition=a.coordinate_addition,
         kernel_initializer=_transform_initializer(types2, a.classes, 1),
-        router=router(),
+        router=builder.layer_router("VBCapsNet", a),
         name="class_caps",
     )
     return builder.Network(capsules, class_layer, scores=builder.class_activations)
@@ -105,6 +102,7 @@ def VBCapsNet(
     include_preprocessing: bool = False,
     router: str | dict | Router | None = None,
     routing_iterations: int | None = None,
+    spatial_routing: bool = True,
     coordinate_addition: bool = True,
 ) -> CapsuleClassifier:
     """The smallNORB network of capsules with variational-Bayes routing, as the authors' code builds it.
@@ -114,8 +112,10 @@ def VBCapsNet(
     activations, batch-normalised then sigmoid) -> ConvCaps1 (K=3, stride 2, 16 types) -> ConvCaps2 (K=3,
     stride 1, 16 types) -> class capsules (``classes`` types, 4x4 transforms shared across positions,
     coordinate addition) -> the class activations are the scores. Every capsule layer routes with
-    :class:`~keras_capsules.routing.VariationalBayesRouter` (3 iterations). On the code's 32x32 crops of
-    both stereo images (``(32, 32, 2)``) the grids are 14x14 -> 6x6 -> 4x4.
+    :class:`~keras_capsules.routing.VariationalBayesRouter` (3 iterations); with ``spatial_routing=True``
+    (default, as the code) the convolutional capsule layers' routers normalise each child over every parent
+    position and type it feeds. On the code's 32x32 crops of both stereo images (``(32, 32, 2)``) the grids
+    are 14x14 -> 6x6 -> 4x4.
 
     Parameters on 32x32x2 with 5 classes: **68,714** trainable, as the authors' ``CapsuleNet`` with its
     default ``--arch 64 8 16 16 5`` counts them in PyTorch (``sum(p.numel() for p in model.parameters())``,
@@ -127,8 +127,7 @@ def VBCapsNet(
 
     Initialisation as the code: Conv1 He-uniform (PyTorch's ``kaiming_uniform_``), the primary convolutions
     Glorot-uniform, the transforms Xavier-uniform over ``types * K*K * 16`` fans, ``beta_a`` and ``beta_u``
-    zeros. Where the library differs from the code: the routers normalise each child over the parent types
-    at one position (the code also over the positions a child feeds), and coordinate addition adds IBM's
+    zeros. Where the library differs from the code: coordinate addition adds IBM's
     ``(i + 0.5) / H`` offsets of :class:`~keras_capsules.layers.FcCaps` (the code adds ``(i + 1) / (10 H)``
     to the same pose entries). The code trains with cross-entropy on the class activations taken as logits
     (``SparseCategoricalCrossentropy(from_logits=True)``), Adam 1e-3, batches of 128.
@@ -149,6 +148,9 @@ def VBCapsNet(
         router: router of the capsule layers, any of ``routing.available(pose="matrix")`` (name, config dict or
             ``Router``; ``None``: variational Bayes). Each layer gets its own router built from the spec.
         routing_iterations: replaces the router's iterations (``None``: the router's own, 3 for variational Bayes).
+        spatial_routing: cross-position normalisation in the convolutional capsule layers, for the routers
+            that take a layer's geometry (``routing.available(child_grid=True)``); ``False`` routes each
+            receptive field on its own.
         coordinate_addition: add the scaled position to the class-capsule votes (the code does).
 
     Returns:

@@ -36,6 +36,9 @@ def test_structure_and_scores():
     layers = [model.get_layer(n) for n in ("conv_caps1", "conv_caps2", "class_caps")]
     assert all(isinstance(layer.router, routing.VariationalBayesRouter) for layer in layers)
     assert all(layer.router.iterations == 3 and layer.router.batch_norm for layer in layers)
+    # the code's conv routers normalise a child over every parent position and type it feeds: 14x14 -> 6x6 -> 4x4
+    assert [layer.router.child_grid for layer in layers] == [(14, 14), (6, 6), None]
+    assert [(layer.router.kernel_size, layer.router.strides) for layer in layers[:2]] == [(3, 2), (3, 1)]
     assert [tuple(layer.output[0].shape[1:3]) for layer in layers[:2]] == [(6, 6), (4, 4)]
     assert tuple(layers[2].vote_transform.kernel.shape) == (16, 5, 4, 4)
     assert layers[2].shared_weights == "positions" and layers[2].coordinate_addition
@@ -47,9 +50,10 @@ def test_structure_and_scores():
 def test_one_channel_other_router_and_options():
     model = VBCapsNet(
         input_shape=(17, 20, 1), classes=3, router="em", routing_iterations=2, coordinate_addition=False,
-        classifier_activation="softmax",
+        classifier_activation="softmax", spatial_routing=False,
     )  # fmt: skip
     assert isinstance(model.get_layer("class_caps").router, routing.EMRouter)
+    assert model.get_layer("conv_caps1").router.child_grid is None
     assert model.get_layer("conv_caps2").router.iterations == 2
     scores = keras.ops.convert_to_numpy(model(np.ones((1, 17, 20, 1), "float32")))
     np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-5)

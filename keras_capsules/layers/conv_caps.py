@@ -24,9 +24,9 @@ class ConvCaps(RoutedCapsules):
 
     The receptive fields are gathered once with one index gather (no per-parent copies of the input);
     output positions are folded into the batch axis, so every router works unchanged and parents at
-    different positions do not compete (the apple/IDPA convention; EM's cross-position normalisation
-    is an option of the EM router). The transform weights depend on the kernel offset, the input type
-    and the output type and are shared across positions.
+    different positions do not compete (the apple/IDPA convention; cross-position normalisation is an
+    option of the EM and variational-Bayes routers, ``child_grid``). The transform weights depend on the
+    kernel offset, the input type and the output type and are shared across positions.
 
     Inputs: poses ``(batch, H, W, in_types, in_dim)``, optionally paired with activations
     ``(batch, H, W, in_types)``. Zero padding (``padding="same"``) adds children with zero poses and
@@ -65,6 +65,8 @@ class ConvCaps(RoutedCapsules):
             makes each chunk's votes anew (and training recomputes them in the backward pass), about
             1.7x the matrix products of routing the whole tensor; ``remat=False`` routes the whole
             tensor and keeps everything for the backward pass (same results to float32 rounding).
+            A router that couples the positions without ``route_position_chunks`` (variational Bayes with
+            ``child_grid``) routes the whole vote tensor at once, in training and at inference.
         Other arguments: see :class:`~keras_capsules.layers.routed_capsules.RoutedCapsules`.
     """
 
@@ -137,8 +139,9 @@ class ConvCaps(RoutedCapsules):
     def row_chunks(self, training):
         """The output-row ranges routed one after another.
 
-        Without ``remat``: one range. Positions routed independently: in training (where the layer
-        rematerialises) every row on its own; at inference as few chunks as keep a chunk's votes within
+        Without ``remat``, or for a router that couples the positions without ``route_position_chunks``
+        (variational Bayes with ``child_grid``): one range. Positions routed independently: in training
+        (where the layer rematerialises) every row on its own; at inference as few chunks as keep a chunk's votes within
         :data:`CHUNK_VOTE_BYTES` per example, differing by at most one row (one range when the whole
         tensor fits). Routed across positions (:meth:`routes_across_positions`), in training and at
         inference: equal chunks (the router loops over them), each the most rows that divide the output

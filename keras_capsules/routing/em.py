@@ -11,7 +11,6 @@ from keras_capsules.ops.compile import compiled_reading
 from keras_capsules.ops.norms import clip_magnitude
 from keras_capsules.ops.remat import remat_reading
 from keras_capsules.ops.sequential import map_in_turn
-from keras_capsules.ops.softmax import softmax_along
 from keras_capsules.routing.base import (
     LOW_PRECISION,
     Router,
@@ -25,13 +24,8 @@ from keras_capsules.routing.base import (
     vote_agreement,
     weighted_votes,
 )
+from keras_capsules.routing.positions import CrossPositionRouting
 from keras_capsules.routing.registry import register_router
-
-#: Log-space value given to the padding slots of the cross-position E-step (finite, so no NaN). IBM instead
-#: scatters into a dense (parent positions x child positions) layout and fills the unconnected entries with
-#: ``min(min(zz), -100)``, which leaves a tiny share of the mass on unconnected parents (a large share when every
-#: ``zz`` of a child is below -100); with gather tables and this filler the softmax is exact.
-_LOG_FILLER = -1e30
 
 
 def clip_gradient(x, limit):
@@ -57,45 +51,8 @@ def inverse_temperatures(iterations, final_lambda=0.01):
     return [final_lambda * (1.0 - 0.95 ** (t + 1)) for t in range(iterations)]
 
 
-def spatial_routing_tables(child_grid, kernel_size, strides, padding):
-    """Static index tables of the cross-position E-step of a convolutional capsule layer.
-
-    Children are the (padded) input positions, parents the output positions; the layout is the one
-    :class:`~keras_capsules.layers.ConvCaps` uses (positions folded into the batch in (row, column)
-    order; children of a receptive field in (kernel row, kernel column) order).
-
-    Args:
-        child_grid: ``(H, W)`` of the convolutional capsule layer's input.
-        kernel_size, strides, padding: of that layer.
-
-    Returns:
-        ``(slot_child, child_slots, parents_per_slot)``:
-
-        - ``slot_child``: int32 ``(P * K*K,)``, the padded child position read by every
-          (output position, kernel offset) slot;
-        - ``child_slots``: int32 ``(C, max_parents)``, for every padded child position the slots
-          that read it, padded with the sentinel ``P * K*K``;
-        - ``parents_per_slot``: float32 ``(P * K*K,)``, how many parent positions the slot's child
-          feeds (IBM's ``parents_per_child``).
-    """
-    from keras_capsules.ops.patches import patch_indices
-
-    height, width = child_grid
-    slot_child, pads, padded_width = patch_indices(height, width, kernel_size, strides, padding)
-    num_children = (height + pads[0] + pads[1]) * padded_width
-    counts = np.bincount(slot_child, minlength=num_children)
-    max_parents = max(int(counts.max()), 1)
-    sentinel = slot_child.size
-    child_slots = np.full((num_children, max_parents), sentinel, dtype="int32")
-    order = np.argsort(slot_child, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.arange(slot_child.size) - starts[slot_child[order]]
-    child_slots[slot_child[order], rank] = order
-    return slot_child.astype("int32"), child_slots, counts[slot_child].astype("float32")
-
-
 @register_router("em")
-class EMRouter(Router):
+class EMRouter(CrossPositionRouting, Router):
     """EM routing between matrix capsules (Hinton, Sabour & Frosst 2018), following IBM's re-implementation.
 
     Each parent is a Gaussian over its votes, fitted to the children assigned to it and weighted by their
@@ -150,7 +107,6 @@ class EMRouter(Router):
     numerical safeguards and the differences from IBM's code.
     """
 
-    accepts_child_grid = True
     accepts_parent_major = True
 
     def __init__(
@@ -181,16 +137,7 @@ class EMRouter(Router):
         self.max_vote = None if max_vote is None else float(max_vote)
         self.beta_a_initializer = beta_a_initializer
         self.beta_u_initializer = beta_u_initializer
-        if child_grid is not None:
-            if not isinstance(child_grid, (list, tuple)) or len(child_grid) != 2:
-                errors.fail(self, "child_grid", "None or a pair (H, W)", child_grid)
-            for size in child_grid:
-                errors.check_positive_int(self, "child_grid", size)
-            child_grid = tuple(int(s) for s in child_grid)
-        self.child_grid = child_grid
-        self.kernel_size = errors.check_positive_int(self, "kernel_size", kernel_size)
-        self.strides = errors.check_positive_int(self, "strides", strides)
-        self.padding = errors.check_one_of(self, "padding", padding, ("valid", "same"))
+        self.init_child_grid(child_grid, kernel_size, strides, padding)
         self._gradient_limit = None
 
     def build_router(self, votes_shape):
@@ -207,19 +154,7 @@ class EMRouter(Router):
         self.beta_a = self.add_weight(name="beta_a", shape=(out_caps,), initializer=beta_a_init)
         self.beta_u = self.add_weight(name="beta_u", shape=(out_caps,), initializer=beta_u_init)
         self.cost_factor = 100.0 * out_caps / in_caps if self.normalize_cost else 1.0
-        self._tables = None
-        if self.child_grid is not None:
-            kk = self.kernel_size * self.kernel_size
-            if in_caps % kk:
-                errors.fail(
-                    self,
-                    "votes",
-                    f"in_caps divisible by kernel_size**2 = {kk} (K*K*types children per receptive field) with child_grid set",
-                    f"shape {tuple(votes_shape)}",
-                )
-            self._tables = spatial_routing_tables(self.child_grid, self.kernel_size, self.strides, self.padding)
-            self.num_positions = self._tables[0].size // kk
-            self.child_types = in_caps // kk
+        self.build_child_grid(votes_shape)
 
     # ---- the two steps, in the parent-major layout (batch, out, in[, dim]) of base.parent_major ----
 
@@ -246,29 +181,6 @@ class EMRouter(Router):
         distance = vote_agreement(spread, 0.5 / variance)
         log_norm = 0.5 * ops.sum(ops.log(2.0 * math.pi * variance), axis=-1)  # (batch, out): no child index
         return (ops.log(out_acts + self.epsilon) - log_norm)[:, :, None] - distance
-
-    def _e_step(self, logits):
-        """Softmax over parents of ``(batch, out, in)`` logits (over positions too with ``child_grid``)."""
-        if self._tables is None:
-            return softmax_along(logits, axis=1)
-        return ops.exp(logits - self._spatial_log_normalizer(logits))
-
-    def _spatial_log_normalizer(self, logits):
-        """Log of the softmax denominator over every (position, type) parent of each child, ``(batch, 1, in)``."""
-        slot_child, child_slots, _ = self._tables
-        kk = self.kernel_size * self.kernel_size
-        out_caps = logits.shape[1]
-        slots = ops.reshape(child_major(logits), (-1, self.num_positions * kk, self.child_types, out_caps))
-        filler = ops.full_like(slots[:, :1], _LOG_FILLER)
-        padded = ops.concatenate([slots, filler], axis=1)
-        num_children, max_parents = child_slots.shape
-        gathered = ops.take(padded, ops.convert_to_tensor(child_slots.reshape(-1)), axis=1)
-        gathered = ops.reshape(gathered, (-1, num_children, max_parents, self.child_types, out_caps))
-        peak = ops.stop_gradient(ops.max(gathered, axis=(2, 4), keepdims=True))
-        total = ops.sum(ops.exp(gathered - peak), axis=(2, 4))  # (batch, children, types)
-        log_norm = ops.log(total) + ops.squeeze(peak, axis=(2, 4))
-        per_slot = ops.take(log_norm, ops.convert_to_tensor(slot_child), axis=1)  # (batch, P*KK, types)
-        return ops.reshape(per_slot, (-1, 1, kk * self.child_types))
 
     def _initial_scale(self):
         """IBM's ``1 / parents_per_child`` of every (output position, child) slot, NumPy ``(P, K*K*types)`` (``child_grid`` only)."""
@@ -321,7 +233,7 @@ class EMRouter(Router):
                 coupling = self.finalize_coupling(coupling, training)
             mean, variance, out_acts, spread = self._m_step(coupling, votes, activations, inverse_temperature)
             if not last:
-                coupling = self._e_step(self._log_assignments(spread, variance, out_acts))
+                coupling = self.parent_softmax(self._log_assignments(spread, variance, out_acts))
         return mean, out_acts, child_major(coupling)
 
     def route_position_chunks(
@@ -424,7 +336,7 @@ class EMRouter(Router):
     def _chunk_normalizers(self, logits):
         """The E-step's log normaliser ``(chunks, batch * P_c, 1, in)`` from the stacked chunks' logits ``(chunks, batch * P_c, out, in)``."""
         chunks, per_chunk = logits.shape[0], self.num_positions // logits.shape[0]
-        normalizer = self._spatial_log_normalizer(unstack_position_chunks(logits, per_chunk))
+        normalizer = self.spatial_log_normalizer(unstack_position_chunks(logits, per_chunk))
         return stack_position_chunks(normalizer, self.num_positions, chunks)
 
     def get_config(self):
@@ -438,10 +350,7 @@ class EMRouter(Router):
                 "max_vote": self.max_vote,
                 "beta_a_initializer": _serialize_initializer(self.beta_a_initializer),
                 "beta_u_initializer": _serialize_initializer(self.beta_u_initializer),
-                "child_grid": None if self.child_grid is None else list(self.child_grid),
-                "kernel_size": self.kernel_size,
-                "strides": self.strides,
-                "padding": self.padding,
+                **self.child_grid_config(),
             }
         )
         return config

@@ -162,7 +162,7 @@ def test_one_m_step_and_e_step_match_numpy():
         keras.ops.convert_to_tensor(acts),
         5e-4,
     )
-    new_r = as_float64(router._e_step(router._log_assignments(spread, variance, out))).transpose(0, 2, 1)
+    new_r = as_float64(router.parent_softmax(router._log_assignments(spread, variance, out))).transpose(0, 2, 1)
     for b in range(3):
         mu, var, a_out = np_m_step(
             r[b].astype("float64"), votes[b].astype("float64"), acts[b], beta_u, beta_a, 5e-4, 100 * 4 / 8

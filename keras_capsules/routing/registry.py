@@ -68,7 +68,7 @@ def available(pose=None, iterative=None, initial_poses=None, child_grid=None):
         initial_poses: ``True`` for routers that take initial parent poses (``supports_initial_poses``:
             what :class:`~keras_capsules.layers.ConcurrentRouting` needs), ``False`` for the others.
         child_grid: ``True`` for routers that take a convolutional layer's geometry
-            (``accepts_child_grid``: EM across positions), ``False`` for the others.
+            (``accepts_child_grid``: EM and variational Bayes across positions), ``False`` for the others.
 
     Example::
 

@@ -6,7 +6,6 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.softmax import softmax_along
 from keras_capsules.routing.base import (
     Router,
     child_major,
@@ -16,6 +15,7 @@ from keras_capsules.routing.base import (
     vote_agreement,
     weighted_votes,
 )
+from keras_capsules.routing.positions import CrossPositionRouting
 from keras_capsules.routing.registry import register_router
 
 #: The authors' BatchNorm (PyTorch's defaults) in Keras' terms: momentum 0.9 (PyTorch's 0.1) and epsilon 1e-5.
@@ -44,7 +44,7 @@ def digamma(x):
 
 
 @register_router("variational_bayes")
-class VariationalBayesRouter(Router):
+class VariationalBayesRouter(CrossPositionRouting, Router):
     """Variational-Bayes routing (Ribeiro, Leontidis & Kollias 2020), following the authors' PyTorch code.
 
     The parents are the components of a mixture of transforming Gaussians with a Dirichlet prior
@@ -77,10 +77,15 @@ class VariationalBayesRouter(Router):
     statistics. The outputs are ``m_j`` (normalised), ``a_j`` and, on request, the coupling ``R`` used by the
     last update.
 
-    Differences from the code, each with a reason: a child's responsibilities are normalised over the parent
-    types at its position (the code also normalises over every parent position of a convolutional layer that
-    the child feeds, which the router contract's folded positions do not show it); ``d`` is the pose size
-    (the code takes ``max(2, d)``, which only matters for 1-dimensional poses); the prior terms the code drops
+    Convolutional layers fold the output positions into the batch, so by default a child's responsibilities
+    are normalised over the parent types at its position. Given the layer's geometry (``child_grid`` and the
+    rest) the router takes ``votes`` ``(batch * H_out * W_out, K*K*types, out_caps, d)`` as
+    :class:`~keras_capsules.layers.ConvCaps` makes them and normalises each child over every parent position
+    and type it feeds, as the code does in its convolutional layers (``R`` still starts at ``1 / out_caps``,
+    the code's); ``ConvCaps`` then routes the whole vote tensor at once.
+
+    Differences from the code, each with a reason: ``d`` is the pose size (the code takes ``max(2, d)``,
+    which only matters for 1-dimensional poses); the prior terms the code drops
     because its priors are ``m0 = 0``, ``kappa0 = 1`` and ``Psi0 = I`` are kept, so other priors are correct
     (with those defaults the equations are the code's); ``N_j`` in ``xbar_j`` is ``N_j + epsilon`` (the code
     divides by ``N_j``, NaN when every child of a parent is inactive); votes are scaled per example into
@@ -97,6 +102,10 @@ class VariationalBayesRouter(Router):
             Defaults to ``None``.
         batch_norm: normalise the poses and the activation logits as the code does. Defaults to ``True``.
         epsilon: added to ``N_j`` where it divides. Defaults to 1e-9.
+        child_grid: ``None``, or the ``(H, W)`` input grid of the convolutional layer to normalise across
+            positions. Defaults to ``None``.
+        kernel_size, strides, padding: that layer's geometry, used with ``child_grid`` only. Default to
+            1, 1 and ``"valid"``.
         **kwargs: ``quantize_levels`` and ``jit_compile`` (see :class:`Router`; ``jit_compile=True`` needs
             ``batch_norm=False``, since the norms update their moving statistics in the step) and the
             ``keras.layers.Layer`` arguments.
@@ -122,6 +131,10 @@ class VariationalBayesRouter(Router):
         nu0=None,
         batch_norm=True,
         epsilon=1e-9,
+        child_grid=None,
+        kernel_size=1,
+        strides=1,
+        padding="valid",
         **kwargs,
     ):
         super().__init__(iterations=iterations, **kwargs)
@@ -143,6 +156,7 @@ class VariationalBayesRouter(Router):
         self.nu0 = None if nu0 is None else float(nu0)
         self.batch_norm = batch_norm
         self.epsilon = float(epsilon)
+        self.init_child_grid(child_grid, kernel_size, strides, padding)
         if batch_norm:
             norm = {"center": False, "scale": False, "momentum": _NORM_MOMENTUM, "epsilon": _NORM_EPSILON}
             self.pose_norm = keras.layers.BatchNormalization(axis=1, dtype="float32", name="pose_norm", **norm)
@@ -154,6 +168,7 @@ class VariationalBayesRouter(Router):
             errors.fail(self, "votes", "known in_caps, out_caps and out_dim", f"shape {tuple(votes_shape)}")
         if self.nu0 is not None and not self.nu0 > out_dim - 1:
             errors.fail(self, "nu0", f"None or a float above d - 1 = {out_dim - 1}", self.nu0)
+        self.build_child_grid(votes_shape)
         self.beta_a = self.add_weight(name="beta_a", shape=(out_caps,), initializer="zeros")
         self.beta_u = self.add_weight(name="beta_u", shape=(out_caps,), initializer="zeros")
         if self.batch_norm:
@@ -188,12 +203,12 @@ class VariationalBayesRouter(Router):
         return log_pi, log_det - ops.sum(ops.log(inverse_scale), axis=-1)
 
     def _responsibilities(self, votes, kappa, nu, m, inverse_scale, log_pi, log_det):
-        """``q(z)``: the new coupling ``(batch, out, in)``."""
+        """``q(z)``: the new coupling ``(batch, out, in)``, normalised over each child's parents (:meth:`parent_softmax`)."""
         out_dim = votes.shape[-1]
         distance = vote_agreement(ops.square(votes - m[:, :, None]), 1.0 / inverse_scale)
         distance = (out_dim / kappa)[:, :, None] + nu[:, :, None] * distance
         offset = log_pi + 0.5 * log_det - 0.5 * out_dim * math.log(2.0 * math.pi)
-        return softmax_along(offset[:, :, None] - 0.5 * distance, axis=1)
+        return self.parent_softmax(offset[:, :, None] - 0.5 * distance)
 
     def route_parent_major(self, votes, activations, training):
         votes = limit_votes(votes, _VOTE_LIMIT)
@@ -227,6 +242,7 @@ class VariationalBayesRouter(Router):
                 "nu0": self.nu0,
                 "batch_norm": self.batch_norm,
                 "epsilon": self.epsilon,
+                **self.child_grid_config(),
             }
         )
         return config

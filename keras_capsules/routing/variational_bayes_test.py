@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_capsules import routing
+from keras_capsules.layers import ConvCaps
 from keras_capsules.routing import VariationalBayesRouter
 from keras_capsules.routing.variational_bayes import digamma
 from keras_capsules.testing import (
@@ -13,6 +14,7 @@ from keras_capsules.testing import (
     assert_routes_finitely,
     assert_routes_like,
     input_gradient,
+    run_layer_test,
     run_router_test,
 )
 
@@ -56,6 +58,57 @@ def np_vb_routing(votes, acts, iterations, beta_a, beta_u, alpha0=1.0, kappa0=1.
         all_m.append(m)
         all_r.append(r)
     return np.stack(all_m), np.stack(all_logits), np.stack(all_r)
+
+
+def np_vb_conv_routing(votes, acts, iterations, beta_a, beta_u, grid, k, s):
+    """The code's convolutional layer (default priors): ``R`` normalised over every parent (position, type) of a child.
+
+    votes (batch * P, K*K*T, O, d) and acts (batch * P, K*K*T) in ConvCaps' layout (positions row-major, children
+    (kernel row, kernel column, type)) -> m (batch * P, O, d), logits (batch * P, O), R (batch * P, K*K*T, O). As
+    vb_routing.py's update_qlatent: p = exp(log rho), summed over the parent types, folded onto the input grid
+    (its conv_transpose2d: every parent position's share added at the child's position), read back per window
+    (its unfold) and divided into p. R starts at 1 / O; the sums of the updates run over each window. The priors
+    m0 = 0, kappa0 = 1, Psi0 = I are dropped as the code drops them. The code clamps the sum at 1e-11 (which sums
+    of 4x4 poses' densities go below: R then sums to less than one) and exponentiates in float32; here, as in the
+    library, R is the exact ratio.
+    """
+    height, width = grid
+    out_h, out_w = (height - k) // s + 1, (width - k) // s + 1
+    rows, n_in, n_out, d = votes.shape
+    batch, types = rows // (out_h * out_w), n_in // (k * k)
+    v = votes.reshape(batch, out_h, out_w, k, k, types, n_out, d)
+    a = acts.reshape(batch, out_h, out_w, k, k, types)
+    r = np.full(v.shape[:-1], 1.0 / n_out)
+    for t in range(iterations):
+        ra = r * a[..., None]
+        n = ra.sum((3, 4, 5))  # (b, oh, ow, O)
+        alpha, kappa, nu = 1.0 + n, 1.0 + n, d + 1.0 + n
+        xbar = np.einsum("bhwxytj,bhwxytjd->bhwjd", ra, v) / n[..., None]
+        scatter = np.einsum("bhwxytj,bhwxytjd->bhwjd", ra, (v - xbar[:, :, :, None, None, None]) ** 2)
+        m = n[..., None] * xbar / kappa[..., None]
+        inv_psi = 1.0 + scatter + (n / kappa)[..., None] * xbar**2
+        e_ln_pi = np_digamma(alpha) - np_digamma(alpha.sum(-1, keepdims=True))
+        e_ln_lambda = sum(np_digamma((nu - h) / 2) for h in range(d)) + d * np.log(2) - np.log(inv_psi).sum(-1)
+        if t == iterations - 1:
+            break
+        quad = (d / kappa)[:, :, :, None, None, None] + nu[:, :, :, None, None, None] * (
+            (v - m[:, :, :, None, None, None]) ** 2 / inv_psi[:, :, :, None, None, None]
+        ).sum(-1)
+        log_rho = e_ln_pi + 0.5 * e_ln_lambda - 0.5 * d * np.log(2 * np.pi)
+        p = np.exp(log_rho[:, :, :, None, None, None] - 0.5 * quad)  # (b, oh, ow, kr, kc, t, O)
+        folded = np.zeros((batch, height, width, types))
+        for oh in range(out_h):
+            for ow in range(out_w):
+                folded[:, oh * s : oh * s + k, ow * s : ow * s + k] += p[:, oh, ow].sum(-1)
+        total = np.stack(
+            [np.stack([folded[:, oh * s : oh * s + k, ow * s : ow * s + k] for ow in range(out_w)], 1)
+             for oh in range(out_h)], 1,
+        )  # fmt: skip
+        assert total.min() > 0  # no underflow in float64: R is the exact ratio (see the docstring)
+        r = p / total[..., None]
+    entropy = 0.5 * d * np.log(2 * np.pi * np.e) - 0.5 * e_ln_lambda
+    logits = beta_a - (np.exp(e_ln_pi) * entropy + beta_u)
+    return m.reshape(rows, n_out, d), logits.reshape(rows, n_out), r.reshape(rows, n_in, n_out)
 
 
 def np_sigmoid(x):
@@ -199,3 +252,95 @@ def test_input_gradient_reaches_votes():
     grad = input_gradient(lambda v: keras.ops.sum(VariationalBayesRouter()(v, acts)[1]), votes)
     assert_finite(grad)
     assert np.abs(grad).max() > 0
+
+
+# ---- child_grid: a child normalised over every parent position and type it feeds (the code's conv layers) ----------
+
+
+def conv_inputs(seed, grid, k, s, types=2, out_caps=3, batch=2, d=16, scale=0.5):
+    """Votes ``(batch * P, K*K*types, out_caps, d)`` and activations in ConvCaps' layout for a VALID layer."""
+    positions = ((grid[0] - k) // s + 1) * ((grid[1] - k) // s + 1)
+    return random_inputs(seed, (batch * positions, k * k * types, out_caps, d), scale=scale)
+
+
+@pytest.mark.parametrize("grid, strides, batch_norm", [((4, 4), 1, False), ((5, 5), 2, True)])
+def test_child_grid_matches_numpy_reference_of_the_codes_fold(grid, strides, batch_norm):
+    """4x4 children, K=3, stride 1 (2x2 parents; a centre child feeds all four) and 5x5, stride 2 (shared edges),
+    2 child types, 3 parent types, 4x4 poses; with batch_norm in training the statistics run over every position."""
+    votes, acts = conv_inputs(21, grid, 3, strides)
+    router = VariationalBayesRouter(
+        iterations=3, batch_norm=batch_norm, child_grid=grid, kernel_size=3, strides=strides
+    )  # fmt: skip
+    router.build(votes.shape)
+    randomise_betas(router)
+    m, logits, r = np_vb_conv_routing(
+        votes.astype("float64"), acts.astype("float64"), 3,
+        as_float64(router.beta_a), as_float64(router.beta_u), grid, 3, strides,
+    )  # fmt: skip
+    if batch_norm:
+        m = (m - m.mean(axis=(0, 2))[:, None]) / np.sqrt(m.var(axis=(0, 2))[:, None] + 1e-5)
+        logits = (logits - logits.mean(0)) / np.sqrt(logits.var(0) + 1e-5)
+    outputs = router(votes, acts, training=batch_norm, return_coupling=True)
+    # the norms divide by the batch's standard deviations, which scales float32 rounding up: 1e-4 with them
+    tolerance = 1e-4 if batch_norm else 1e-5
+    assert_routes_like(outputs, (m, np_sigmoid(logits), r), rtol=tolerance, atol=tolerance)
+    # the reference's R differs from a per-position softmax: rows alone do not sum to one
+    assert not np.allclose(r.sum(-1), 1.0, atol=1e-3)
+
+
+def test_child_grid_with_one_parent_position_per_child_is_per_position_routing():
+    """K=2, stride 2 on a 4x4 grid: windows do not overlap, so the cross-position sum is the per-position one."""
+    votes, acts = conv_inputs(22, (4, 4), 2, 2)
+    plain = VariationalBayesRouter(batch_norm=False)
+    spatial = VariationalBayesRouter(batch_norm=False, child_grid=(4, 4), kernel_size=2, strides=2)
+    expected = [as_float64(x) for x in plain(votes, acts, return_coupling=True)]
+    assert_routes_like(spatial(votes, acts, return_coupling=True), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_child_grid_config_round_trip():
+    router = VariationalBayesRouter(iterations=2, child_grid=[5, 4], kernel_size=3, strides=2, padding="same")
+    config = router.get_config()
+    assert (config["child_grid"], config["kernel_size"], config["strides"], config["padding"]) == ([5, 4], 3, 2, "same")
+    clone = VariationalBayesRouter.from_config(config)
+    assert (clone.child_grid, clone.kernel_size, clone.strides, clone.padding) == ((5, 4), 3, 2, "same")
+    assert clone.get_config() == config
+    assert VariationalBayesRouter().get_config()["child_grid"] is None
+    assert "variational_bayes" in routing.available(child_grid=True)
+
+
+def test_child_grid_inside_conv_caps():
+    """The layer routes the whole vote tensor (no chunked path) in training and at inference; saving and export."""
+    router = {"name": "variational_bayes", "iterations": 2, "child_grid": [5, 5], "kernel_size": 3, "strides": 2}
+    rng = np.random.default_rng(23)
+    grid = (rng.normal(size=(3, 5, 5, 2, 16)).astype("float32"), rng.uniform(size=(3, 5, 5, 2)).astype("float32"))
+    kwargs = {"num_capsules": 3, "kernel_size": 3, "strides": 2, "transform": "matrix", "router": router}
+    layer = ConvCaps(**kwargs)
+    layer(grid)
+    assert not layer.routes_across_positions()
+    assert layer.row_chunks(training=True) == layer.row_chunks(training=False) == [(0, 2)]
+    with keras.StatelessScope():  # the norms' moving statistics stay out of JAX's traced gradient
+        grad = input_gradient(lambda poses: layer((poses, grid[1]), training=True)[1], grid[0])
+    assert_finite(grad)
+    assert np.abs(grad).max() > 0
+    run_layer_test(ConvCaps, kwargs, grid, expected_output_shapes=[(3, 2, 2, 3, 16), (3, 2, 2, 3)])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"child_grid": (4, 4, 4)}, r"VariationalBayesRouter.*child_grid.*None or a pair \(H, W\).*\(4, 4, 4\)"),
+        ({"child_grid": 4}, r"VariationalBayesRouter.*child_grid.*None or a pair"),
+        ({"child_grid": (4, 0)}, r"VariationalBayesRouter.*child_grid.*integer >= 1.*0"),
+        ({"kernel_size": 0}, r"VariationalBayesRouter.*kernel_size.*integer >= 1.*0"),
+        ({"padding": "full"}, r"VariationalBayesRouter.*padding.*'full'"),
+    ],
+)
+def test_child_grid_rejects_bad_geometry(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        VariationalBayesRouter(**kwargs)
+
+
+def test_child_grid_rejects_votes_not_in_whole_receptive_fields():
+    router = VariationalBayesRouter(child_grid=(4, 4), kernel_size=3)
+    with pytest.raises(ValueError, match=r"VariationalBayesRouter.*votes.*divisible by kernel_size\*\*2 = 9.*10"):
+        router(np.zeros((4, 10, 3, 16), "float32"))
