@@ -27,7 +27,7 @@ def _gradients(model, x, training=True, compiled=True):
 
     ``x``: one array or a list of arrays. The gradient is one compiled program, as in ``fit``: a
     ``tf.function`` graph, or under JAX one jitted program (and one compilation instead of one per op);
-    under TensorFlow ``compiled=False`` runs it op by op instead.
+    under TensorFlow ``compiled=False`` runs it op by op instead, as PyTorch always does.
     """
     weights = model.trainable_weights
     inputs = list(x) if isinstance(x, (list, tuple)) else [x]
@@ -36,7 +36,7 @@ def _gradients(model, x, training=True, compiled=True):
     def weighted(outputs):
         outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         flat = [keras.ops.reshape(keras.ops.cast(out, "float32"), (-1,)) for out in outputs]
-        return sum(keras.ops.sum(out * probe[: out.shape[0]]) for out in flat)
+        return sum(keras.ops.sum(out * keras.ops.convert_to_tensor(probe[: out.shape[0]])) for out in flat)
 
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
@@ -52,6 +52,14 @@ def _gradients(model, x, training=True, compiled=True):
         # ``compiled=False``: op by op, a reference free of the graph optimiser's rewrites.
         value, grads = (tf.function(value_and_grads) if compiled else value_and_grads)()
         return float(value), [g.numpy() for g in grads]
+    if keras.backend.backend() == "torch":
+        import torch
+
+        # Eager autograd: PyTorch runs op by op whatever ``compiled`` says.
+        tensors = [torch.tensor(np.asarray(value), requires_grad=True) for value in inputs]
+        value = weighted(model(tensors if len(tensors) > 1 else tensors[0], training=training))
+        grads = torch.autograd.grad(value, tensors + [w.value for w in weights])
+        return float(value), [g.detach().cpu().numpy() for g in grads]
     import jax
 
     def pure(values, params):
