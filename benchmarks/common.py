@@ -1,5 +1,7 @@
 """Shared timing helpers for the benchmarks (wall-clock medians; no assertions)."""
 
+import functools
+import importlib.util
 import json
 import os
 import platform
@@ -11,23 +13,30 @@ import keras
 import numpy as np
 
 
+@functools.cache
+def repository_host():
+    """This repository's ``keras_capsules/host.py`` (:mod:`keras_capsules.host`), loaded from its file: a run with
+    ``--before`` measures an earlier ``keras_capsules`` first on its path, which may have no host module, and the
+    host is named the same way whichever package a run measures."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "keras_capsules", "host.py")
+    spec = importlib.util.spec_from_file_location("_repository_host", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def cpu_description(cpuinfo):
     """The CPU's model from the text of ``/proc/cpuinfo`` (:func:`keras_capsules.host.cpu_name`), followed by
     ``without AVX-512`` where its flags lack ``avx512f``: TensorFlow's CPU kernels differ there (oneDNN
     stays off), so it is another kind of host."""
-    # Imported here, not at the top: a --before child process imports this module with an earlier keras_capsules first
-    # on its path, which may have no host module.
-    from keras_capsules import host
-
+    host = repository_host()
     cpu, flags = host.cpu_name(cpuinfo), host.cpu_flags(cpuinfo)
     return cpu + " without AVX-512" if flags and "avx512f" not in flags else cpu
 
 
 def cpu():
     """This machine's CPU: :func:`cpu_description` of ``/proc/cpuinfo``, or the platform's name where there is none."""
-    from keras_capsules import host
-
-    return cpu_description(host.cpuinfo())
+    return cpu_description(repository_host().cpuinfo())
 
 
 def machine_description():

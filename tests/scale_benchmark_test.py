@@ -2,6 +2,7 @@
 guard, and the report's scale tables and verdicts on hand-made rows."""
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -212,6 +213,25 @@ def test_a_cpu_without_avx512_is_named_as_another_kind_of_host():
     assert common.cpu_description(with_it) == "AMD EPYC"
     # Nothing to read: the platform's name, and no claim about the flags.
     assert common.cpu_description("") == host.cpu_name("")
+
+
+def test_the_host_is_read_by_the_repository_whatever_package_a_run_measures(tmp_path):
+    """A ``--before`` run measures an earlier keras_capsules first on its path (one with no host module, as
+    before 2026-12-04): naming the host must not import it from there."""
+    old = tmp_path / "keras_capsules"
+    old.mkdir()
+    (old / "__init__.py").write_text("")
+    code = (
+        "import keras_capsules, benchmarks.common as c; "
+        "print(keras_capsules.__file__); print(c.repository_host().__file__); print(c.cpu())"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    package, reader, name = done.stdout.splitlines()[-3:]
+    assert package == str(old / "__init__.py")
+    assert reader == str(ROOT / "keras_capsules" / "host.py")
+    assert name.startswith(host.cpu_name())
 
 
 def test_every_committed_scale_row_rates_its_own_count():
