@@ -13,7 +13,7 @@ def quantize_uniform(x, levels=11):
     outside [0, 1] are clamped to the end centres. The gradient is the straight-through identity.
 
     Args:
-        x: tensor of coupling coefficients, any shape.
+        x: tensor (or NumPy array) of coupling coefficients, any shape.
         levels: ``K >= 2``.
 
     Returns:
@@ -21,6 +21,7 @@ def quantize_uniform(x, levels=11):
     """
     if not errors.is_integer(levels) or levels < 2:
         raise ValueError(f"quantize_uniform: argument `levels` expected an integer >= 2, received {levels!r}.")
+    x = ops.convert_to_tensor(x)  # a NumPy ``x`` cannot meet a torch tensor in ``+``
     steps = float(int(levels) - 1)
     snapped = ops.clip(ops.floor(x * steps + 0.5), 0.0, steps) / steps
     return x + ops.stop_gradient(snapped - x)

@@ -13,12 +13,13 @@ def softmax_along(x, axis):
     axis goes to the backend's softmax.
 
     Args:
-        x: float tensor of any rank.
+        x: float tensor (or NumPy array) of any rank.
         axis: the axis the result sums to 1 over.
 
     Returns:
         A tensor of the shape of ``x``.
     """
+    x = ops.convert_to_tensor(x)  # a NumPy ``x`` cannot meet a torch tensor in ``-``
     if axis % len(x.shape) == len(x.shape) - 1:
         return ops.softmax(x, axis=-1)
     peak = ops.max(x, axis=axis, keepdims=True, initial=float("-inf"))  # (initial: an empty x is allowed)
