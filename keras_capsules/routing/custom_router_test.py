@@ -121,7 +121,7 @@ def _class_layer(model):
 
 @pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
-    reason="registry plumbing, the same on every backend; tests/applications_backends_test.py trains every application on JAX",
+    reason="registry plumbing, the same on every backend; tests/applications_backends_test.py trains every application on JAX and PyTorch",
 )
 # The default tier: CapsNet and EffCapsNet; the other routed models (5-8 s each) in the large tier.
 @pytest.mark.parametrize(
