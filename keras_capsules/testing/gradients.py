@@ -5,7 +5,11 @@ import numpy as np
 
 
 def input_gradient(fn, x):
-    """Gradient of ``sum(fn(x))`` (summed over every output tensor) with respect to ``x``, as NumPy."""
+    """Gradient of ``sum(fn(x))`` (summed over every output tensor) with respect to ``x``, as NumPy.
+
+    The layers ``fn`` calls must be built. On JAX ``fn`` runs in a stateless scope, so the state updates it makes
+    (batch-norm statistics in training) are dropped; TensorFlow and PyTorch apply them.
+    """
 
     def total(value):
         return sum(keras.ops.sum(keras.ops.cast(o, "float32")) for o in keras.tree.flatten(fn(value)))
@@ -14,7 +18,13 @@ def input_gradient(fn, x):
     if backend == "jax":
         import jax
 
-        return np.asarray(jax.grad(total)(keras.ops.convert_to_tensor(x)))
+        def pure(value):
+            # A layer's state updates inside jax.grad (batch-norm statistics in training) would leave tracers in its
+            # variables; the stateless scope takes them, and the variables keep their values.
+            with keras.StatelessScope():
+                return total(value)
+
+        return np.asarray(jax.grad(pure)(keras.ops.convert_to_tensor(x)))
     if backend == "tensorflow":
         import tensorflow as tf
 
