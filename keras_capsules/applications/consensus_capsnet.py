@@ -80,6 +80,21 @@ def _routers(router, routing_iterations):
 
 def _check(a):
     errors.check_one_of("ConsensusCapsNet", "primary_pose_activation", a.primary_pose_activation, ("relu", "linear"))
+    if a.transform_initializer is not None:
+        try:
+            keras.initializers.get(a.transform_initializer)
+        except (ValueError, TypeError):
+            errors.fail(
+                "ConsensusCapsNet",
+                "transform_initializer",
+                "None or a Keras initializer (a name, a config dict or an instance)",
+                a.transform_initializer,
+            )
+
+
+def _transform_initializer(spec):
+    """The vote transforms' initializer: the paper's ``I + U(-0.1, 0.1)`` unless ``spec`` names another."""
+    return IdentityPlusUniform(0.1) if spec is None else keras.initializers.get(spec)
 
 
 def _body(x, a):
@@ -97,7 +112,7 @@ def _body(x, a):
             transform="matrix",
             matrix_side="left",
             normalize_weights=True,
-            kernel_initializer=IdentityPlusUniform(0.1),
+            kernel_initializer=_transform_initializer(a.transform_initializer),
         )
 
     children = ConvCaps(16, kernel_size=3, strides=2, name="conv_caps1", **capsule_args(routers[0]))((poses, acts))
@@ -125,6 +140,7 @@ def ConsensusCapsNet(
     router: str | dict | Router = "kernel",
     routing_iterations: int | None = None,
     primary_pose_activation: str = "relu",
+    transform_initializer: str | dict | keras.initializers.Initializer | None = None,
 ) -> CapsuleClassifier:
     """The 86K-parameter smallNORB network of the inner-consensus paper with learned routing (paper Table 1).
 
@@ -175,6 +191,10 @@ def ConsensusCapsNet(
         router: ``"kernel"``, ``"lstm"``, ``"em"`` or another router of ``routing.available(pose="matrix")``.
         routing_iterations: replaces every router's iterations (``None``: the router's own; paper: 3).
         primary_pose_activation: ``"relu"`` (the code) or ``"linear"`` on the primary poses.
+        transform_initializer: initializer of every capsule layer's vote transforms ``W`` (shape
+            ``(..., 4, 4)``); ``None``: the paper's ``I + U(-0.1, 0.1)``. Routers without learned
+            parameters of their own (``"dynamic"``) see nearly the same votes at every parent type from
+            that start; a random one (``"random_normal"``; the scale is normalised away) breaks the tie.
 
     Returns:
         A built :class:`~keras_capsules.applications.CapsuleClassifier` taking images in [0, 1]

@@ -128,3 +128,28 @@ def test_include_top_false(pooling, shape):
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         ConsensusCapsNet(**kwargs)
+
+
+def _transform_kernels(model):
+    """The vote transforms of ConvCaps1, ConvCaps2 and the class layer."""
+    kernels = [w for w in model.weights if w.path.endswith("votes/kernel")]
+    assert len(kernels) == 3
+    return [keras.ops.convert_to_numpy(w) for w in kernels]
+
+
+def test_transform_initializer_default_is_identity_plus_uniform_and_can_be_replaced():
+    small = {"input_shape": (17, 17, 1), "classes": 3, "router": "dynamic"}
+    for kernel in _transform_kernels(ConsensusCapsNet(**small)):
+        assert kernel.shape[-2:] == (4, 4)
+        assert np.all(np.abs(kernel - np.eye(4)) <= 0.1 + 1e-7)  # I + U(-0.1, 0.1), the paper's start
+    for kernel in _transform_kernels(ConsensusCapsNet(transform_initializer="ones", **small)):
+        np.testing.assert_array_equal(kernel, np.ones_like(kernel))
+    drawn = _transform_kernels(
+        ConsensusCapsNet(transform_initializer={"class_name": "RandomNormal", "config": {}}, **small)
+    )
+    assert all(np.abs(kernel - np.eye(4)).max() > 0.1 for kernel in drawn)  # far from the identity somewhere
+
+
+def test_transform_initializer_rejects_what_keras_cannot_read():
+    with pytest.raises(ValueError, match=r"ConsensusCapsNet.*transform_initializer.*Keras initializer.*'no_such_init'"):
+        ConsensusCapsNet(input_shape=(17, 17, 1), classes=3, transform_initializer="no_such_init")
