@@ -7,7 +7,8 @@
 # one folder per preset, each run by tools/presets/run_in_background.sh (nice 19, a frozen copy of the package in
 # WORK/<preset>/pkg, the run in WORK/<preset>/run). Every package copy is the package at PACKAGE_COMMIT (default:
 # HEAD when the queue first starts, recorded in WORK/PACKAGE_COMMIT), so later commits never reach a queued run, on
-# any machine. Rerun the same command after an interruption: each run continues after its newest checkpoint, and
+# any machine; a phase written `preset@COMMIT|arguments` takes the package at COMMIT instead (a run that needs a
+# later commit than the queue's). Rerun the same command after an interruption: each run continues after its newest checkpoint, and
 # finished phases are skipped (a phase whose arguments end in --eval-on is finished once a later phase of its preset
 # has taken over; the last phase once its epochs are done, since running it again would read the test set again).
 # Presets named in SHIPPED are skipped. WORK/queue.log records every phase's start and end.
@@ -23,18 +24,21 @@ mkdir -p "$work"
 package_commit=$(cat "$work/PACKAGE_COMMIT")
 # Leading its session (started by setsid): the whole session's scheduler group to nice 19.
 . "$here/session_priority.sh" && lower_session_priority
+phase_preset() { local name=${1%%|*}; echo "${name%%@*}"; }
+phase_commit() { local name=${1%%|*}; [[ "$name" == *@* ]] && echo "${name#*@}" || echo "$package_commit"; }
 for entry in "${QUEUE[@]}"; do
-  preset=${entry%%|*}
+  preset=$(phase_preset "$entry")
   if [ ! -d "$work/$preset/pkg/keras_capsules" ]; then
-    mkdir -p "$work/$preset/pkg" && (cd "$repo" && git archive "$package_commit" keras_capsules) | tar -x -C "$work/$preset/pkg"
-    echo "$package_commit" > "$work/$preset/pkg/COMMIT"
+    commit=$(cd "$repo" && git rev-parse "$(phase_commit "$entry")") || exit 1
+    mkdir -p "$work/$preset/pkg" && (cd "$repo" && git archive "$commit" keras_capsules) | tar -x -C "$work/$preset/pkg"
+    echo "$commit" > "$work/$preset/pkg/COMMIT"
   fi
 done
 newest_checkpoint() {
   ls "$1/run/checkpoints" 2>/dev/null | sed -n 's/^epoch-0*\([0-9][0-9]*\)$/\1/p' | sort -n | tail -1
 }
 for entry in "${QUEUE[@]}"; do
-  preset=${entry%%|*}
+  preset=$(phase_preset "$entry")
   arguments=${entry#*|}
   [[ "$SHIPPED" == *" $preset "* ]] && continue
   epochs=$(grep -o -- '--epochs [0-9]*' <<< "$arguments" | awk '{print $2}')
