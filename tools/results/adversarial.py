@@ -1,6 +1,6 @@
 """Accuracy under FGSM and PGD of every MNIST and Fashion-MNIST preset, for docs/results.md.
 
-    python tools/results/adversarial.py DATA_DIR [--limit 1000] [--models EffCapsNet/mnist ...]
+    python tools/results/adversarial.py DATA_DIR [--limit 1000] [--models EffCapsNet/mnist ...] [--slice 1000]
     python tools/results/adversarial.py --table     # rewrites the block of docs/results.md from the records
 
 Each preset is attacked with its own training loss (its recipe's: margin loss for the capsule networks,
@@ -8,6 +8,11 @@ cross-entropy for the CNN and GLOM) at epsilon 0.05, 0.1, 0.2 and 0.3 (images in
 with 10 steps of 2.5 epsilon / 10 from a random start (seed 0), on the first ``--limit`` test images
 (default: all). Writes docs/results/adversarial/<model>-<preset>-<attack>.json (skipped when present:
 resumable per model and attack) with the host, date, commit and wall time. Inference only.
+
+``--slice N`` measures the images N at a time, each slice's record kept in
+docs/results/adversarial/slices/<record>/ (skipped when present, so a run that spans machines resumes after
+the last slice committed), slice k with PGD's random start drawn from seed k; the record is their merge,
+written once every slice is there.
 """
 
 import argparse
@@ -44,23 +49,51 @@ def presets_on(datasets=DATASETS):
     return [key for key in presets.available() if presets.get(*presets.find(key)).dataset in datasets]
 
 
-def measure(data_dir, models, limit, batch_size, loss=None):
-    """Writes the records of ``models`` not written yet; ``loss``: ``None`` (each one's training loss) or a name."""
+def _write(path, record):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".part", "w") as handle:
+        json.dump(record, handle, indent=2)
+    os.replace(path + ".part", path)
+
+
+def _stamped(result, command):
+    """``result``'s record with the host, date, commit and command that made it."""
+    return {
+        **result.to_dict(),
+        "host": _host(),
+        "date": datetime.date.today().isoformat(),
+        "commit": _commit(),
+        "command": command,
+    }
+
+
+def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
+    """Writes the records of ``models`` not written yet; ``loss``: ``None`` (each one's training loss) or a name;
+    ``slice_size``: measure that many images at a time, each slice's record kept (see the module docstring)."""
     from keras_capsules import presets
     from keras_capsules.cli.robustness import training_loss
     from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, report
 
-    os.makedirs(RECORDS, exist_ok=True)
     for key in models:
         dataset = presets.get(*presets.find(key)).dataset
         attacked, source = training_loss(key) if loss is None else (loss, "argument")
         for attack in ATTACKS:
             suffix = "" if loss is None else f"-{loss}"
-            path = os.path.join(RECORDS, f"{key.lower().replace('/', '-')}-{attack}{suffix}.json")
+            stem = f"{key.lower().replace('/', '-')}-{attack}{suffix}"
+            path = os.path.join(RECORDS, stem + ".json")
             if os.path.exists(path):
                 print("have", path, flush=True)
                 continue
+            options = (f" --limit {limit}" if limit else "") + ("" if loss is None else f" --loss {loss}")
+            options += f" --slice {slice_size}" if slice_size else ""
+            command = f"python tools/results/adversarial.py DATA_DIR{options} --models {key}"
             print(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True)
+            if slice_size:
+                slices = _measure_slices(
+                    key, dataset, attack, stem, attacked, source, data_dir, limit, batch_size, slice_size, command
+                )
+                _write(path, {**merge_slices(slices), "command": command})
+                continue
             result = report(
                 key,
                 dataset,
@@ -73,17 +106,66 @@ def measure(data_dir, models, limit, batch_size, loss=None):
                 loss_source=source,
                 batch_size=batch_size,
             )
-            options = (f" --limit {limit}" if limit else "") + ("" if loss is None else f" --loss {loss}")
-            record = {
-                **result.to_dict(),
-                "host": _host(),
-                "date": datetime.date.today().isoformat(),
-                "commit": _commit(),
-                "command": f"python tools/results/adversarial.py DATA_DIR{options} --models {key}",
-            }
-            with open(path + ".part", "w") as handle:
-                json.dump(record, handle, indent=2)
-            os.replace(path + ".part", path)
+            _write(path, _stamped(result, command))
+
+
+def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, batch_size, slice_size, command):
+    """The records of ``stem``'s slices, each measured unless its file is there; returns them in order."""
+    import dataclasses
+
+    from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, adversarial_accuracy
+    from keras_capsules.evaluation.robustness import _load_images
+
+    images, labels = _load_images(dataset, "test", limit, data_dir, False)
+    records = []
+    for index, start in enumerate(range(0, len(images), slice_size)):
+        end = min(start + slice_size, len(images))
+        path = os.path.join(RECORDS, "slices", stem, f"{start:06d}-{end:06d}.json")
+        if not os.path.exists(path):
+            print(f"  images {start}-{end}", flush=True)
+            result = adversarial_accuracy(
+                key,
+                images[start:end],
+                labels[start:end],
+                attack,
+                EPSILONS,
+                loss=loss,
+                batch_size=batch_size,
+                seed=index,
+            )
+            result = dataclasses.replace(result, dataset=dataset, split="test", loss_source=source)
+            _write(path, {**_stamped(result, command), "images": [start, end]})
+        with open(path) as handle:
+            records.append(json.load(handle))
+    return records
+
+
+def merge_slices(slices):
+    """One record from the records of consecutive slices of a test set: accuracies and zero-gradient shares
+    weighted by each slice's images, times summed, the seeds, hosts, dates and commits listed."""
+    first, total = slices[0], sum(s["examples"] for s in slices)
+    if [s["images"][0] for s in slices] != [0] + [s["images"][1] for s in slices[:-1]]:
+        raise ValueError(f"adversarial: slices are not consecutive from image 0: {[s['images'] for s in slices]}")
+
+    def mean(values):
+        return sum(v * s["examples"] for v, s in zip(values, slices)) / total
+
+    epsilons = [e for e, _ in first["table"]]
+    distinct = lambda field: "; ".join(dict.fromkeys(str(s[field]) for s in slices))  # noqa: E731
+    return {
+        **{k: v for k, v in first.items() if k not in ("images", "paused_seconds", "note")},
+        "examples": total,
+        "accuracy": mean([s["accuracy"] for s in slices]),
+        "table": [[e, mean([s["table"][i][1] for s in slices])] for i, e in enumerate(epsilons)],
+        "zero_gradient": [mean([s["zero_gradient"][i] for s in slices]) for i in range(len(epsilons))],
+        "seed": [s["seed"] for s in slices],
+        "seconds": round(sum(s["seconds"] for s in slices), 2),
+        "paused_seconds": sum(s.get("paused_seconds", 0) for s in slices),
+        "slices": [s["images"] for s in slices],
+        "host": distinct("host"),
+        "date": distinct("date"),
+        "commit": distinct("commit"),
+    }
 
 
 def table():
@@ -113,14 +195,16 @@ def table():
             cells += [f"{100 * a:.1f}" for _, a in pgd["table"]] if pgd else ["—"] * len(epsilons)
             stuck = f"{100 * fgsm['zero_gradient'][0]:.1f}" if fgsm else "—"
             loss = f"{first['loss']}{' (--loss)' if key[1] else ''}"
-            body.append([f"`{key[0]}`", loss, f"{100 * first['accuracy']:.1f}", *cells, stuck])
+            body.append(
+                [f"`{key[0]}`", loss, f"{first['examples']:,d}", f"{100 * first['accuracy']:.1f}", *cells, stuck]
+            )
         title = dataset.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion")
-        headers = ["model", "loss attacked", "clean", *heads, "zero gradient (FGSM)"]
+        headers = ["model", "loss attacked", "images", "clean", *heads, "zero gradient (FGSM)"]
         lines += [
             "",
             f"{title}, accuracy (%):",
             "",
-            *markdown.table(headers, body, align="ll" + "r" * (len(heads) + 2)),
+            *markdown.table(headers, body, align="ll" + "r" * (len(heads) + 3)),
         ]
     seconds = {
         f"{k[0]} {a}" + (f" {r['loss']}" if k[1] else ""): r["seconds"] - r.get("paused_seconds", 0)
@@ -130,7 +214,8 @@ def table():
     hosts = sorted({r["host"] for pair in records.values() for r in pair.values()})
     lines += [
         "",
-        f"Images: the first {', '.join(f'{n:,d}' for n in sorted(examples))} of each test set. "
+        f"Images (column `images`): the first {' or '.join(f'{n:,d}' for n in sorted(examples))} of the test set "
+        "(10,000: the whole set). "
         f"Wall time per model and attack, pauses for other jobs' benchmarks subtracted (s): {', '.join(f'{k} {v:,.0f}' for k, v in seconds.items())}; "
         f"on {'; '.join(hosts)}, shared with other jobs.",
         "",
@@ -156,13 +241,19 @@ def main(argv=None):
     parser.add_argument(
         "--loss", choices=("margin", "cross_entropy"), help="attack this loss (default: each model's training loss)"
     )
+    parser.add_argument(
+        "--slice",
+        type=int,
+        dest="slice_size",
+        help="measure SLICE images at a time, each slice's record kept (resumable)",
+    )
     parser.add_argument("--table", action="store_true", help="only rewrite the docs/results.md block from the records")
     args = parser.parse_args(argv)
     if args.table:
         return write_table()
     if args.data_dir is None:
         parser.error("DATA_DIR is required to measure")
-    measure(args.data_dir, args.models or presets_on(), args.limit, args.batch_size, args.loss)
+    measure(args.data_dir, args.models or presets_on(), args.limit, args.batch_size, args.loss, args.slice_size)
     return write_table()
 
 
