@@ -203,14 +203,10 @@ def test_finite_forward_and_gradients(dtype, training):
         if not training:
             assert_routes_finitely(router, votes, acts, gradient_of=lambda outputs: outputs)
             continue
-        # Training updates the BatchNorms' moving statistics: each call in its own stateless scope keeps those
-        # updates out of JAX's traced gradients (the scope would hand a tracer to the next call).
-        with keras.StatelessScope():
-            assert_routes_finitely(router, votes, acts, training=True)
-        with keras.StatelessScope():
-            assert_finite(input_gradient(lambda v: router(v, acts, training=True), votes), "votes gradient")
-        with keras.StatelessScope():
-            assert_finite(input_gradient(lambda a: router(votes, a, training=True), acts), "activations gradient")
+        # Training updates the BatchNorms' moving statistics; input_gradient keeps them out of JAX's traced gradients.
+        assert_routes_finitely(router, votes, acts, training=True)
+        assert_finite(input_gradient(lambda v: router(v, acts, training=True), votes), "votes gradient")
+        assert_finite(input_gradient(lambda a: router(votes, a, training=True), acts), "activations gradient")
 
 
 def test_parent_major_votes_route_alike():
@@ -318,8 +314,7 @@ def test_child_grid_inside_conv_caps():
     layer(grid)
     assert not layer.routes_across_positions()
     assert layer.row_chunks(training=True) == layer.row_chunks(training=False) == [(0, 2)]
-    with keras.StatelessScope():  # the norms' moving statistics stay out of JAX's traced gradient
-        grad = input_gradient(lambda poses: layer((poses, grid[1]), training=True)[1], grid[0])
+    grad = input_gradient(lambda poses: layer((poses, grid[1]), training=True)[1], grid[0])
     assert_finite(grad)
     assert np.abs(grad).max() > 0
     run_layer_test(ConvCaps, kwargs, grid, expected_output_shapes=[(3, 2, 2, 3, 16), (3, 2, 2, 3)])
