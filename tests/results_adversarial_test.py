@@ -45,3 +45,38 @@ def test_slices_must_be_consecutive_from_the_first_image():
     gap = [_slice(0, 1000, 0.9, (0.5, 0.1), [0, 0], 1.0, 0), _slice(2000, 3000, 0.9, (0.5, 0.1), [0, 0], 1.0, 2)]
     with pytest.raises(ValueError, match="not consecutive"):
         adversarial.merge_slices(gap)
+
+
+def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkeypatch):
+    """FGSM (no random draw) over 10 images in slices of 4 gives the accuracies of one call over all 10."""
+    import importlib
+
+    import keras
+    import numpy as np
+
+    # the modules, which keras_capsules.evaluation's functions of the same names shadow
+    adversarial_accuracy = importlib.import_module("keras_capsules.evaluation.adversarial_accuracy")
+    robustness = importlib.import_module("keras_capsules.evaluation.robustness")
+    EPSILONS = adversarial_accuracy.EPSILONS
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(size=(10, 4, 4, 1)).astype("float32"), rng.integers(0, 3, 10)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(3)])
+    monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
+    monkeypatch.setattr(robustness, "_load_images", lambda dataset, split, limit, data_dir, download: (x, y))
+
+    def sliced():
+        return adversarial._measure_slices(
+            model, "mnist", "fgsm", "m-fgsm", "cross_entropy", "test", None, None, 5, 4, "command"
+        )
+
+    merged = adversarial.merge_slices(sliced())
+    whole = adversarial_accuracy.adversarial_accuracy(model, x, y, "fgsm", EPSILONS, loss="cross_entropy")
+    assert merged["slices"] == [[0, 4], [4, 8], [8, 10]] and merged["examples"] == 10
+    assert merged["accuracy"] == pytest.approx(whole.accuracy)
+    assert [a for _, a in merged["table"]] == pytest.approx([a for _, a in whole.table])
+    files = sorted(p.name for p in (tmp_path / "slices" / "m-fgsm").iterdir())
+    assert files == ["000000-000004.json", "000004-000008.json", "000008-000010.json"]
+    monkeypatch.setattr(adversarial_accuracy, "adversarial_accuracy", lambda *a, **k: pytest.fail("measured again"))
+    assert adversarial.merge_slices(sliced()) == merged  # every slice read back from its file

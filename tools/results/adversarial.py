@@ -11,8 +11,9 @@ resumable per model and attack) with the host, date, commit and wall time. Infer
 
 ``--slice N`` measures the images N at a time, each slice's record kept in
 docs/results/adversarial/slices/<record>/ (skipped when present, so a run that spans machines resumes after
-the last slice committed), slice k with PGD's random start drawn from seed k; the record is their merge,
-written once every slice is there.
+the last slice committed, and a later run with a larger ``--limit`` adds slices to the earlier ones), slice k
+with PGD's random start drawn from seed k; the record, rewritten once every slice asked for is there, is
+their merge.
 """
 
 import argparse
@@ -81,19 +82,22 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
             suffix = "" if loss is None else f"-{loss}"
             stem = f"{key.lower().replace('/', '-')}-{attack}{suffix}"
             path = os.path.join(RECORDS, stem + ".json")
-            if os.path.exists(path):
-                print("have", path, flush=True)
-                continue
             options = (f" --limit {limit}" if limit else "") + ("" if loss is None else f" --loss {loss}")
             options += f" --slice {slice_size}" if slice_size else ""
             command = f"python tools/results/adversarial.py DATA_DIR{options} --models {key}"
-            print(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True)
-            if slice_size:
+            if slice_size:  # the slices already measured are kept; the record is their merge, written again
+                print(
+                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True
+                )
                 slices = _measure_slices(
                     key, dataset, attack, stem, attacked, source, data_dir, limit, batch_size, slice_size, command
                 )
                 _write(path, {**merge_slices(slices), "command": command})
                 continue
+            if os.path.exists(path):
+                print("have", path, flush=True)
+                continue
+            print(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True)
             result = report(
                 key,
                 dataset,
