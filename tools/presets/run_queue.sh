@@ -11,7 +11,10 @@
 # later commit than the queue's). Rerun the same command after an interruption: each run continues after its newest checkpoint, and
 # finished phases are skipped (a phase whose arguments end in --eval-on is finished once a later phase of its preset
 # has taken over; the last phase once its epochs are done, since running it again would read the test set again).
-# Presets named in SHIPPED are skipped. WORK/queue.log records every phase's start and end.
+# Presets named in SHIPPED are skipped. WORK/queue.log records every phase's start and end. A compact checkpoint
+# committed beside QUEUE_FILE as checkpoint-<preset>/ (tools/presets/compact_checkpoint.py pack) is unpacked into
+# WORK/<preset>/run/checkpoints when it is newer than WORK's newest (a new machine), with a line in the run's
+# train.log saying so.
 set -uo pipefail
 data=$(cd "${1:?usage: run_queue.sh DATA_DIR WORK}" && pwd)
 work=${2:?usage: run_queue.sh DATA_DIR WORK}
@@ -43,6 +46,18 @@ for entry in "${QUEUE[@]}"; do
   [[ "$SHIPPED" == *" $preset "* ]] && continue
   epochs=$(grep -o -- '--epochs [0-9]*' <<< "$arguments" | awk '{print $2}')
   done_epochs=$(newest_checkpoint "$work/$preset")
+  compact="$(dirname "$QUEUE_FILE")/checkpoint-$preset"
+  if [ -f "$compact/state.json" ]; then
+    compact_epochs=$("$repo/.venv/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["epochs_completed"])' "$compact/state.json")
+    if [ "$compact_epochs" -gt "${done_epochs:-0}" ]; then
+      mkdir -p "$work/$preset/run/checkpoints"
+      "$repo/.venv/bin/python" "$here/compact_checkpoint.py" unpack "$compact" "$work/$preset/run/checkpoints" > /dev/null 2>&1 || exit 1
+      unpacked="$work/$preset/run/checkpoints/epoch-$(printf %04d "$compact_epochs")"
+      how=$("$repo/.venv/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["compacted"])' "$unpacked/state.json")
+      echo "note $(date -u +%FT%TZ): $unpacked was unpacked from the committed compact checkpoint ${compact#"$repo"/} ($how); the resume below comes from it" >> "$work/$preset/run/train.log"
+      done_epochs=$compact_epochs
+    fi
+  fi
   if [[ "$arguments" == *"--eval-on" ]] && [ "${done_epochs:-0}" -gt "$epochs" ]; then
     continue  # a later phase of this run has taken over
   fi
