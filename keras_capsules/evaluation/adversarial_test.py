@@ -214,3 +214,14 @@ def test_the_gradients_work_on_jax_too():
     ]
     done = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": "jax"}, capture_output=True, text=True)
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_describe_loss_names_the_loss_and_its_settings():
+    from keras_capsules.evaluation.adversarial import describe_loss
+    from keras_capsules.losses import MarginLoss, SpreadLoss
+
+    assert describe_loss(MarginLoss()) == "margin"
+    assert describe_loss(SpreadLoss(0.35)) == "spread (margin 0.35)"
+    assert describe_loss(keras.losses.SparseCategoricalCrossentropy(from_logits=True)) == "cross_entropy (from logits)"
+    assert describe_loss(keras.losses.CategoricalCrossentropy()) == "cross_entropy (from probabilities)"
+    assert describe_loss(keras.losses.MeanSquaredError()) == "MeanSquaredError"
