@@ -11,8 +11,8 @@ and how. The speed and memory benchmarks write run files under ``benchmarks/resu
 ``python -m benchmarks report`` renders as ``BENCHMARKS.md`` and the pages of ``docs/benchmarks/``.
 Shared code, not run on its own: :mod:`benchmarks.common` (timing and memory helpers),
 :mod:`benchmarks.runs` (child processes, host and package records, the run file) and
-:mod:`benchmarks.op_counts` (counting a traced graph's operations); the pages' tables and verdicts are in
-:mod:`benchmarks.reporting`.
+:mod:`benchmarks.op_counts` (counting a traced graph's operations). What a workload's rows show, its tables
+and its targets, is declared in the module of :mod:`benchmarks.reporting` named after it.
 """
 
 #: What a training step, an inference or a first step costs in time and memory, against a matched CNN, the
@@ -37,6 +37,7 @@ SPEED_AND_MEMORY = (
     "eff_capsnet_inference_floor",
     "export_latency",
     "onednn_main_job",
+    "side_by_side",
 )
 #: Accuracy and correctness: short training runs on real data, and the checks on an accelerator.
 ACCURACY = (

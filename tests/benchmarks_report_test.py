@@ -3,12 +3,13 @@ when and how it was measured."""
 
 import json
 import re
+import types
 from pathlib import Path
 
 import pytest
 
-from benchmarks import report
-from benchmarks.reporting import pages, verdicts
+from benchmarks import WORKLOADS, report
+from benchmarks.reporting import pages, registry, verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -41,8 +42,8 @@ def test_benchmarks_md_is_short_and_every_run_is_a_link_away():
 
 
 def test_every_table_is_on_one_detail_page():
-    keys = [spec["key"] for _, _, specs in pages.DETAIL.values() for spec in specs]
-    assert len(keys) == len(set(keys))
+    keys = [key for _, _, placed in pages.DETAIL.values() for key in placed]
+    assert len(keys) == len(set(keys)) and set(keys) == set(registry.TABLES)
     # Every row target a committed run holds is shown by some table.
     held = {row["target"] for path in RUN_FILES for row in json.loads(path.read_text(encoding="utf-8"))["rows"]}
     assert held <= pages.TABLE_KEYS
@@ -79,7 +80,7 @@ def run(file, host, rows, time="10:00"):
 
 
 def spec(target):
-    return next(v for v in verdicts.VERDICTS if v["target"].startswith(target))
+    return next(v for v in registry.VERDICTS if v["target"].startswith(target))
 
 
 def test_a_verdict_belongs_to_its_host_and_both_figures_stand():
@@ -154,3 +155,31 @@ def test_the_library_before_and_after_is_a_ratio_of_the_recorded_steps():
     page = report.pages([run("a.json", "A", rows)])["docs/benchmarks/peers.md"]
     # 150 / 200 = 0.75; each process's median step as recorded, before then after.
     assert "| rem | x | 200 | 150 | 0.75 | 190/210 · 140/160 |" in page
+
+
+def test_each_workload_declares_its_own_tables_and_targets():
+    """A module of benchmarks/reporting/ other than the shared ones is named after a registered workload, and
+    declares tables whose intro, where it names a benchmark script, names that workload's."""
+    shared = {"__init__", "cells", "pages", "registry", "verdicts"}
+    modules = {p.stem for p in (ROOT / "benchmarks" / "reporting").glob("*.py")} - shared
+    workloads = {name for names in WORKLOADS.values() for name in names}
+    assert modules <= workloads and set(registry.REPORTED) == modules
+    for spec in registry.TABLES.values():
+        named = set(re.findall(r"benchmarks/(\w+)\.py", spec["intro"])) - {"training_step_cost"}
+        assert named <= {spec["workload"]}, (spec["key"], named)
+    assert {v["workload"] for v in registry.VERDICTS} <= modules and len(registry.VERDICTS) == 20
+
+
+def test_registry_refuses_a_table_or_row_target_declared_twice():
+    def module(key, rows, verdicts=()):
+        table = dict(key=key, heading=None, rows=(rows,), intro="", columns=[])
+        return types.SimpleNamespace(TABLES=[table], VERDICTS=list(verdicts))
+
+    with pytest.raises(ValueError, match="table 't' is declared by both a and b"):
+        registry.collect({"a": module("t", "r"), "b": module("t", "s")})
+    with pytest.raises(ValueError, match="row target 'r' is shown by both a and c"):
+        registry.collect({"a": module("t", "r"), "c": module("u", "r")})
+    with pytest.raises(ValueError, match="links to table 'w', which no workload declares"):
+        registry.collect({"d": module("v", "v", [dict(target="x", table="w")])})
+    tables, verdicts_ = registry.collect({"a": module("t", "r", [dict(target="x", table="t")])})
+    assert tables["t"]["workload"] == "a" and verdicts_ == [dict(target="x", table="t", workload="a")]

@@ -3,7 +3,7 @@
 import types
 
 from benchmarks import first_step, report
-from benchmarks.reporting import verdicts
+from benchmarks.reporting import registry, verdicts
 
 
 def test_a_process_traces_the_training_step_once_and_times_two_steps():
@@ -72,6 +72,6 @@ def test_the_first_step_verdict_reads_this_packages_first_steps():
         }
         for a, b, f in (("A", 40.0, 20.0), ("B", 90.0, 45.5))
     ]
-    spec = next(v for v in verdicts.VERDICTS if v["target"].startswith("first step"))
+    spec = next(v for v in registry.VERDICTS if v["target"].startswith("first step"))
     ((host, results, _),) = verdicts.verdict_rows(spec, [_run(rows)])
     assert results == [("", "longest B 45.5 s", False)]

@@ -10,7 +10,8 @@ import pytest
 from repo_scripts import ROOT
 
 from benchmarks import common, report, scale
-from benchmarks.reporting import scaling, verdicts
+from benchmarks.reporting import first_step as first_step_report
+from benchmarks.reporting import scale as scale_report
 from keras_capsules import host
 from keras_capsules.testing.tiers import large
 
@@ -129,29 +130,37 @@ def test_scale_verdicts_on_hand_made_rows():
     refused = {"target": "scale", "application": "D", "size": 128, "status": "refused", "why": "fixed input"}
     rows = [cnn, slow_but_efficient, fast, skipped, refused]
     # A: 15x the CNN's step, but 40x its arithmetic at 45 / 80 GFLOP/s >= half: met; B: 9x the CNN's step: met.
-    ((_, values, figure),) = verdicts.scale_time_items(rows)
+    ((_, values, figure),) = scale_report.scale_time_items(rows)
     assert values == pytest.approx([min(15 / 10, 80 / 90), 9 / 10]) and max(values) <= 1.0
     assert figure.startswith("worst B: step 9.00× the CNN's")
-    ((_, values, figure),) = verdicts.scale_memory_items(64, 8000)(rows)
+    ((_, values, figure),) = scale_report.scale_memory_items(64, 8000)(rows)
     assert values == pytest.approx([900 / 8000, 7900 / 8000, 2000 / 8000]) and figure == "largest A 7,900 MB; 3 built"
-    ((_, values, figure),) = verdicts.scale_memory_items(128, 16000)(
+    ((_, values, figure),) = scale_report.scale_memory_items(128, 16000)(
         rows
     )  # the refused one does not build: not counted
     assert values == [float("inf")] and figure == "C resident memory passed 16 GB; 1 built"
-    ((_, values, figure),) = verdicts.scale_first_step_items(rows)
+    ((_, values, figure),) = first_step_report.scale_first_step_items(rows)
     assert max(values) == 31.0 and figure == "longest B 31 s"
     slower = _row("E", 64, step_ms=2400.0, train_peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=45.0)
-    ((_, values, figure),) = verdicts.scale_time_items(
+    ((_, values, figure),) = scale_report.scale_time_items(
         rows + [slower]
     )  # B at 9x meets the step target; E at 12x does not
     assert figure.startswith("worst E: step 12.00× the CNN's") and "also missing" not in figure
-    ((_, values, figure),) = verdicts.scale_time_items(rows + [slower, dict(slower, application="F", step_ms=2200.0)])
+    ((_, values, figure),) = scale_report.scale_time_items(
+        rows + [slower, dict(slower, application="F", step_ms=2200.0)]
+    )
     assert figure.endswith("; also missing both: F (11.00×)")
-    ((_, values, figure),) = verdicts.scale_first_step_items(rows + [slower])
+    ((_, values, figure),) = first_step_report.scale_first_step_items(rows + [slower])
     assert figure == "longest E 45 s; also over 30 s: B 31 s"
-    entry = scaling.scale_by_application(rows)[1]
-    assert scaling.scale_cell(64)(entry) == "3,000 · 7,900 (15.00× · 8.78×)" and scaling.scale_cell(128)(entry) == "—"
-    assert scaling.scale_cell(128)(scaling.scale_by_application(rows)[3]) == "skipped: resident memory passed 16 GB"
+    entry = scale_report.scale_by_application(rows)[1]
+    assert (
+        scale_report.scale_cell(64)(entry) == "3,000 · 7,900 (15.00× · 8.78×)"
+        and scale_report.scale_cell(128)(entry) == "—"
+    )
+    assert (
+        scale_report.scale_cell(128)(scale_report.scale_by_application(rows)[3])
+        == "skipped: resident memory passed 16 GB"
+    )
 
 
 def test_an_unmeasured_target_has_no_row():

@@ -1,5 +1,9 @@
-"""What ``python -m benchmarks report`` renders: the cells (:mod:`~benchmarks.reporting.cells`), one module of table
-specs per family of tables (:mod:`~benchmarks.reporting.peers`, :mod:`~benchmarks.reporting.scaling`,
-:mod:`~benchmarks.reporting.routers`, :mod:`~benchmarks.reporting.memory`, :mod:`~benchmarks.reporting.checks`),
-the targets and their verdicts (:mod:`~benchmarks.reporting.verdicts`) and the pages that hold them
-(:mod:`~benchmarks.reporting.pages`)."""
+"""What ``python -m benchmarks report`` renders.
+
+Each workload that records rows declares how they are shown in a module of this package named after it
+(``benchmarks/reporting/scale.py`` for ``python -m benchmarks scale``): its ``TABLES`` (each a dict, see
+:mod:`~benchmarks.reporting.cells`) and its targets, ``VERDICTS`` (see :mod:`~benchmarks.reporting.verdicts`).
+:mod:`~benchmarks.reporting.registry` collects them; :mod:`~benchmarks.reporting.pages` places each table on a
+page and renders the pages. These modules import no measuring code, so the report runs without a workload's
+dependencies or side effects.
+"""

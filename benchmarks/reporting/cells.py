@@ -1,6 +1,6 @@
 """The cells of the benchmark pages: figures as recorded, ratios computed from them, and the Markdown around them.
 
-A table spec (:mod:`benchmarks.reporting.peers` and its siblings) is a dict: ``key``; ``heading`` (a ``##``
+A table spec (a ``TABLES`` entry of a workload's module, e.g. :mod:`benchmarks.reporting.scale`) is a dict: ``key``; ``heading`` (a ``##``
 heading, or ``None`` to continue the section above); ``rows`` (the run-file row targets it shows); ``intro``;
 ``columns``, each ``(header, f(row))`` or ``(header, f(row, rows))`` (a header starting with ``">"`` is
 right-aligned); optionally ``filter`` (which rows), ``transform`` (rows -> the rows shown) and ``prose``

@@ -1,45 +1,73 @@
-"""Tables of the memory plan: its estimate against the measured peak, and the run its constants were fitted on."""
+"""``memory``'s tables and targets: a convolutional capsule network's live tensors against its largest vote
+tensor, and each router's forward memory by iterations."""
 
-from benchmarks.reporting.cells import col, megabytes, ratio_of
+from benchmarks.reporting.cells import col, num, r2, ratio_of
 
-#: The tables of docs/benchmarks/memory.md, in page order.
+
+def memory_items(rows):
+    sel = [r for r in rows if r["router"] in ("kernel", "lstm")]
+    return [
+        (
+            f"from {a} to {b} iterations",
+            [r[f"live_{b}_mib"] / r[f"live_{a}_mib"] for r in sel],
+            ", ".join(f"{r['router']} {num(r[f'live_{a}_mib'])} → {num(r[f'live_{b}_mib'])} MiB" for r in sel),
+        )
+        for a, b in ((1, 3), (3, 5))
+    ]
+
+
+#: The tables, in page order (:data:`benchmarks.reporting.pages.DETAIL` places them).
 TABLES = [
     dict(
-        key="memory-plan",
-        heading="Memory plan: estimate against measured peak",
-        rows=("memory-plan",),
-        intro="`keras_capsules.training.memory_plan.estimate` (one traced step, no step run; process baseline included) against "
-        "the peak resident memory of a fresh process that builds and compiles the model as `train` does and runs three "
-        "`train_on_batch` steps; one process per row, each alone. A row whose estimate exceeds 16 GB is not run "
-        "(what `memory_plan.check` refuses).",
+        key="conv-live",
+        heading=None,
+        rows=("conv-live",),
+        intro="Its convolutional capsule layers' memory in one training step: live tensors (the most TensorFlow's "
+        "tensors held at once) against the model's largest vote tensor.",
         columns=[
             col("configuration"),
-            col("input"),
             col("batch", "> batch"),
-            ("> estimate (MB)", megabytes("estimate_bytes")),
-            (
-                "> of which activations / votes (MB)",
-                lambda row: f"{megabytes('activation_bytes')(row)} / {megabytes('votes_bytes')(row)}",
-            ),
-            ("> measured peak (MB)", megabytes("measured_bytes")),
-            ("> estimate / measured", ratio_of("estimate_bytes", "measured_bytes")),
-            ("note", lambda row: row.get("skipped") or row.get("error") or ""),
+            col("iterations", "> iterations"),
+            col("rss_mib", "> peak RSS (MiB)"),
+            col("live_mib", "> live tensors (MiB)"),
+            col("votes_mib", "> largest vote tensor (MiB)"),
+            ("> live / votes", ratio_of("live_mib", "votes_mib")),
         ],
     ),
     dict(
-        key="memory-plan-calibration",
+        key="router-memory",
         heading=None,
-        rows=("memory-plan-calibration",),
-        intro="The calibration run the two constants `LIVE_FACTOR` and `BYTES_PER_OP` were fitted on (its file's `fit`; least "
-        "squares on the relative error), at other batches than the table above; live tensors: the simulated step's peak.",
+        rows=("router-memory",),
+        intro="Forward memory by iterations: live tensors' peak, fc shape.",
         columns=[
-            col("configuration"),
-            col("input"),
-            col("batch", "> batch"),
-            ("> live tensors (MB)", megabytes("step_live_bytes")),
-            col("step_ops", "> ops"),
-            ("> measured peak (MB)", megabytes("measured_bytes")),
-            ("> fitted estimate / measured", ratio_of("fitted_bytes", "measured_bytes")),
+            col("router"),
+            col("live_1_mib", "> 1 iteration (MiB)"),
+            col("live_3_mib", "> 3 (MiB)"),
+            col("live_5_mib", "> 5 (MiB)"),
         ],
+    ),
+]
+
+#: The targets read from them (:func:`benchmarks.reporting.verdicts.verdict_rows`).
+VERDICTS = [
+    dict(
+        target="convolutional capsule layers: live tensors within 2× one vote tensor",
+        rows="conv-live",
+        items=lambda rows: [
+            (
+                "",
+                [r["live_mib"] / r["votes_mib"] for r in rows],
+                f"at most {r2(max(r['live_mib'] / r['votes_mib'] for r in rows))}×",
+            )
+        ],
+        bound=("<=", 2.0),
+        table="conv-live",
+    ),
+    dict(
+        target="kernel and LSTM forward memory not growing with the iterations",
+        rows="router-memory",
+        items=memory_items,
+        bound=("<=", 1.0),
+        table="router-memory",
     ),
 ]

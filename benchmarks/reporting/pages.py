@@ -7,9 +7,9 @@ files and the pages relative to the repository root; the detail pages, part of t
 each other relatively and the run files on the repository's web page.
 """
 
-from benchmarks.reporting import checks, memory, peers, routers, scaling
+from benchmarks.reporting import registry
 from benchmarks.reporting.cells import anchor, call, run_label, run_stamp, table
-from benchmarks.reporting.verdicts import VERDICTS, verdict_rows
+from benchmarks.reporting.verdicts import verdict_rows
 
 #: The repository's files on the web, for the documentation site's links to the run files.
 REPOSITORY = "https://github.com/keras-capsules/keras-capsules/blob/main/"
@@ -17,40 +17,75 @@ REPOSITORY = "https://github.com/keras-capsules/keras-capsules/blob/main/"
 HISTORY = "9551769"
 #: The folder of the detail pages, from the repository root.
 DETAIL_FOLDER = "docs/benchmarks"
-#: The detail pages: file name -> (title, what it holds, its tables in page order).
+#: The detail pages: file name -> (title, what it holds, the keys of its tables in page order); each table
+#: (:data:`benchmarks.reporting.registry.TABLES`) is on one page.
 DETAIL = {
     "peers.md": (
         "Against the authors' code",
         "Our training and inference steps against the papers' own code, run side by side on one machine, and "
         "the applications' costs and exported latency measured in the same sessions.",
-        peers.TABLES,
+        (
+            "idpa",
+            "idpa-iterations",
+            "idpa-b128",
+            "conv-live",
+            "applications",
+            "dr-rem",
+            "dr-rem-floor",
+            "dr-rem-profile",
+            "effcaps",
+            "effcaps-floor",
+            "export",
+            "effcaps-vs-cnn",
+            "seed003",
+            "peer-pairs-before-after",
+        ),
     ),
     "scaling.md": (
         "Larger inputs, first steps and backends",
         "Every application at RGB inputs from 32×32 up against the matched `BaselineCNN`: step, memory, "
         "arithmetic, prediction by chunks, first steps, the slowest steps' profiles and counts, and the step "
         "per Keras backend.",
-        scaling.TABLES,
+        (
+            "scale",
+            "scale-arithmetic",
+            "predict-chunks",
+            "first-step-backbone",
+            "first-step",
+            "scale-before",
+            "profile-step",
+            "step-cost",
+            "backends",
+        ),
     ),
     "routers.md": (
         "Routers",
         "Each router alone: against dynamic routing in time and memory, and how close it runs to the machine.",
-        routers.TABLES,
+        ("routers", "router-memory", "roofline"),
     ),
     "memory.md": (
         "Memory plan",
         "The memory plan's estimate (`keras_capsules.training.memory_plan`) against the measured peak.",
-        memory.TABLES,
+        ("memory-plan", "memory-plan-calibration"),
     ),
     "checks.md": (
         "GPU checks, oneDNN and fine-tuning",
         "The presets and mixed precision on GPUs under JAX, what oneDNN is worth to the main job, and "
         "fine-tuning against training from scratch.",
-        checks.TABLES,
+        ("gpu-presets", "gpu-mixed-precision", "gpu-checks", "onednn-main-job", "fine-tune-folder"),
     ),
 }
-#: Every table, once.
-TABLES = [spec for _, _, specs in DETAIL.values() for spec in specs]
+#: Every table key, once, in page order.
+PLACED = [key for _, _, keys in DETAIL.values() for key in keys]
+if sorted(PLACED) != sorted(registry.TABLES):
+    raise ValueError(
+        f"reporting: DETAIL places tables {sorted(set(PLACED) - set(registry.TABLES))} no workload declares and "
+        f"leaves out {sorted(set(registry.TABLES) - set(PLACED))}; each declared table goes on one page, once"
+    )
+#: Every table, once, in page order.
+TABLES = [registry.TABLES[key] for key in PLACED]
+#: Every target, in the page order of the tables they link to.
+VERDICTS = sorted(registry.VERDICTS, key=lambda spec: PLACED.index(spec["table"]))
 #: The row targets a run file may hold.
 TABLE_KEYS = {key for spec in TABLES for key in spec["rows"]}
 #: The tables BENCHMARKS.md shows in full, in page order (each also on its detail page).
@@ -104,9 +139,9 @@ def detail_path(name):
 def anchors():
     """``{table key: (detail page, anchor of its section)}``: a table without a heading is in the section above."""
     out = {}
-    for name, (_, _, specs) in DETAIL.items():
+    for name, (_, _, keys) in DETAIL.items():
         current = None
-        for spec in specs:
+        for spec in (registry.TABLES[key] for key in keys):
             current = anchor(spec["heading"]) if spec["heading"] else current
             out[spec["key"]] = (name, current)
     return out
@@ -229,7 +264,8 @@ def web_link(file):
 
 
 def detail_page(name, runs):
-    title, about, specs = DETAIL[name]
+    title, about, keys = DETAIL[name]
+    specs = [registry.TABLES[key] for key in keys]
     return "\n".join([f"# {title}", "", about, "", generated_notice()] + tables(specs, runs, web_link)) + "\n"
 
 

@@ -1,8 +1,27 @@
-"""Tables of the routers alone: each against dynamic routing (time, memory by iterations) and their roofline."""
+"""``routers``'s table and targets: each router alone against dynamic routing."""
 
-from benchmarks.reporting.cells import col, ratio_of
+from benchmarks.reporting.cells import col, r2, ratio, ratio_of
 
-#: The tables of docs/benchmarks/routers.md, in page order.
+
+def per_iterations(router_prefix):
+    def items(rows):
+        out = []
+        for it in sorted({r["iterations"] for r in rows if r["router"].startswith(router_prefix)}):
+            sel = [r for r in rows if r["router"].startswith(router_prefix) and r["iterations"] == it]
+            values = [ratio(r["forward_ms"], r["dynamic_forward_ms"]) for r in sel]
+            out.append(
+                (
+                    f"{it} iteration{'s' * (it != 1)}",
+                    values,
+                    " / ".join(f"{r2(v)}× {r['shape']}" for r, v in zip(sel, values)),
+                )
+            )
+        return out
+
+    return items
+
+
+#: The tables, in page order (:data:`benchmarks.reporting.pages.DETAIL` places them).
 TABLES = [
     dict(
         key="routers",
@@ -20,41 +39,29 @@ TABLES = [
             ("> training / dynamic", ratio_of("train_ms", "dynamic_train_ms")),
         ],
     ),
+]
+
+#: The targets read from them (:func:`benchmarks.reporting.verdicts.verdict_rows`).
+VERDICTS = [
     dict(
-        key="router-memory",
-        heading=None,
-        rows=("router-memory",),
-        intro="Forward memory by iterations: live tensors' peak, fc shape.",
-        columns=[
-            col("router"),
-            col("live_1_mib", "> 1 iteration (MiB)"),
-            col("live_3_mib", "> 3 (MiB)"),
-            col("live_5_mib", "> 5 (MiB)"),
-        ],
+        target="FM forward no slower than one dynamic-routing iteration",
+        rows="routers",
+        items=per_iterations("fm_agreement"),
+        bound=("<=", 1.0),
+        table="routers",
     ),
     dict(
-        key="roofline",
-        heading="Roofline of the routers",
-        rows=("roofline",),
-        intro="`benchmarks/roofline.py`: each router alone, forward and backward, at the shapes an application routes at "
-        "64x64x3 batch 16 (a convolutional layer one output row at a time, as it trains). Work from XLA's cost analysis "
-        "under JAX (the library's graph counter beside it); time on TensorFlow with `jit_compile` off (plain) and on "
-        "(XLA); attainable = min(matrix-product GFLOP/s, bandwidth x flop per byte), both roofs measured in the run; "
-        "share = achieved / attainable. XLA's bytes are its count of every fused operation's operands and results, "
-        "not what reaches memory: a share over 100 % means the caches served part of them, so the shares bound the "
-        "routers' distance from the memory roof from above, not below. The kernel router's XLA flops include the "
-        "polynomial cosine's arithmetic (JAX compiles it; the graph counts each cosine once).",
-        columns=[
-            col("case"),
-            ("votes", lambda row: "x".join(map(str, row["votes"]))),
-            ("> GFLOP, XLA · graph", lambda row: f"{row['xla_gflop']:.2f} · {row['graph_gflop']:.2f}"),
-            ("> G transcendental", lambda row: f"{row['xla_transcendental_g']:.3f}"),
-            ("> GB", lambda row: f"{row['xla_gbytes']:.2f}"),
-            ("> flop/B", lambda row: f"{row['intensity_flop_per_byte']:.2f}"),
-            ("> roofs GFLOP/s · GB/s", lambda row: f"{row['matmul_gflops']:.0f} · {row['bandwidth_gbs']:.1f}"),
-            ("> attainable GFLOP/s", lambda row: f"{row['attainable_gflops']:.1f}"),
-            ("> ms, plain · XLA", lambda row: f"{row['plain_ms']:.0f} · {row['xla_ms']:.0f}"),
-            ("> share, plain · XLA", lambda row: f"{100 * row['plain_share']:.0f} % · {100 * row['xla_share']:.0f} %"),
-        ],
+        target="LSTM router forward ≤ 4× dynamic routing",
+        rows="routers",
+        items=per_iterations("lstm"),
+        bound=("<=", 4.0),
+        table="routers",
+    ),
+    dict(
+        target="kernel router forward ≤ 4× dynamic routing",
+        rows="routers",
+        items=per_iterations("kernel"),
+        bound=("<=", 4.0),
+        table="routers",
     ),
 ]

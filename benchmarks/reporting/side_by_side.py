@@ -1,16 +1,49 @@
-"""Tables of the library against the authors' code: InvertedAttentionCapsNet against apple's, DR-CapsNet against
-EIDOSLAB/REM's, Efficient-CapsNet against EscVM's, the FM network against bhneo/FMRouting's, and the library's
-side of each pair before and after the scaling work; the exported models' latency and the applications' costs
-measured in the same sessions."""
+"""The side-by-side harness's tables and targets (``python -m benchmarks side_by_side``): the library against the
+authors' code, InvertedAttentionCapsNet against apple's, DR-CapsNet against EIDOSLAB/REM's, Efficient-CapsNet
+against EscVM's, the FM network against bhneo/FMRouting's, and the library's side of each pair before and after
+the scaling work."""
 
-from benchmarks.reporting.cells import PEER_RATIO, RSS_PAIR, col, num, r2, ratio_of
+from benchmarks.reporting.cells import PEER_RATIO, RSS_PAIR, col, num, r2, ratio, ratio_of
+from benchmarks.reporting.verdicts import by_ratio, max_item, peer_ratios
 
 
 def seed_pair(side):
     return lambda row: " / ".join(num(row.get(f"{side}_{m}_ms")) for m in ("fm", "dr1", "dr3"))
 
 
-#: The tables of docs/benchmarks/peers.md, in page order.
+def idpa_items(rows):
+    pairs = peer_ratios(rows)
+    figure = "; ".join(
+        f"{c} " + " / ".join(r2(v) for r, v in pairs if r["configuration"] == c)
+        for c in dict.fromkeys(r["configuration"] for r, _ in pairs)
+    )
+    return [("", [v for _, v in pairs], figure + " at 1 / 2 / 3 iterations")]
+
+
+def idpa_memory_items(rows):
+    pairs = [(row, ratio(row["ours_rss_mb"], row["peer_rss_mb"])) for row in rows if row.get("peer_rss_mb")]
+    worst = max(pairs, key=lambda p: p[1])[0] if pairs else None
+    return (
+        [
+            (
+                "",
+                [v for _, v in pairs],
+                f"at most {r2(max(v for _, v in pairs))} of apple's "
+                f"({num(worst['ours_rss_mb'])} against {num(worst['peer_rss_mb'])} MB, {worst['configuration']}, "
+                f"{worst['iterations']} iteration{'s' * (worst['iterations'] != 1)})",
+            )
+        ]
+        if pairs
+        else []
+    )
+
+
+def seed_items(rows):
+    sel = [r for r in rows if r["call"] == "predict_on_batch"]
+    return [("", [r["ours_dr3_ms"] / r["ours_fm_ms"] for r in sel], "")]
+
+
+#: The tables, in page order (:data:`benchmarks.reporting.pages.DETAIL` places them).
 TABLES = [
     dict(
         key="idpa",
@@ -27,20 +60,6 @@ TABLES = [
         ],
     ),
     dict(
-        key="idpa-iterations",
-        heading=None,
-        rows=("idpa-iterations",),
-        intro="Ours alone at 1–5 iterations in one run (`benchmarks/concurrent_iterations.py`, processes alternating): "
-        "the increments should be equal from 4 iterations on, where each iteration adds one sweep of all three "
-        "capsule layers; below that the second and first ConvCaps layers start forming their votes "
-        "(at 3 and 4 iterations).",
-        columns=[
-            col("iterations", "> iterations"),
-            col("ours_ms", "> ours (ms)"),
-            col("increment_ms", "> increment (ms)"),
-        ],
-    ),
-    dict(
         key="idpa-b128",
         heading=None,
         rows=("idpa-b128",),
@@ -50,36 +69,6 @@ TABLES = [
             col("peer", "apple's"),
             col("ours_ms", "> ours, step (ms)"),
             col("ours_rss_gb", "> ours, peak RSS (GB)"),
-        ],
-    ),
-    dict(
-        key="conv-live",
-        heading=None,
-        rows=("conv-live",),
-        intro="Its convolutional capsule layers' memory in one training step: live tensors (the most TensorFlow's "
-        "tensors held at once) against the model's largest vote tensor.",
-        columns=[
-            col("configuration"),
-            col("batch", "> batch"),
-            col("iterations", "> iterations"),
-            col("rss_mib", "> peak RSS (MiB)"),
-            col("live_mib", "> live tensors (MiB)"),
-            col("votes_mib", "> largest vote tensor (MiB)"),
-            ("> live / votes", ratio_of("live_mib", "votes_mib")),
-        ],
-    ),
-    dict(
-        key="applications",
-        heading=None,
-        rows=("applications",),
-        filter=lambda r: "cifar100" in r["configuration"],
-        intro="The CIFAR-100 configurations at b32 (the run file has all 26 applications):",
-        columns=[
-            col("configuration"),
-            col("parameters", "> parameters"),
-            col("train_ms", "> training step (ms)"),
-            col("infer_ms", "> inference (ms / batch of 64)"),
-            col("rss_mib", "> peak RSS (MiB)"),
         ],
     ),
     dict(
@@ -112,19 +101,6 @@ TABLES = [
         ],
     ),
     dict(
-        key="dr-rem-profile",
-        heading=None,
-        rows=("dr-rem-profile",),
-        intro="Where our step goes (`benchmarks/profile_step.py CapsNet/mnist-official-bias --batch 128`, TensorFlow's "
-        "profiler, which slows the step; the shares are what counts): the convolution that makes the primary "
-        "capsules sets the floor, its input gradient the largest kernel.",
-        columns=[
-            col("part"),
-            col("ms", "> ms per profiled step"),
-            ("> share", lambda row: f"{100 * row['share']:.1f} %"),
-        ],
-    ),
-    dict(
         key="effcaps",
         heading="Efficient-CapsNet against EscVM's code",
         rows=("effcaps-train", "effcaps-infer"),
@@ -135,40 +111,6 @@ TABLES = [
             col("ours_ms", "> ours (ms)"),
             PEER_RATIO,
             RSS_PAIR,
-        ],
-    ),
-    dict(
-        key="effcaps-floor",
-        heading=None,
-        rows=("effcaps-floor",),
-        intro="What its inference has left to gain (b64, shares of our own `predict_on_batch` in one process): EscVM's "
-        "network makes the same four convolutions, so their time bounds any float32 implementation of it.",
-        columns=[col("variant"), col("ms", "> ms"), ("> share", lambda row, rows: r2(row["ms"] / rows[0]["ms"]))],
-        prose=lambda cells: f"{cells[0]} {cells[1]} ms ({cells[2]})",
-    ),
-    dict(
-        key="export",
-        heading=None,
-        rows=("export",),
-        filter=lambda r: r["configuration"].startswith("EffCapsNet"),
-        intro="Exported, then run without keras_capsules, ms (the run file has all 11 exported models):",
-        columns=[col("configuration")]
-        + [
-            col(f"{fmt}_b{b}", f"> {label} b{b}")
-            for fmt, label in (("savedmodel", "SavedModel"), ("onnx", "ONNX Runtime"), ("litert", "LiteRT"))
-            for b in (1, 64)
-        ],
-    ),
-    dict(
-        key="effcaps-vs-cnn",
-        heading=None,
-        rows=("effcaps-vs-cnn",),
-        intro="Against a plain CNN with the same parameter count (1,573,744 against 1,573,955, 28×28×1):",
-        columns=[
-            col("configuration"),
-            col("effcaps_ms", "> EffCapsNet (ms)"),
-            col("cnn_ms", "> CNN (ms)"),
-            ("> ratio", ratio_of("effcaps_ms", "cnn_ms")),
         ],
     ),
     dict(
@@ -207,5 +149,59 @@ TABLES = [
                 ),
             ),
         ],
+    ),
+]
+
+#: The targets read from them (:func:`benchmarks.reporting.verdicts.verdict_rows`).
+VERDICTS = [
+    dict(
+        target="InvertedAttentionCapsNet training step ≤ 0.5× apple's, b32, 1 / 2 / 3 iterations",
+        summary="InvertedAttentionCapsNet training step, b32, against apple's PyTorch code",
+        rows="idpa-train",
+        items=idpa_items,
+        bound=("<=", 0.5),
+        table="idpa",
+    ),
+    dict(
+        target="its peak memory ≤ apple's", rows="idpa-train", items=idpa_memory_items, bound=("<=", 1.0), table="idpa"
+    ),
+    dict(
+        target="3 iterations at b128 under 8 GB",
+        rows="idpa-b128",
+        items=max_item("ours_rss_gb", lambda r: True, "GB"),
+        bound=("<", 8.0),
+        table="idpa-b128",
+    ),
+    dict(
+        target="DR-CapsNet training step ≤ 0.5× REM's, b128",
+        summary="DR-CapsNet training step, b128, against EIDOSLAB/REM's PyTorch code",
+        rows="dr-rem",
+        items=by_ratio(lambda r: "REM's router" if "REM's router" in r["configuration"] else ""),
+        bound=("<=", 0.5),
+        table="dr-rem",
+    ),
+    dict(
+        target="Efficient-CapsNet training ≤ 0.5× EscVM's",
+        summary="Efficient-CapsNet training step against EscVM's code",
+        rows="effcaps-train",
+        items=by_ratio(lambda r: r["configuration"].split()[-1]),
+        bound=("<=", 0.5),
+        table="effcaps",
+    ),
+    dict(
+        target="Efficient-CapsNet inference b64 ≤ 0.6× EscVM's",
+        summary="Efficient-CapsNet inference, b64, against EscVM's code",
+        rows="effcaps-infer",
+        items=by_ratio(lambda r: f"`{r['configuration'].split(', ')[1]}`"),
+        bound=("<=", 0.6),
+        table="effcaps",
+    ),
+    dict(
+        target="FM-agreement network (Zhao, Wang & Huang): DR(3) / FM ≥ 1.26 at b128 (`predict_on_batch`)",
+        rows="seed003",
+        items=seed_items,
+        bound=(">=", 1.26),
+        aggregate="median",
+        table="seed003",
     ),
 ]
