@@ -6,18 +6,29 @@ Plus the papers' timing comparisons:
 - InvertedAttentionCapsNet (CIFAR-10, simple backbone) training step at batch 32 with 1 and 2
   iterations (the reference PyTorch code: 2.5 s and 8.0 s on a 2-core CPU).
 
-Each model runs in its own process so its peak resident memory can be read.
-Usage: ``python -m benchmarks applications [--only "NAME;NAME"] [--batch 32] [--steps 8]``; writes
-``benchmarks/results/applications.json`` and prints Markdown tables.
+Each configuration runs in its own process so its peak resident memory can be read: the median ``model.fit``
+step at ``--batch`` and the median ``predict_on_batch`` at batch 64 (the papers' inference cases at their batch).
+
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-applications.json`` (rows of target ``"applications"`` for
+``benchmarks/report.py``: ``configuration``, ``parameters``, ``input`` (e.g. ``"32x32x3"``), ``batch``,
+``train_ms``, ``infer_ms``, ``images_s`` and ``rss_mib``, integers, ``None`` where a case measures no step or
+no inference) and, for the repository's own results folder, regenerates BENCHMARKS.md. A configuration whose
+process failed is left out of the rows and listed with its error under the run file's ``failed``.
+
+Usage: ``python -m benchmarks applications [--only "NAME;NAME"] [--batch 32] [--steps 8]``
 """
 
 import argparse
+import datetime
 import json
 import os
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+
+DEFAULTS = dict(only="", batch=32, steps=8)
 
 #: Extra timing cases from the papers: name -> (constructor, kwargs, batch, what is measured).
 #: ``light_capsnet`` is Zhao, Wang & Huang's §4.1 network (ex4_1_light.py): Conv 9x9x64 ReLU -> PrimaryCaps
@@ -82,6 +93,8 @@ def light_capsnet(router, routing_iterations=None):
 
 
 def measure(constructor, kwargs, batch, steps, what):
+    """One configuration's figures in this process: parameters, input shape, batch, the training step and/or
+    inference (ms, images/s; ``what``: ``"train"``, ``"inference"`` or ``"both"``) and the peak RSS (MiB)."""
     import keras
     import numpy as np
 
@@ -106,62 +119,84 @@ def measure(constructor, kwargs, batch, steps, what):
     return row
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default=None, help="semicolon-separated configuration names")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        constructor, kwargs, batch, what = json.loads(args.child)
-        print(json.dumps(measure(constructor, kwargs, batch, args.steps, what)))
-        return
-    from benchmarks.common import machine_description, write_results
-    from benchmarks.runs import HERE, child_env, module_command
+def rows_of(found):
+    """``{configuration: its child's figures}`` -> the run file's ``applications`` rows: ms, images/s and MiB
+    rounded to integers, ``None`` for what the configuration does not measure; a failed child (``{"error": ...}``)
+    is left out (:func:`write` lists it under ``failed``)."""
+
+    def whole(value):
+        return None if value is None else round(value)
+
+    return [
+        {
+            "target": "applications",
+            "configuration": name,
+            "parameters": raw["params"],
+            "input": "x".join(map(str, raw["input_shape"])),
+            "batch": raw["batch"],
+            "train_ms": whole(raw.get("train_step_ms")),
+            "infer_ms": whole(raw.get("inference_ms")),
+            "images_s": whole(raw.get("images_per_s")),
+            "rss_mib": whole(raw["peak_rss_mib"]),
+        }
+        for name, raw in found.items()
+        if "error" not in raw
+    ]
+
+
+def write(args, span, found):
+    """The run file of ``found`` (:func:`rows_of`, the failed configurations and their errors as ``failed``); its
+    path. Exits without one when every configuration failed."""
+    rows = rows_of(found)
+    failed = {name: raw["error"] for name, raw in found.items() if "error" in raw}
+    if not rows:
+        raise SystemExit(f"applications: every configuration failed, no run file written: {failed}")
+    measured = (
+        f"model.fit training step with the compiled paper loss (median of {args.steps} after 2 warm-up steps) at "
+        f"batch {args.batch} and predict_on_batch inference (median of {args.steps} after 3) at batch 64 (the papers' "
+        "cases: at the row's batch), each configuration in its own process; peak RSS of that process"
+    )
+    return write_run("applications", args, span, measured, rows, "applications", failed=failed)
+
+
+def cases(only, batch):
+    """The configurations to measure, ``{name: (constructor, kwargs, batch, what)}``: every registered one with a
+    round trip (its step at ``batch`` and its inference) and :data:`PAPER_CASES`; ``only``: the ``;``-separated
+    names to keep (all when empty)."""
     from keras_capsules import applications
 
-    cases = {}
+    found = {}
     for name in applications.list_configurations():
         entry = applications.get_configuration(name)
-        if not entry.roundtrip:
-            continue
-        cases[name] = (entry.constructor.__name__, entry.kwargs, args.batch, "both")
-    cases.update(PAPER_CASES)
-    if args.only:
-        cases = {k: v for k, v in cases.items() if k in args.only.split(";")}
-    rows = []
-    for name, case in cases.items():
-        result = subprocess.run(
-            module_command(__spec__.name, "--child", json.dumps(case), "--steps", args.steps),
-            capture_output=True,
-            text=True,
-            cwd=HERE,
-            env=child_env(),
-        )
-        row = {"name": name}
-        if result.returncode:
-            row["error"] = (result.stderr.strip().splitlines() or ["?"])[-1]
-        else:
-            row.update(json.loads(result.stdout.strip().splitlines()[-1]))
-        rows.append(row)
-        print(row, file=sys.stderr, flush=True)
-    payload = {"machine": machine_description(), "rows": rows}
-    write_results("applications", payload)
-    print(f"Machine: {payload['machine']}\n")
-    print(
-        "| configuration | parameters | input | batch | training step (ms) | inference (ms / batch) | images/s | peak RSS (MiB) |"
-    )
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
-    fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
-    for r in rows:
-        if "error" in r:
-            print(f"| {r['name']} | error: {r['error']} | | | | | | |")
-            continue
-        print(
-            f"| {r['name']} | {r['params']:,} | {'x'.join(map(str, r['input_shape']))} | {r['batch']} | "
-            f"{fmt(r.get('train_step_ms'), '.0f')} | {fmt(r.get('inference_ms'), '.0f')} | {fmt(r.get('images_per_s'), '.0f')} | {r['peak_rss_mib']:.0f} |"
-        )
+        if entry.roundtrip:
+            found[name] = (entry.constructor.__name__, entry.kwargs, batch, "both")
+    found.update(PAPER_CASES)
+    return {k: v for k, v in found.items() if not only or k in only.split(";")}
+
+
+def run_all(args):
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    found = {}
+    for name, case in cases(args.only, args.batch).items():
+        found[name] = child_row(module_command(__spec__.name, "--child", json.dumps(case), "--steps", args.steps))
+        print(f"{name}: {json.dumps(found[name])}", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), found)
+
+
+def parser():
+    parser = run_parser(__doc__, DEFAULTS)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def measure_child(args):
+    constructor, kwargs, batch, what = json.loads(args.child)
+    return measure(constructor, kwargs, batch, args.steps, what)
+
+
+def main(argv=None):
+    return run_or_child(parser().parse_args(argv), measure_child, run_all)
 
 
 if __name__ == "__main__":

@@ -8,29 +8,36 @@ at ``t = 3``, the first (the largest vote tensor) at ``t = 4``, and from there e
 one sweep of all three layers. The table's increments should therefore be equal from ``t = 4`` on;
 a larger increment there means an iteration costs more than one sweep.
 
-Every setting runs in its own process (``--worker``), the settings alternating over ``--rounds``
+Every setting runs in its own process (``--child``), the settings alternating over ``--rounds``
 rounds, so that load changes on the host spread over all of them; the figure of a setting is the
 median over its rounds of each process's median step (``train_on_batch``, after two untimed steps
 that include tracing). Run it on an otherwise idle machine.
 
-Usage: ``python -m benchmarks concurrent_iterations [--iterations 1 2 3 4 5] [--rounds 3]
-[--steps 3] [--batch 32] [--output PATH]``; writes ``benchmarks/results/concurrent_iterations.json``
-(or ``--output``) and prints a Markdown table.
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-concurrent-iterations.json`` (rows of target ``"idpa-iterations"``
+for ``benchmarks/report.py``: ``iterations``, ``ours_ms``, the median step, and ``increment_ms``, this
+count's step minus the previous count's, in ms) and, for the repository's own results folder,
+regenerates BENCHMARKS.md. A process that failed is left out of its setting's median; a setting none
+of whose processes ran keeps its row with ``error`` (the last failure), no step and no increments.
+
+Usage: ``python -m benchmarks concurrent_iterations [--iterations 1,2,3,4,5] [--rounds 3] [--steps 3] [--batch 32]``
 """
 
 import argparse
-import json
+import datetime
 import os
 import statistics
-import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+
 VARIANT = "cifar10-simple"
+DEFAULTS = dict(iterations="1,2,3,4,5", rounds=3, steps=3, batch=32)
 
 
-def worker(iterations, batch, steps):
-    """Median seconds of ``steps`` training steps at ``iterations``, printed as one JSON line."""
+def measure(iterations, batch, steps):
+    """One process's figure: the median seconds of ``steps`` training steps at ``iterations``."""
     import keras
     import numpy as np
 
@@ -42,70 +49,66 @@ def worker(iterations, batch, steps):
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(batch, 32, 32, 3)).astype("float32")
     y = rng.integers(0, 10, size=batch)
-    seconds = median_call_seconds(lambda: model.train_on_batch(x, y), steps, warmup=2)
-    print(json.dumps({"iterations": iterations, "seconds": seconds}))
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per process")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument(
-        "--output", default=None, help="JSON path (default benchmarks/results/concurrent_iterations.json)"
-    )
-    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker is not None:
-        worker(args.worker, args.batch, args.steps)
-        return
-    from benchmarks.common import machine_description, write_results
-    from benchmarks.runs import HERE, child_env, module_command
-
-    runs = {t: [] for t in args.iterations}
-    for round_ in range(args.rounds):
-        for t in args.iterations:
-            command = module_command(__spec__.name, "--worker", t, "--batch", args.batch, "--steps", args.steps)
-            result = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=child_env())
-            if result.returncode != 0:
-                raise RuntimeError(
-                    f"concurrent_iterations: the worker for {t} iterations failed:\n{result.stderr[-2000:]}"
-                )
-            runs[t].append(json.loads(result.stdout.strip().splitlines()[-1])["seconds"])
-            print(f"round {round_ + 1}/{args.rounds}, {t} iterations: {runs[t][-1] * 1e3:.0f} ms", flush=True)
-    medians = {t: statistics.median(times) for t, times in runs.items()}
-    rows, previous = [], None
-    for t in args.iterations:
-        increment = None if previous is None else medians[t] - medians[previous]
-        rows.append(
-            {
-                "iterations": t,
-                "step_ms": medians[t] * 1e3,
-                "increment_ms": None if increment is None else increment * 1e3,
-                "runs_ms": [s * 1e3 for s in runs[t]],
-            }
-        )
-        previous = t
-    payload = {
-        "machine": machine_description(),
-        "model": f"InvertedAttentionCapsNet {VARIANT}, training step (train_on_batch), batch {args.batch}",
-        "rounds": args.rounds,
-        "steps_per_process": args.steps,
-        "rows": rows,
+    return {
+        "iterations": iterations,
+        "seconds": median_call_seconds(lambda: model.train_on_batch(x, y), steps, warmup=2),
     }
-    if args.output:
-        with open(args.output, "w") as handle:
-            json.dump(payload, handle, indent=2)
-        path = args.output
-    else:
-        path = write_results("concurrent_iterations", payload)
-    print(f"\n{payload['model']}; {payload['machine']}\n")
-    print("| iterations | step (ms) | increment (ms) |\n|---:|---:|---:|")
-    for row in rows:
-        increment = "" if row["increment_ms"] is None else f"{row['increment_ms']:.0f}"
-        print(f"| {row['iterations']} | {row['step_ms']:.0f} | {increment} |")
-    print(f"\nwrote {path}")
+
+
+def rows_of(found):
+    """``{iterations: [each round's process row]}`` (in the order run) -> the run file's rows: per setting the
+    median over its processes that ran, in ms, and its increment over the setting before it."""
+    rows, previous = [], None
+    for iterations, processes in found.items():
+        seconds = [p["seconds"] for p in processes if "error" not in p]
+        step = statistics.median(seconds) if seconds else None
+        row = {
+            "target": "idpa-iterations",
+            "iterations": iterations,
+            "ours_ms": None if step is None else round(1e3 * step),
+        }
+        row["increment_ms"] = None if step is None or previous is None else round(1e3 * (step - previous))
+        if step is None:
+            row["error"] = processes[-1]["error"]
+        rows.append(row)
+        previous = step
+    return rows
+
+
+def write(args, span, found):
+    """The run file of ``found`` (:func:`rows_of`), measured as ``args`` say; its path."""
+    measured = (
+        f"InvertedAttentionCapsNet {VARIANT} (32x32x3, 10 classes), training step (train_on_batch, Adam, cross-entropy) "
+        f"at batch {args.batch} and {args.iterations.replace(',', ', ')} routing iterations: one process per setting, "
+        f"the settings alternating over {args.rounds} round(s); per process the median of {args.steps} steps after two "
+        "untimed ones (tracing included), per setting the median over its rounds, ms; increment: this setting's step "
+        "minus the previous one's"
+    )
+    return write_run("concurrent_iterations", args, span, measured, rows_of(found), "concurrent-iterations")
+
+
+def run_all(args):
+    settings = [int(t) for t in args.iterations.split(",")]
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    found = {t: [] for t in settings}
+    for round_ in range(args.rounds):
+        for t in settings:
+            command = module_command(__spec__.name, "--child", t, "--batch", args.batch, "--steps", args.steps)
+            found[t].append(child_row(command))
+            figure = found[t][-1].get("error") or f"{found[t][-1]['seconds'] * 1e3:.0f} ms"
+            print(f"round {round_ + 1}/{args.rounds}, {t} iterations: {figure}", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), found)
+
+
+def parser():
+    found = run_parser(__doc__, DEFAULTS)
+    found.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    return found
+
+
+def main(argv=None):
+    return run_or_child(parser().parse_args(argv), lambda args: measure(args.child, args.batch, args.steps), run_all)
 
 
 if __name__ == "__main__":

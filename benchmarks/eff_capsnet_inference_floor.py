@@ -1,27 +1,40 @@
 """Where Efficient-CapsNet's inference time goes at batch 64, and what is left to gain (TensorFlow backend).
 
 Times, interleaved in one process (``--rounds`` rounds; in each, ``--repeats`` calls of every variant
-after a warm-up; the figure is the median over the rounds of each round's median):
+after ``--warmup`` untimed ones; the figure is the median over the rounds of each round's median):
 
-- ``predict_on_batch``: ``EffCapsNet().predict_on_batch`` (what the side-by-side harness times);
-- ``compiled call``: the same network through one ``tf.function`` (``model(x, training=False)``),
-  without Keras' per-call ``predict`` machinery;
-- ``batch norms folded``: as ``compiled call``, with ``bn1``-``bn3`` folded into the next convolution
-  (``conv(a * h + b, W) = conv(h, W * a) + sum(W * b)``, exact for "valid" padding; ``bn4`` kept),
-  checked against the unfolded network's output;
-- ``convolutions only``: ``conv1``-``conv4`` with their ReLU, no batch norm, no capsule layers: the
-  floor for any implementation that makes the same convolutions.
+- ``EffCapsNet().predict_on_batch`` (what the side-by-side harness times), the reference the table's
+  shares divide by;
+- ``the same network through one tf.function`` (``model(x, training=False)``), without Keras' per-call
+  ``predict`` machinery;
+- ``bn1-bn3 folded into the next convolution``: as the one above, with ``bn1``-``bn3`` folded into the next
+  convolution (``conv(a * h + b, W) = conv(h, W * a) + sum(W * b)``, exact for "valid" padding; ``bn4``
+  kept), checked against the unfolded network's output (the run stops if they differ by more than 1e-4);
+- ``conv1-conv4 with their ReLU only``: no batch norm, no capsule layers: the floor for any implementation
+  that makes the same convolutions.
 
-Usage: ``python -m benchmarks eff_capsnet_inference_floor [--batch 64] [--rounds 5] [--repeats 30]``; writes
-``benchmarks/results/eff_capsnet_inference_floor.json``.
-Time only on an otherwise idle machine; the ratios between rows are what carries over.
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-eff-capsnet-inference-floor.json`` (rows of target ``"effcaps-floor"``
+for ``benchmarks/report.py``: ``variant`` and ``ms`` per batch, in the order above; the run's ``batch`` and
+``folded_max_abs_diff``) and, for the repository's own results folder, regenerates BENCHMARKS.md. Time only
+on an otherwise idle machine; the ratios between rows are what carries over.
+
+Usage: ``python -m benchmarks eff_capsnet_inference_floor [--batch 64] [--rounds 5] [--repeats 30] [--warmup 5]``
 """
 
-import argparse
+import datetime
 import os
 import statistics
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from benchmarks.runs import run_parser, write_run  # noqa: E402
+
+REFERENCE = "EffCapsNet().predict_on_batch"
+COMPILED = "the same network through one tf.function"
+FOLDED = "bn1-bn3 folded into the next convolution"
+CONVOLUTIONS = "conv1-conv4 with their ReLU only"
+DEFAULTS = dict(batch=64, rounds=5, repeats=30, warmup=5)
 
 
 def folded_convolution(conv, norm):
@@ -63,26 +76,50 @@ def variants(model):
         return x
 
     return {
-        "predict_on_batch": model.predict_on_batch,
-        "compiled call": tf.function(lambda x: model(x, training=False)),
-        "batch norms folded": tf.function(folded_network),
-        "convolutions only": tf.function(convolutions),
+        REFERENCE: model.predict_on_batch,
+        COMPILED: tf.function(lambda x: model(x, training=False)),
+        FOLDED: tf.function(folded_network),
+        CONVOLUTIONS: tf.function(convolutions),
     }
 
 
+def rows_of(medians):
+    """``{variant: each round's median seconds}`` (the reference first) -> the run file's rows: per variant the
+    median over the rounds, ms per batch."""
+    return [
+        {"target": "effcaps-floor", "variant": variant, "ms": round(1e3 * statistics.median(seconds), 2)}
+        for variant, seconds in medians.items()
+    ]
+
+
+def write(args, span, medians, error):
+    """The run file of ``medians`` (:func:`rows_of`), the folded network differing by ``error``; its path."""
+    measured = (
+        f"Efficient-CapsNet inference at b{args.batch} (28x28x1, random weights and batch-norm statistics), "
+        f"{args.rounds} interleaved rounds of {args.repeats} calls per variant after {args.warmup} warm-up calls, in "
+        "one process; per variant the median over the rounds of each round's median, ms per batch"
+    )
+    return write_run(
+        "eff_capsnet_inference_floor",
+        args,
+        span,
+        measured,
+        rows_of(medians),
+        "eff-capsnet-inference-floor",
+        batch=args.batch,
+        folded_max_abs_diff=error,
+    )
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
 
     import numpy as np
 
-    from benchmarks.common import machine_description, median_call_seconds, write_results
+    from benchmarks.common import median_call_seconds
     from keras_capsules import applications
 
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     model = applications.EffCapsNet()
     x = np.random.default_rng(0).uniform(size=(args.batch, 28, 28, 1)).astype("float32")
     # Non-trivial batch-norm statistics, so that the folding check below means something.
@@ -100,38 +137,26 @@ def main(argv=None):
         )
     calls = variants(model)
     reference = np.asarray(model.predict_on_batch(x))
-    folded = np.asarray(calls["batch norms folded"](x))
-    error = float(np.max(np.abs(folded - reference)))
+    error = float(np.max(np.abs(np.asarray(calls[FOLDED](x)) - reference)))
     if error > 1e-4:
-        raise SystemExit(f"folded network differs from the model by {error:.3g}")
+        raise SystemExit(f"eff_capsnet_inference_floor: the folded network differs from the model by {error:.3g}")
+    print(f"batch {args.batch}; folded output max |diff| {error:.2g}", file=sys.stderr, flush=True)
 
     for call in calls.values():
         for _ in range(args.warmup):
             call(x)
     medians = {name: [] for name in calls}
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
         for name, call in calls.items():
             medians[name].append(median_call_seconds(lambda: np.asarray(call(x)), args.repeats))
-    machine = machine_description()
-    print(f"# {machine}; batch {args.batch}; folded output max |diff| {error:.2g}")
-    base = statistics.median(medians["predict_on_batch"])
-    rows = [
-        {
-            "variant": name,
-            "ms": 1000 * statistics.median(values),
-            "share": statistics.median(values) / base,
-            "round_medians_ms": [1000 * value for value in values],
-        }
-        for name, values in medians.items()
-    ]
-    write_results(
-        "eff_capsnet_inference_floor",
-        {"machine": machine, "batch": args.batch, "folded_max_abs_diff": error, "rows": rows},
-    )
-    print("| variant | ms per batch | share of predict_on_batch |")
-    print("|---|---:|---:|")
-    for row in rows:
-        print(f"| {row['variant']} | {row['ms']:.2f} | {row['share']:.2f} |")
+        figures = ", ".join(f"{name} {1e3 * values[-1]:.2f} ms" for name, values in medians.items())
+        print(f"round {round_ + 1}/{args.rounds}: {figures}", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), medians, error)
+
+
+def parser():
+    return run_parser(__doc__, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -6,16 +6,20 @@ exported once to the three formats with ``keras_capsules.export.export_model``; 
 the median wall time of ``--repeats`` calls after ``--warmup`` calls, per batch size. LiteRT and
 ONNX Runtime use every core (``num_threads`` / their default), like TensorFlow.
 
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-export-latency.json`` (rows of target ``"export"`` for
+``benchmarks/report.py``, one per configuration: ``configuration`` and ``savedmodel_b<batch>``,
+``onnx_b<batch>``, ``litert_b<batch>`` in ms; a runtime whose process failed has ``<format>_error``
+instead of its figures, shown as dashes) and, for the repository's own results folder, regenerates
+BENCHMARKS.md. The export target reads ``EffCapsNet/mnist``'s batch-1 figures (the fastest format that
+ran); a run without them gives that target no verdict. Time only on an otherwise idle machine.
+
 Usage::
 
     python -m benchmarks export_latency [--models EffCapsNet/mnist,CapsNet/mnist] [--batches 1,64]
-                                        [--repeats 50] [--warmup 5] [--markdown PATH]
-
-Writes ``benchmarks/results/export_latency.json`` and prints (and with ``--markdown`` writes) a
-Markdown table with the machine named. Time only on an otherwise idle machine.
+                                        [--repeats 50] [--warmup 5]
 """
 
-import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -24,9 +28,12 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from benchmarks.runs import run_parser, write_run  # noqa: E402
+
 RUNTIMES = ("savedmodel", "onnxruntime", "litert")
 FILES = {"savedmodel": "savedmodel", "onnxruntime": "model.onnx", "litert": "model.tflite"}
 FORMATS = {"savedmodel": "savedmodel", "onnxruntime": "onnx", "litert": "litert"}
+DEFAULTS = dict(batches="1,64", repeats=50, warmup=5)
 
 #: Runs in the child process: times one runtime on one exported model. No keras_capsules import.
 CHILD = """
@@ -106,32 +113,34 @@ def time_runtime(runtime, path, shape, batches, repeats, warmup):
     return json.loads(lines[-1][7:])
 
 
-def table(payload):
-    batches = payload["batches"]
-    header = "| model | " + " | ".join(f"{r} b{b} (ms)" for r in RUNTIMES for b in batches) + " |"
-    lines = [f"Machine: {payload['machine']}", "", header, "|---|" + "---:|" * (len(RUNTIMES) * len(batches))]
-    for row in payload["rows"]:
-        cells = []
+def rows_of(found, batches):
+    """``[{"model", runtime: {str(batch): ms} or {"error": ...}}]`` -> the run file's rows: per configuration its
+    ``<format>_b<batch>`` figures, ms, or ``<format>_error`` where that runtime's process failed."""
+    rows = []
+    for entry in found:
+        row = {"target": "export", "configuration": entry["model"]}
         for runtime in RUNTIMES:
-            result = row[runtime]
-            cells += (
-                [f"error: {result['error']}"] + [""] * (len(batches) - 1)
-                if "error" in result
-                else [f"{result[str(b)]:.2f}" for b in batches]
-            )
-        lines.append(f"| {row['model']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            result, name = entry[runtime], FORMATS[runtime]
+            if "error" in result:
+                row[f"{name}_error"] = result["error"]
+            else:
+                row.update({f"{name}_b{b}": round(result[str(b)], 2) for b in batches})
+        rows.append(row)
+    return rows
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default=None, help="comma-separated configurations (default: one per constructor)")
-    parser.add_argument("--batches", default="1,64")
-    parser.add_argument("--repeats", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    args = parser.parse_args()
-    from benchmarks.common import machine_description, write_results
+def write(args, span, found):
+    """The run file of ``found`` (:func:`rows_of`), timed as ``args`` say; its path."""
+    measured = (
+        "inference latency of each model exported with keras_capsules.export.export_model (SavedModel, ONNX file under "
+        "ONNX Runtime, LiteRT file under the LiteRT interpreter), each runtime in a fresh process without keras_capsules, "
+        f"median of {args.repeats} calls after {args.warmup} warm-up calls at batch {args.batches.replace(',', ', ')}, ms"
+    )
+    rows = rows_of(found, [int(b) for b in args.batches.split(",")])
+    return write_run("export_latency", args, span, measured, rows, "export-latency")
+
+
+def run_all(args):
     from keras_capsules import applications
 
     names = applications.list_configurations()
@@ -140,26 +149,32 @@ def main():
     else:  # the first configuration of each constructor, e.g. EffCapsNet/mnist
         models = sorted({min(n for n in names if n.split("/")[0] == c) for c in {n.split("/")[0] for n in names}})
     batches = [int(b) for b in args.batches.split(",")]
-    rows = []
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    found = []
     for name in models:
         with tempfile.TemporaryDirectory() as folder:
             shape = export_all(name, folder)
-            row = {"model": name, "input_shape": shape}
+            entry = {"model": name}
             for runtime in RUNTIMES:
-                row[runtime] = time_runtime(
+                entry[runtime] = time_runtime(
                     runtime, os.path.join(folder, FILES[runtime]), shape, batches, args.repeats, args.warmup
                 )
-                if row[runtime].pop("loaded_keras_capsules", False):
+                if entry[runtime].pop("loaded_keras_capsules", False):
                     raise RuntimeError(f"{name}: the {runtime} timing process imported keras_capsules")
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    payload = {"machine": machine_description(), "batches": batches, "repeats": args.repeats, "rows": rows}
-    write_results("export_latency", payload)
-    text = table(payload)
-    print("\n" + text)
-    if args.markdown:
-        with open(args.markdown, "w") as handle:
-            handle.write(text + "\n")
+        print(json.dumps(entry), file=sys.stderr, flush=True)
+        found.append(entry)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), found)
+
+
+def parser():
+    found = run_parser(__doc__, DEFAULTS)
+    found.add_argument("--models", default="", help="comma-separated configurations (default: one per constructor)")
+    return found
+
+
+def main(argv=None):
+    return run_all(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -9,24 +9,43 @@ Memory does not depend on the load of the machine, so these numbers can be taken
 
 Usage::
 
-    python -m benchmarks memory app InvertedAttentionCapsNet/cifar10-simple --batch 32 --iterations 1,3
-    python -m benchmarks memory router kernel --iterations 1,3,5 [--phase forward|train] [--no-remat]
+    python -m benchmarks memory app InvertedAttentionCapsNet/cifar10-simple,InvertedAttentionCapsNet/cifar10-resnet --batch 32 --iterations 1,3
+    python -m benchmarks memory router dynamic,kernel,lstm [--phase forward|train] [--no-remat]
 
-``app`` takes a registered configuration (``keras_capsules.applications.list_configurations()``);
-``--iterations`` sets ``routing_iterations``. ``router`` measures FcCaps 1152 x 8D -> 10 x 16D at
-batch 64 (the router table's shape). ``--no-remat`` turns ``keras.remat`` into the identity (to see
-what rematerialisation saves). Prints one JSON line per configuration and a Markdown table.
+``app`` takes registered configurations (``keras_capsules.applications.list_configurations()``), comma-separated;
+``--iterations`` sets ``routing_iterations`` (default: the configuration's own). ``router`` measures FcCaps
+1152 x 8D -> 10 x 16D at batch 64 (the router table's shape) with 1, 3 and 5 iterations. ``--phase``: a
+training step (``app``'s default) or a forward pass (``router``'s). ``--no-remat`` turns ``keras.remat`` into
+the identity (to see what rematerialisation saves). A single-pass router runs once, at 1 iteration.
+
+``app`` writes ``<results>/YYYY-MM-DD-HHMM-<host>-conv-capsule-memory.json`` (rows of target ``"conv-live"``:
+``configuration``, ``batch``, ``iterations``, ``rss_mib`` (the peak), ``live_mib`` and ``votes_mib`` (the
+largest vote tensor), one per configuration and iterations); ``router`` writes
+``<results>/YYYY-MM-DD-HHMM-<host>-router-<phase>-memory.json`` (rows of target ``"router-memory"``: ``router``,
+``live_1_mib``, ``live_3_mib`` and ``live_5_mib``, one per router). The label gains the phase where it is not
+its table's and ``without remat`` under ``--no-remat``. Both regenerate BENCHMARKS.md for the repository's
+own results folder. A process that failed is listed with its error under the run file's ``failed`` and left
+out of the rows (a router with a failed process is left out whole), as is an application without a vote tensor.
 """
 
 import argparse
+import datetime
 import json
 import os
-import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # TensorFlow's CPU allocator counts live tensors (get_memory_info) only as a BFC allocator, which it
 # picks by itself only with oneDNN on (CPUs with AVX-512 VNNI/BF16 or AMX, and TF_ENABLE_ONEDNN_OPTS unset).
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+
+#: The phase each mode's table shows, and each phase's name in a row's label.
+TABLE_PHASE = {"app": "train", "router": "forward"}
+PHASES = {"train": "training step", "forward": "forward"}
+#: The iteration counts of the router table's columns.
+ROUTER_ITERATIONS = (1, 3, 5)
 
 
 def vote_tensors_mib(model, batch):
@@ -43,6 +62,14 @@ def vote_tensors_mib(model, batch):
             positions = layer.output_grid[0] * layer.output_grid[1] if isinstance(layer, ConvCaps) else 1
             sizes[layer.name] = batch * positions * in_caps * layer.num_capsules * layer.out_dim * 4 / 2**20
     return sizes
+
+
+def routing_iterations(model):
+    """The routing iterations of each routed layer of ``model`` (the configuration's own where none are given)."""
+    from keras_capsules.introspection import all_layers
+    from keras_capsules.layers import ConvCaps, FcCaps
+
+    return [layer.router.iterations for layer in all_layers(model) if isinstance(layer, (ConvCaps, FcCaps))]
 
 
 def _train_step(model, x, y, loss_fn):
@@ -87,7 +114,7 @@ def measure_app(name, batch, iterations, phase):
     return {
         "model": name,
         "batch": batch,
-        "iterations": iterations,
+        "iterations": iterations or max(routing_iterations(model), default=None),
         "phase": phase,
         "built_mib": round(built),
         "peak_mib": round(peak_rss_mib()),
@@ -134,66 +161,139 @@ def measure_router(router, iterations, phase):
     }
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("app", "router"))
-    parser.add_argument("name", help="application configuration or router name")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument(
-        "--iterations", default="", help="comma-separated routing iterations (app: default of the configuration)"
+def label(name, raw, mode):
+    """``name`` with the phase where it is not ``mode``'s table's and ``without remat`` under ``--no-remat``."""
+    notes = [PHASES[raw["phase"]]] * (raw["phase"] != TABLE_PHASE[mode]) + ["without remat"] * (not raw["remat"])
+    return name + (f" ({', '.join(notes)})" if notes else "")
+
+
+def has_votes(raw):
+    """Whether an ``app`` child's model has a vote tensor of its own of at least 1 MiB (rounded)."""
+    return max(raw["votes_mib"].values(), default=0) > 0
+
+
+def app_rows(measured):
+    """``app`` children's figures -> the run file's ``conv-live`` rows, one per configuration and iterations; a
+    model without a vote tensor (:func:`has_votes`) is left out."""
+    return [
+        {
+            "target": "conv-live",
+            "configuration": label(raw["model"], raw, "app"),
+            "batch": raw["batch"],
+            "iterations": raw["iterations"],
+            "rss_mib": raw["peak_mib"],
+            "live_mib": raw["live_peak_mib"],
+            "votes_mib": max(raw["votes_mib"].values()),
+        }
+        for raw in measured
+        if has_votes(raw)
+    ]
+
+
+def router_rows(measured):
+    """``router`` children's figures -> the run file's ``router-memory`` rows: one per router, its live tensors'
+    peak at 1, 3 and 5 iterations (``None`` where it was not measured: a single-pass router's 3 and 5)."""
+    by_router = {}
+    for raw in measured:
+        by_router.setdefault(label(raw["router"], raw, "router"), {})[raw["iterations"]] = raw["live_peak_mib"]
+    return [
+        {"target": "router-memory", "router": router, **{f"live_{n}_mib": live.get(n) for n in ROUTER_ITERATIONS}}
+        for router, live in by_router.items()
+    ]
+
+
+def write(args, span, found):
+    """The run file of ``found`` (``[(name, iterations, its child's figures or {"error": ...})]``, :func:`app_rows`
+    or :func:`router_rows`; the failures as ``failed``); its path. Exits without one when no row is left."""
+    failed = {f"{name} x{count or 'default'}": raw["error"] for name, count, raw in found if "error" in raw}
+    # A router's row needs every count it ran at: one failed process leaves the whole router out.
+    broken = {name for name, _, raw in found if "error" in raw} if args.mode == "router" else set()
+    measured = [raw for name, _, raw in found if "error" not in raw and name not in broken]
+    rows = (app_rows if args.mode == "app" else router_rows)(measured)
+    for raw in measured:
+        if args.mode == "app" and not has_votes(raw):
+            print(f"left out {raw['model']} x{raw['iterations']}: no vote tensor of its own", file=sys.stderr)
+    if not rows:
+        raise SystemExit(f"memory: no row to write, no run file written; failed: {failed}")
+    remat = "; keras.remat as the identity" if args.no_remat else ""
+    if args.mode == "app":
+        measured_text = (
+            f"one {PHASES[args.phase]} at batch {args.batch} (plain gradient descent, no optimizer slots), each "
+            "configuration and iterations in its own process: the process's peak RSS, the largest amount "
+            "TensorFlow's live tensors held at once (allocator statistics) and the analytic size of the model's "
+            f"largest vote tensor{remat}"
+        )
+        return write_run("memory", args, span, measured_text, rows, "conv-capsule-memory", failed=failed)
+    measured_text = (
+        f"one {PHASES[args.phase]} of the fc-shape layer (FcCaps 1152 x 8D -> 10 x 16D, b64) at 1, 3 and 5 routing "
+        f"iterations, each in its own process: the largest amount TensorFlow's live tensors held at once{remat}"
     )
-    parser.add_argument("--phase", choices=("train", "forward"), default="train")
+    return write_run("memory", args, span, measured_text, rows, f"router-{args.phase}-memory", failed=failed)
+
+
+def counts_of(args, name):
+    """The iteration counts ``name`` runs at: 1, 3 and 5 for an iterative router, 1 for a single-pass one;
+    ``--iterations`` for an application (``[None]``, its configuration's own, when empty)."""
+    from keras_capsules import routing
+
+    if args.mode == "router":
+        return ROUTER_ITERATIONS if routing.get(name).iterative else (1,)
+    return [int(i) for i in args.iterations.split(",") if i] or [None]
+
+
+def run_all(args):
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    found = []
+    for name in args.name.split(","):
+        for count in counts_of(args, name):
+            command = module_command(
+                __spec__.name, args.mode, name, "--child", "--batch", args.batch, "--phase", args.phase
+            )
+            command += ["--iterations", str(count)] if count is not None else []
+            command += ["--no-remat"] if args.no_remat else []
+            found.append((name, count, child_row(command)))
+            print(f"{name} x{count or 'default'}: {json.dumps(found[-1][2])}", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), found)
+
+
+def measure_child(args):
+    if args.no_remat:
+        import keras
+
+        keras.remat = lambda f: f
+    count = int(args.iterations) if args.iterations else None
+    if args.mode == "app":
+        raw = measure_app(args.name, args.batch, count, args.phase)
+    else:
+        raw = measure_router(args.name, count, args.phase)
+    return dict(raw, remat=not args.no_remat)
+
+
+def parser():
+    parser = run_parser(__doc__, dict(batch=32, iterations=""))
+    parser.add_argument("mode", choices=("app", "router"))
+    parser.add_argument("name", help="application configurations or router names, comma-separated")
+    parser.add_argument("--phase", choices=("train", "forward"), default=None, help="default: the mode's table's")
     parser.add_argument(
         "--no-remat", action="store_true", help="keras.remat as the identity (memory without rematerialisation)"
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    counts = [int(i) for i in args.iterations.split(",") if i] or [None]
-    if args.child:
-        if args.no_remat:
-            import keras
+    return parser
 
-            keras.remat = lambda f: f
-        count = counts[0]
-        if args.kind == "app":
-            row = measure_app(args.name, args.batch, count, args.phase)
-        else:
-            row = measure_router(args.name, count or 3, args.phase)
-        row["remat"] = not args.no_remat
-        print("ROW " + json.dumps(row))
-        return
-    from benchmarks.runs import HERE, child_env, module_command
 
-    rows = []
-    for count in counts:
-        command = module_command(
-            __spec__.name, args.kind, args.name, "--child", "--batch", args.batch, "--phase", args.phase
-        )
-        command += ["--iterations", str(count)] if count is not None else []
-        command += ["--no-remat"] if args.no_remat else []
-        done = subprocess.run(command, capture_output=True, text=True, cwd=HERE, env=child_env())
-        lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
-        row = (
-            json.loads(lines[-1][4:])
-            if lines
-            else {"name": args.name, "iterations": count, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-        )
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    print(
-        "\n| configuration | phase | iterations | remat | built (MiB) | peak RSS (MiB) | live tensors, peak (MiB) | vote tensors (MiB) |"
-    )
-    print("|---|---|---:|---|---:|---:|---:|---|")
-    for row in rows:
-        if "error" in row:
-            print(f"| {args.name} | {args.phase} | {row['iterations']} | | error: {row['error']} | | | |")
-            continue
-        label = row.get("model") or f"FcCaps 1152x8 -> 10x16 b64, {row['router']}"
-        batch = f" b{row['batch']}" if "batch" in row else ""
-        print(
-            f"| {label}{batch} | {row['phase']} | {row['iterations']} | {row['remat']} | {row['built_mib']} | {row['peak_mib']} | "
-            f"{row['live_peak_mib']} | {row['votes_mib']} |"
-        )
+def arguments(argv=None):
+    """The parsed ``argv``, ``--phase`` defaulting to the mode's table's; ``--iterations`` refused in router mode."""
+    options = parser()
+    args = options.parse_args(argv)
+    if args.mode == "router" and args.iterations and not args.child:
+        options.error("router measures 1, 3 and 5 iterations, its table's columns: leave out --iterations")
+    args.phase = args.phase or TABLE_PHASE[args.mode]
+    return args
+
+
+def main(argv=None):
+    return run_or_child(arguments(argv), measure_child, run_all)
 
 
 if __name__ == "__main__":

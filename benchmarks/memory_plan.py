@@ -1,6 +1,6 @@
 """The memory plan's estimate against the measured peak memory of training, for every application.
 
-    python -m benchmarks memory_plan [--phase check|calibrate] [--only NAME,...] [--run-file FILE]
+    python -m benchmarks memory_plan [--phase check|calibrate] [--only NAME,...]
 
 For each configuration (an application, an input shape, a batch) two fresh processes run one after
 the other (never two measurements at once):
@@ -23,22 +23,28 @@ constants of ``memory_plan`` by least squares on the relative error,
 ``measured - baseline - weights - optimizer = LIVE_FACTOR * live + BYTES_PER_OP * ops``, and prints
 them; ``--phase check`` (default) runs the check set, two input shapes and two batches per
 application, with the library's constants. Memory does not depend on the machine's load, so both
-can run beside other work. Writes ``benchmarks/results/memory_plan.json`` (raw) and, with
-``--run-file``, a run file for ``benchmarks/report.py``.
+can run beside other work.
+
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-memory-plan.json`` (``-memory-plan-calibration.json`` for
+``--phase calibrate``; rows of target ``"memory-plan"`` or ``"memory-plan-calibration"`` for
+``benchmarks/report.py``, one per configuration and batch: ``configuration``, ``input``, ``batch``, the
+estimate's parts and ``estimate_bytes``, ``measured_bytes`` and ``ru_maxrss_bytes``, a calibration row's
+``fitted_bytes``; a refused row has ``skipped`` instead of the measurement, one whose process failed has
+``error``, both shown in the table's note; the run's ``baseline_bytes``, the host's ``ram_bytes`` and, when
+calibrating, the ``fit``) and, for the repository's own results folder, regenerates BENCHMARKS.md.
 """
 
 import argparse
 import datetime
 import json
 import os
-import platform
 import resource
-import subprocess
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.runs import HERE, child_env, host_record, module_command  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
 
 #: Application configuration -> the recipe ``train`` uses for it: (model, dataset, variant), or the
 #: default recipe fields (Adam, margin loss) where the library registers none (EffConvCapsNet).
@@ -171,14 +177,8 @@ def child_baseline():
 
 
 def run_child(*arguments):
-    """Runs this script as a child with ``arguments``; its JSON result, or ``{"error": last stderr line}``."""
-    done = subprocess.run(
-        module_command(__spec__.name, "--child", *arguments), capture_output=True, text=True, cwd=HERE, env=child_env()
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if lines:
-        return json.loads(lines[-1][len("RESULT ") :])
-    return {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]}
+    """Runs this script as a child with ``arguments``; its result, or ``{"error": last stderr line}``."""
+    return child_row(module_command(__spec__.name, "--child", *arguments))
 
 
 def measure_row(configuration, shape, batch):
@@ -196,7 +196,7 @@ def measure_row(configuration, shape, batch):
         row.update(run_child("measure", configuration, shape_text(shape), str(batch)))
     if "measured_bytes" in row:
         row["ratio"] = round(row["estimate_bytes"] / row["measured_bytes"], 3)
-    print(json.dumps(row), flush=True)
+    print(json.dumps(row), file=sys.stderr, flush=True)
     return row
 
 
@@ -209,11 +209,10 @@ def shape_text(shape):
     return "x".join(map(str, shape))
 
 
-def host():
-    """The run file's host (:func:`benchmarks.runs.host_record`) and its memory, ``ram_bytes``."""
+def ram_bytes():
+    """The host's memory (``MemTotal``), bytes."""
     with open("/proc/meminfo") as handle:
-        total = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemTotal"))
-    return {**host_record()[0], "ram_bytes": total}
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemTotal"))
 
 
 def fit(rows):
@@ -229,88 +228,78 @@ def fit(rows):
     return float(factor), float(per_op)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", choices=("check", "calibrate"), default="check")
-    parser.add_argument("--only", default="", help="comma-separated configurations (default: all of the phase's set)")
-    parser.add_argument(
-        "--run-file", help="also write this run file for benchmarks/report.py (a name under benchmarks/results/)"
-    )
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        kind, *rest = args.child
-        if kind == "baseline":
-            result = child_baseline()
-        else:
-            configuration, shape, batch = rest[0], tuple(int(v) for v in rest[1].split("x")), int(rest[2])
-            result = (child_estimate if kind == "estimate" else child_measure)(configuration, shape, batch)
-        print("RESULT " + json.dumps(result))
-        return
+def rows_of(phase, found, constants=None):
+    """The measured rows ``found`` (:func:`measure_row`) -> the run file's rows of target ``"memory-plan"`` (phase
+    ``check``) or ``"memory-plan-calibration"``, without the progress line's ``ratio``; with ``constants``
+    (``(LIVE_FACTOR, BYTES_PER_OP)``, :func:`fit`) each measured row gains ``fitted_bytes``, its estimate with them."""
+    target = "memory-plan-calibration" if phase == "calibrate" else "memory-plan"
+    rows = []
+    for found_row in found:
+        row = {"target": target, **{k: v for k, v in found_row.items() if k != "ratio"}}
+        if constants and "measured_bytes" in row:
+            factor, per_op = constants
+            fixed = row["baseline_bytes"] + row["weights_bytes"] + row["optimizer_bytes"]
+            row["fitted_bytes"] = round(fixed + factor * row["step_live_bytes"] + per_op * row["step_ops"])
+        rows.append(row)
+    return rows
 
+
+def write(args, span, baseline, found):
+    """The run file of ``found`` (:func:`rows_of`; calibrating, with the constants :func:`fit` gives) and the
+    ``baseline`` process's figures; its path."""
+    fields = {"baseline_bytes": baseline.get("measured_bytes"), "ram_bytes": ram_bytes()}
+    constants = None
+    if args.phase == "calibrate":
+        constants = fit(found)
+        fields["fit"] = {"LIVE_FACTOR": round(constants[0], 3), "BYTES_PER_OP": round(constants[1])}
+        print(f"fit: LIVE_FACTOR = {constants[0]:.3f}, BYTES_PER_OP = {constants[1]:,.0f}", file=sys.stderr, flush=True)
+    measured = (
+        "peak resident memory (VmHWM) of a fresh process that builds and compiles the model as `train` does and runs "
+        f"{STEPS} train_on_batch steps on random data, against memory_plan.estimate's peak from another fresh process; "
+        "one process at a time, beside other work (memory, not time)"
+    )
+    rows = rows_of(args.phase, found, constants)
+    kind = "memory-plan-calibration" if args.phase == "calibrate" else "memory-plan"
+    return write_run("memory_plan", args, span, measured, rows, kind, **fields)
+
+
+def run_all(args):
     from keras_capsules.training import memory_plan
 
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     chosen = [name for name in args.only.split(",") if name]
     plan = [c for c in (CALIBRATION if args.phase == "calibrate" else CHECK) if not chosen or c[0] in chosen]
     baseline = run_child("baseline")
     print(
         f"baseline: {memory_plan.format_size(baseline['measured_bytes'])} measured, "
         f"{memory_plan.format_size(memory_plan.PROCESS_BASELINE_BYTES)} in the library",
+        file=sys.stderr,
         flush=True,
     )
-    rows = [measure_row(configuration, shape, batch) for configuration, shape, batches in plan for batch in batches]
-    ended = datetime.datetime.now(datetime.timezone.utc)
-    result = {"phase": args.phase, "baseline": baseline, "host": host(), "rows": rows}
-    if args.phase == "calibrate":
-        factor, per_op = fit(rows)
-        result["fit"] = {"LIVE_FACTOR": round(factor, 3), "BYTES_PER_OP": round(per_op)}
-        for row in rows:
-            if "measured_bytes" in row:
-                row["fitted_bytes"] = round(
-                    row["baseline_bytes"]
-                    + row["weights_bytes"]
-                    + row["optimizer_bytes"]
-                    + factor * row["step_live_bytes"]
-                    + per_op * row["step_ops"]
-                )
-        print(f"fit: LIVE_FACTOR = {factor:.3f}, BYTES_PER_OP = {per_op:,.0f}")
-    from benchmarks.common import write_results
-
-    write_results("memory_plan", result)
-    if args.run_file:
-        write_run_file(args, result, started, ended)
+    found = [measure_row(configuration, shape, batch) for configuration, shape, batches in plan for batch in batches]
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), baseline, found)
 
 
-def write_run_file(args, result, started, ended):
-    """The run file for ``benchmarks/report.py``: host, date, command, what was measured, one row per configuration."""
-    import keras
-    import tensorflow as tf
+def child(arguments):
+    """A child process's result: the baseline, or a configuration's estimate or measurement."""
+    kind, *rest = arguments
+    if kind == "baseline":
+        return child_baseline()
+    configuration, shape, batch = rest[0], tuple(int(v) for v in rest[1].split("x")), int(rest[2])
+    return (child_estimate if kind == "estimate" else child_measure)(configuration, shape, batch)
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
-    target = "memory-plan-calibration" if args.phase == "calibrate" else "memory-plan"
-    rows = [{"target": target, **{k: v for k, v in row.items() if k != "ratio"}} for row in result["rows"]]
-    run = {
-        "host": result["host"],
-        "date": f"{started:%Y-%m-%d}",
-        "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
-        "software": f"Python {platform.python_version()}, TensorFlow {tf.__version__} (CPU), Keras {keras.__version__}; the library at commit {commit}",
-        "command": "python -m benchmarks memory_plan" + (" --phase calibrate" if args.phase == "calibrate" else ""),
-        "measured": "peak resident memory (VmHWM) of a fresh process that builds and compiles the model as `train` does and runs "
-        f"{STEPS} train_on_batch steps on random data, against memory_plan.estimate's peak from another fresh process; "
-        "one process at a time, beside other work (memory, not time)",
-        "source": "benchmarks/memory_plan.py",
-        "baseline_bytes": result["baseline"].get("measured_bytes"),
-        **({"fit": result["fit"]} if "fit" in result else {}),
-        "rows": rows,
-    }
-    path = os.path.join(HERE, "results", args.run_file)
-    with open(path, "w") as handle:
-        json.dump(run, handle, indent=1)
-        handle.write("\n")
-    print(f"wrote {path}")
+
+def parser():
+    found = run_parser(__doc__, {})
+    found.add_argument("--only", default="", help="comma-separated configurations (default: all of the phase's set)")
+    found.add_argument("--phase", choices=("check", "calibrate"), default="check")
+    found.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    return found
+
+
+def main(argv=None):
+    return run_or_child(parser().parse_args(argv), lambda args: child(args.child), run_all)
 
 
 if __name__ == "__main__":

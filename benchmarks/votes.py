@@ -1,23 +1,32 @@
 """Vote transforms at the papers' shapes: our layers against a plain ``einsum`` of the same product.
 
 Times forward and forward + backward (gradients for poses and ``W``) of ``VectorVotes`` / ``MatrixVotes``
-with one ``W`` per child-parent pair, under ``tf.function`` on the TensorFlow backend. The layers run
-the product as one batched matmul with the children as the batch axis; the ``einsum`` column is the
-direct formulation they replaced.
-Usage: ``python -m benchmarks votes``; writes ``benchmarks/results/votes.json`` and prints a Markdown table.
+with one ``W`` per child-parent pair, under ``tf.function`` on the TensorFlow backend (each the median of
+``--repeats`` calls after one that traces). The layers run the product as one batched matmul with the children
+as the batch axis; the ``einsum`` column is the direct formulation they replaced.
+
+Writes ``<results>/YYYY-MM-DD-HHMM-<host>-votes.json`` (rows of target ``"votes"`` for ``benchmarks/report.py``:
+``case``, ``layer_forward_ms``, ``einsum_forward_ms``, ``layer_gradients_ms`` and ``einsum_gradients_ms``, ms to
+one decimal) and, for the repository's own results folder, regenerates BENCHMARKS.md. Every case runs in this
+one process: an error stops the run before a run file is written.
+
+Usage: ``python -m benchmarks votes [--repeats 7]``
 """
 
+import datetime
 import os
-import statistics
-import time
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.common import machine_description, write_results  # noqa: E402
+from benchmarks.common import median_call_seconds  # noqa: E402
+from benchmarks.runs import run_parser, write_run  # noqa: E402
 from keras_capsules.layers import MatrixVotes, VectorVotes  # noqa: E402
+
+DEFAULTS = dict(repeats=7)
 
 #: name -> (layer, input shape (rows, in_caps, in_dim), einsum of (poses viewed as in the layer, W)).
 CASES = {
@@ -35,18 +44,8 @@ CASES = {
 }
 
 
-def _median_ms(function, repeats=7):
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
-def _timings(votes_of, poses, kernel):
-    """(forward ms, forward + backward ms) of ``votes_of(poses)``, gradients for ``poses`` and ``kernel``."""
+def _timings(votes_of, poses, kernel, repeats):
+    """(forward s, forward + backward s) of ``votes_of(poses)``, gradients for ``poses`` and ``kernel``."""
 
     @tf.function
     def forward():
@@ -60,11 +59,43 @@ def _timings(votes_of, poses, kernel):
             loss = tf.reduce_sum(votes * votes)
         return tape.gradient(loss, [poses, kernel])
 
-    return _median_ms(forward), _median_ms(forward_backward)
+    return median_call_seconds(forward, repeats, warmup=1), median_call_seconds(forward_backward, repeats, warmup=1)
 
 
-def main():
-    rows = []
+def rows_of(found):
+    """``[(case, (layer forward s, layer forward + backward s), (einsum forward s, einsum forward + backward s))]``
+    -> the run file's ``votes`` rows, ms to one decimal."""
+    return [
+        {
+            "target": "votes",
+            "case": case,
+            "layer_forward_ms": round(1e3 * layer[0], 1),
+            "einsum_forward_ms": round(1e3 * einsum[0], 1),
+            "layer_gradients_ms": round(1e3 * layer[1], 1),
+            "einsum_gradients_ms": round(1e3 * einsum[1], 1),
+        }
+        for case, layer, einsum in found
+    ]
+
+
+def write(args, span, found):
+    """The run file of ``found`` (:func:`rows_of`); its path."""
+    measured = (
+        "each vote layer (one W per child-parent pair) and a plain tf.einsum of the same product under tf.function on "
+        "the TensorFlow backend: the forward pass (sum of the votes) and forward + backward (gradients of the summed "
+        f"squared votes for the poses and W), each the median of {args.repeats} calls after one that traces"
+    )
+    return write_run("votes", args, span, measured, rows_of(found), "votes")
+
+
+def parser():
+    return run_parser(__doc__, DEFAULTS)
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    found = []
     for name, (layer, shape, equation) in CASES.items():
         poses = tf.constant(np.random.default_rng(0).normal(size=shape).astype("float32"))
         layer.build(shape)
@@ -78,22 +109,12 @@ def main():
             operands = (matrices, kernel) if equation.startswith("b") else (kernel, matrices)
             return tf.einsum(equation, *operands)
 
-        rows.append(
-            {
-                "case": name,
-                "layer_ms": _timings(layer, poses, layer.kernel.value),
-                "einsum_ms": _timings(with_einsum, poses, kernel),
-            }
-        )
-        print(rows[-1], flush=True)
-    machine = machine_description()
-    write_results("votes", {"machine": machine, "rows": rows})
-    print(f"\nMachine: {machine}\n")
-    print("| vote transform | layer forward (ms) | einsum forward (ms) | layer fwd+bwd (ms) | einsum fwd+bwd (ms) |")
-    print("|---|---:|---:|---:|---:|")
-    for row in rows:
-        (lf, lb), (ef, eb) = row["layer_ms"], row["einsum_ms"]
-        print(f"| {row['case']} | {lf:.1f} | {ef:.1f} | {lb:.1f} | {eb:.1f} |")
+        layer_s = _timings(layer, poses, layer.kernel.value, args.repeats)
+        einsum_s = _timings(with_einsum, poses, kernel, args.repeats)
+        found.append((name, layer_s, einsum_s))
+        print(f"{name}: layer {layer_s}, einsum {einsum_s} (s)", file=sys.stderr, flush=True)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return write(args, (started, ended), found)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ DETAIL = {
     "routers.md": (
         "Routers",
         "Each router alone: against dynamic routing in time and memory, and how close it runs to the machine.",
-        ("routers", "router-memory", "roofline"),
+        ("routers", "router-memory", "roofline", "votes"),
     ),
     "memory.md": (
         "Memory plan",
@@ -125,10 +125,11 @@ tracker ("issue 39", "issue 52": the side-by-side reruns and the scaling work).
   statistics. The report computes every ratio and verdict from the recorded figures.
 - Export to ONNX and LiteRT, checked against `predict`, is a CI test (`keras_capsules/export/formats_test.py`).
 
-To add a run: `python -m benchmarks NAME` (`python -m benchmarks --list` names them). The benchmarks built on
-`benchmarks.runs` write their run file `benchmarks/results/YYYY-MM-DD-HHMM-<host>-<kind>.json` themselves and
-regenerate the pages; the older ones write their raw output, `benchmarks/results/<name>.json` (not
-committed), from which the run file is made. Remove the run it supersedes on that host, and run
+To add a run: `python -m benchmarks NAME` (`python -m benchmarks --list` names them). Each benchmark that
+records rows writes its run file `benchmarks/results/YYYY-MM-DD-HHMM-<host>-<kind>.json` itself
+(`benchmarks.runs.write_run`) and regenerates the pages; the side-by-side harness's output becomes one through
+`python -m benchmarks side_by_side`. What a benchmark's rows show, its tables and its targets, is declared in
+the module of `benchmarks/reporting/` named after it. Remove the run it supersedes on that host, and run
 `python -m benchmarks report`."""
 
 
