@@ -8,9 +8,13 @@ one JSON line per process to its ``results.jsonl``: ``pair``, ``label``, ``round
 reads those lines and writes the run file ``python -m benchmarks report`` renders (:func:`benchmarks.runs.write_run`):
 per configuration and side the median over the rounds of each process's median step, and the largest peak RSS.
 
-Usage: ``python -m benchmarks side_by_side RESULTS.jsonl --software TEXT --measured TEXT [--pairs effcaps,rem]
-[--tag TAG] [--started "YYYY-MM-DD HH:MM"] [--ended ...] [--package-commit SHA] [--results DIR] [--host-name NAME]``
-(times in UTC; by default both are the results file's modification time).
+The harness's ``ab_trees.sh`` (in the patch) times our side alone, two source trees of the package in
+alternating processes; ``--before-after`` turns its output into ``peer-pairs-before-after`` rows.
+
+Usage: ``python -m benchmarks side_by_side [RESULTS.jsonl] [--before-after AB.jsonl --before TREE --after TREE]
+--software TEXT --measured TEXT [--pairs effcaps,rem] [--tag TAG] [--started "YYYY-MM-DD HH:MM"] [--ended ...]
+[--package-commit SHA] [--results DIR] [--host-name NAME]`` (times in UTC; by default both are the input files'
+latest modification time).
 """
 
 import argparse
@@ -161,6 +165,65 @@ def rows_of(found):
     return effcaps + rem_rows(found) + fm_rows(found) + idpa_rows(found)
 
 
+def before_after_configuration(job):
+    """``(pair, configuration)`` of one library job of the harness (its ``name`` and ``batch``)."""
+    name, batch = job.get("name") or "", job.get("batch")
+    if name.startswith("effcaps_"):
+        call = {"effcaps_train": "fit step", "effcaps_infer": "inference", "effcaps_infer_predict": "inference"}
+        suffix = ", predict" if name.endswith("_predict") else (", predict_on_batch" if "infer" in name else "")
+        return "effcaps", f"Efficient-CapsNet + decoder, {call[name]} b{batch}{suffix}"
+    match = re.fullmatch(r"fm_(light|resnet)_(FM_bn|FM|DR1|DR3)_(\w+)", name)
+    if match:
+        arch, method, mode = match.groups()
+        method = {"DR1": "DR(1)", "DR3": "DR(3)"}.get(method, method)
+        network = "FM-agreement network (Zhao, Wang & Huang)" + (", ResNet" if arch == "resnet" else "")
+        pair = "fm" if arch == "light" else "fm_resnet"
+        return pair, f"{network}, {method}, inference b{batch}" + ("" if mode == "pob" else f", {mode}")
+    if name.startswith("rem_drcapsnet"):
+        return "rem", "DR-CapsNet" + (
+            " without routing bias" if name.endswith("_nobias") else ""
+        ) + f", training step b{batch}"
+    match = re.fullmatch(r"idpa_(\w+)_r(\d+)", name)
+    if match:
+        backbone, iterations = match.group(1), int(match.group(2))
+        return f"idpa_{backbone}", (
+            f"InvertedAttentionCapsNet {backbone}, training step b{batch}, {iterations} iteration"
+            + "s" * (iterations != 1)
+        )
+    raise ValueError(f"side_by_side: no configuration for the harness job {name!r} (batch {batch})")
+
+
+def before_after_rows(path, before, after):
+    """The ``peer-pairs-before-after`` rows of the harness's ``ab_trees.sh`` output in ``path`` (lines ``{"round",
+    "tree", "job"}``, the trees ``before`` and ``after`` alternating): per configuration each process's median step,
+    in the order run, and their median per tree; a job without a step is left out."""
+    found = {}
+    with open(path) as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if record.get("tree") not in (before, after):
+                raise ValueError(
+                    f"side_by_side: {path} line {number}: tree {record.get('tree')!r} is neither --before {before!r} "
+                    f"nor --after {after!r}"
+                )
+            job = record["job"]
+            if job.get("median_ms") is None or job.get("error"):
+                continue
+            side = "before" if record["tree"] == before else "after"
+            found.setdefault(before_after_configuration(job), {"before": [], "after": []})[side].append(
+                job["median_ms"]
+            )
+    rows = []
+    for (pair, configuration), sides in found.items():
+        row = {"target": "peer-pairs-before-after", "pair": pair, "configuration": configuration}
+        for side in ("before", "after"):
+            row[f"{side}_ms"] = round(statistics.median(sides[side]), 1) if sides[side] else None
+        rows.append(row | {f"{side}_each_ms": [round(v, 1) for v in sides[side]] for side in ("before", "after")})
+    return rows
+
+
 def utc_time(text):
     try:
         return datetime.datetime.strptime(text, "%Y-%m-%d %H:%M")
@@ -170,13 +233,16 @@ def utc_time(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("results_jsonl", help="the harness's results.jsonl")
+    parser.add_argument("results_jsonl", nargs="?", help="the harness's results.jsonl (run_pair.sh)")
+    parser.add_argument("--before-after", default=None, help="ab_trees.sh's output: ours before and after a change")
+    parser.add_argument("--before", default=None, help="the tree ab_trees.sh ran as 'before' (its 'tree' field)")
+    parser.add_argument("--after", default=None, help="the tree ab_trees.sh ran as 'after'")
     parser.add_argument("--software", required=True, help="both sides' software: versions, the peers' commits")
     parser.add_argument("--measured", required=True, help="what was measured, for the runs page")
     parser.add_argument("--pairs", default=",".join(PAIRS), help=f"the pairs to read (default {','.join(PAIRS)})")
     parser.add_argument("--tag", default=None, help="only the lines of this harness TAG")
-    parser.add_argument("--started", default=None, help="UTC 'YYYY-MM-DD HH:MM' (default: the file's time)")
-    parser.add_argument("--ended", default=None, help="UTC 'YYYY-MM-DD HH:MM' (default: the file's time)")
+    parser.add_argument("--started", default=None, help="UTC 'YYYY-MM-DD HH:MM' (default: the files' latest time)")
+    parser.add_argument("--ended", default=None, help="UTC 'YYYY-MM-DD HH:MM' (default: the files' latest time)")
     parser.add_argument("--package-commit", default=None, help="the commit of the package the harness installed")
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
     parser.add_argument("--host-name", default=None, help="the host's name (default: CPU, cores and date)")
@@ -185,15 +251,24 @@ def main(argv=None):
     unknown = sorted(set(pairs) - set(PAIRS))
     if unknown:
         parser.error(f"--pairs: unknown pair(s) {unknown}; expected some of {', '.join(PAIRS)}")
-    rows = rows_of(read_results(args.results_jsonl, args.tag, pairs))
+    if not args.results_jsonl and not args.before_after:
+        parser.error("give the harness's results.jsonl, --before-after FILE, or both")
+    if args.before_after and not (args.before and args.after):
+        parser.error("--before-after needs --before and --after: the two trees as ab_trees.sh recorded them")
+    rows = rows_of(read_results(args.results_jsonl, args.tag, pairs)) if args.results_jsonl else []
+    if args.before_after:
+        rows += before_after_rows(args.before_after, args.before, args.after)
     if not rows:
-        parser.error(f"{args.results_jsonl} holds no line of the pairs {', '.join(pairs)}")
-    modified = datetime.datetime.fromtimestamp(os.path.getmtime(args.results_jsonl), datetime.timezone.utc)
+        parser.error(f"no line of the pairs {', '.join(pairs)} in {args.results_jsonl or args.before_after}")
+    files = [f for f in (args.results_jsonl, args.before_after) if f]
+    modified = datetime.datetime.fromtimestamp(max(map(os.path.getmtime, files)), datetime.timezone.utc)
     modified = modified.replace(tzinfo=None, second=0, microsecond=0)
     span = tuple(utc_time(t) if t else modified for t in (args.started, args.ended))
     fields = {"software": args.software}
     if args.package_commit:
         fields["package"] = {"commit": args.package_commit}
+    if args.before_after:
+        fields["trees"] = {"before": args.before, "after": args.after}
     return write_run("side_by_side", args, span, args.measured, rows, "side-by-side", **fields)
 
 

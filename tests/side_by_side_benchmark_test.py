@@ -166,3 +166,77 @@ def test_bad_input_names_the_workload_and_the_line(tmp_path):
         side_by_side.read_results(bad)
     with pytest.raises(SystemExit):
         side_by_side.main([str(bad), "--software", "s", "--measured", "m", "--pairs", "rem,nope"])
+
+
+def ab_line(round_, tree, name, batch, median_ms, error=None):
+    job = {"name": name, "side": "lib", "batch": batch, "median_ms": median_ms, "error": error}
+    return json.dumps({"round": round_, "tree": tree, "loadavg": "0.1 0.1 0.1", "job": job})
+
+
+def test_before_after_rows_of_two_trees(tmp_path):
+    lines = [
+        ab_line(1, "/t/old", "effcaps_train", 16, 48.9),
+        ab_line(1, "/t/new", "effcaps_train", 16, 55.1),
+        ab_line(2, "/t/old", "effcaps_train", 16, 44.6),
+        ab_line(2, "/t/new", "effcaps_train", 16, 42.3),
+        ab_line(1, "/t/old", "idpa_simple_r3", 32, 1248.0),
+        ab_line(1, "/t/new", "idpa_simple_r3", 32, None, error="killed"),  # no step: left out
+        ab_line(1, "/t/old", "fm_light_DR3_pob", 128, 36.0),
+        ab_line(1, "/t/new", "fm_light_DR3_pob", 128, 35.0),
+    ]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    rows = side_by_side.before_after_rows(path, "/t/old", "/t/new")
+    assert rows == [
+        dict(
+            target="peer-pairs-before-after",
+            pair="effcaps",
+            configuration="Efficient-CapsNet + decoder, fit step b16",
+            before_ms=46.8,  # median of 48.9 and 44.6
+            after_ms=48.7,  # median of 55.1 and 42.3
+            before_each_ms=[48.9, 44.6],
+            after_each_ms=[55.1, 42.3],
+        ),
+        dict(
+            target="peer-pairs-before-after",
+            pair="idpa_simple",
+            configuration="InvertedAttentionCapsNet simple, training step b32, 3 iterations",
+            before_ms=1248.0,
+            after_ms=None,
+            before_each_ms=[1248.0],
+            after_each_ms=[],
+        ),
+        dict(
+            target="peer-pairs-before-after",
+            pair="fm",
+            configuration="FM-agreement network (Zhao, Wang & Huang), DR(3), inference b128",
+            before_ms=36.0,
+            after_ms=35.0,
+            before_each_ms=[36.0],
+            after_each_ms=[35.0],
+        ),
+    ]
+    written = side_by_side.main(
+        ["--before-after", str(path), "--before", "/t/old", "--after", "/t/new", "--software", "s", "--measured", "m"]
+        + ["--results", str(tmp_path / "runs"), "--host-name", "test host"]
+    )
+    record = json.loads(open(written).read())
+    name = written.rsplit("/", 1)[1]
+    report.validate_run(record, name)
+    assert record["trees"] == {"before": "/t/old", "after": "/t/new"}
+    page = report.pages([dict(record, file=name)])["docs/benchmarks/peers.md"]
+    assert (
+        "| effcaps | Efficient-CapsNet + decoder, fit step b16 | 46.8 | 48.7 | 1.04 | 48.9/44.6 · 55.1/42.3 |" in page
+    )
+
+
+def test_before_after_refuses_an_unknown_tree_or_job(tmp_path):
+    path = tmp_path / "ab.jsonl"
+    path.write_text(ab_line(1, "/t/other", "effcaps_train", 16, 40.0) + "\n")
+    with pytest.raises(ValueError, match="tree '/t/other' is neither --before '/t/old' nor --after '/t/new'"):
+        side_by_side.before_after_rows(path, "/t/old", "/t/new")
+    path.write_text(ab_line(1, "/t/old", "glom_step", 8, 40.0) + "\n")
+    with pytest.raises(ValueError, match="no configuration for the harness job 'glom_step'"):
+        side_by_side.before_after_rows(path, "/t/old", "/t/new")
+    with pytest.raises(SystemExit):  # --before-after without the trees
+        side_by_side.main(["--before-after", str(path), "--software", "s", "--measured", "m"])
