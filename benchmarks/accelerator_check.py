@@ -3,8 +3,11 @@
     KERAS_BACKEND=jax python -m benchmarks accelerator_check [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
 
 It prints one line per check and writes them all, as each ends, to ``--output`` (JSON; by default
-``benchmarks/results/accelerator_check.json``). Nothing here asserts: the
-lines say what was measured, and ``ok`` marks a check that met its stated expectation.
+``benchmarks/results/accelerator_check.json``, not committed: what an interrupted run keeps). At the end a
+full run (not ``--quick``) writes its run file, ``benchmarks/results/YYYY-MM-DD-HHMM-<host>-accelerator-check.json``
+(:func:`benchmarks.runs.write_run`, the host named after the devices unless ``--host-name``; rows of
+:func:`rows_of`). Nothing here asserts: the lines say what was measured, and ``ok`` marks a check that met
+its stated expectation.
 
 1. ``preset``: each preset whose test set is at hand, loaded through ``weights=`` and evaluated on the
    full 10,000-image test set on the default device, against the accuracy its registry records (measured
@@ -29,6 +32,7 @@ lines say what was measured, and ``ok`` marks a check that met its stated expect
 """
 
 import argparse
+import datetime
 import gzip
 import json
 import os
@@ -40,6 +44,7 @@ import keras
 import numpy as np
 
 import keras_capsules  # noqa: E402
+from benchmarks.runs import HERE, write_run  # noqa: E402
 from benchmarks.training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402
 from benchmarks.training_step_cost import measure_step_seconds, training_loss  # noqa: E402
 from keras_capsules import applications, presets, recipes  # noqa: E402
@@ -211,7 +216,10 @@ def main():
         help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only; ConsensusCapsNet steps at batch 8, 2 timed",
     )
     parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated subset of {', '.join(CHECKS)}")
+    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
+    parser.add_argument("--host-name", default=None, help="the host's name (default: the devices and the date)")
     args = parser.parse_args()
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     checks = args.checks.split(",")
     unknown = sorted(set(checks) - set(CHECKS))
     if unknown:
@@ -254,6 +262,66 @@ def main():
         check_consensus_steps(
             report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3
         )
+    if not args.quick:
+        write(args, (started, datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)), records, checks)
+
+
+def rows_of(records):
+    """The run file's rows of the check records: ``gpu-presets`` (correct images: the registry's, JAX's default
+    precision's, ``"highest"``'s; seconds), ``gpu-mixed-precision`` (one per model and policy: step, held-out
+    accuracy, losses per epoch) and ``gpu-consensus-step``; a preset whose test set was absent has no row."""
+    rows = []
+    for record in records:
+        if record["check"] == "preset" and "skipped" not in record:
+            model, name = record["preset"].split("/", 1)
+            rows.append(
+                {
+                    "target": "gpu-presets",
+                    "preset": f'{model}(weights="{name}")',
+                    "registry": record["recorded_correct"],
+                    "tf32": record["correct_default_precision"],
+                    "highest": record["correct_highest_precision"],
+                    "seconds": record["seconds_highest"],
+                }
+            )
+        elif record["check"] in ("fit", "data_parallel"):
+            model = f"{record['model']} {record['recipe']} (b{record['batch_size']})"
+            if record["check"] == "data_parallel":
+                replicas = record["replicas"]
+                model += f" under keras.distribution.DataParallel ({replicas} replica{'s' * (replicas != 1)})"
+            rows.append(
+                {
+                    "target": "gpu-mixed-precision",
+                    "model": model,
+                    "policy": record["policy"],
+                    "step_ms": record["step_ms"],
+                    "accuracy_pct": round(100 * record["held_out_accuracy"], 2),
+                    "losses": ", ".join(f"{v:.4f}" for v in record["losses"]),
+                }
+            )
+        elif record["check"] == "consensus_step":
+            keys = ("router", "batch_size", "step_s", "hours_per_mnist_epoch")
+            rows.append({"target": "gpu-consensus-step", **{key: record[key] for key in keys}})
+    return rows
+
+
+def write(args, span, records, checks):
+    """The run file of a full run's ``records`` (:func:`rows_of`; the presets skipped for want of a test set
+    listed under ``skipped``); its path."""
+    import jax
+
+    devices = jax.devices()
+    args.host_name = args.host_name or f"{len(devices)} x {devices[0].device_kind} ({span[0]:%Y-%m-%d})"
+    parts = {
+        "preset": "the presets on their full test sets at JAX's default matrix precision and at 'highest'",
+        "fit": f"{args.epochs} epochs from scratch per model and dtype policy on the embedded sample's first 8,000 "
+        "images, the step the median after the first epoch, the accuracy on the other 2,000",
+        "data_parallel": "the EffCapsNet fit again under keras.distribution.DataParallel over every device",
+        "consensus_step": "ConsensusCapsNet's training step per router at batch 64, the median of 10 after 3",
+    }
+    measured = f"on {device_description()}: " + "; ".join(parts[check] for check in checks)
+    skipped = [r["preset"] for r in records if r["check"] == "preset" and "skipped" in r]
+    return write_run("accelerator_check", args, span, measured, rows_of(records), "accelerator-check", skipped=skipped)
 
 
 if __name__ == "__main__":

@@ -40,12 +40,19 @@ def cpu():
 
 
 def machine_description():
-    """One line describing the machine the numbers come from: :func:`cpu`, cores and software."""
-    import tensorflow as tf
+    """One line describing the machine the numbers come from: :func:`cpu`, cores and software (JAX's version
+    instead of TensorFlow's where TensorFlow is not installed, as on the accelerator machines)."""
+    try:
+        import tensorflow as tf
 
+        framework = f"TensorFlow {tf.__version__}{onednn_state()}"
+    except ImportError:
+        import jax
+
+        framework = f"JAX {jax.__version__}, no TensorFlow"
     return (
         f"{cpu()}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
-        f"TensorFlow {tf.__version__}{onednn_state()}, Keras {keras.__version__}, backend {keras.backend.backend()}"
+        f"{framework}, Keras {keras.__version__}, backend {keras.backend.backend()}"
     )
 
 

@@ -1,12 +1,17 @@
 """benchmarks/accelerator_check.py's ConsensusCapsNet step check: one record per paper router, the
-library's loss for each, and the hours of an MNIST epoch computed by hand; unknown checks refused."""
+library's loss for each, and the hours of an MNIST epoch computed by hand; unknown checks refused; the
+records as the run file's rows, checked by hand, and the page they render."""
 
+import datetime
+import json
+import os
 import types
 
 import keras
 import pytest
 
 from benchmarks import accelerator_check as check
+from benchmarks import report
 from keras_capsules import losses
 
 
@@ -45,3 +50,108 @@ def test_unknown_check_is_refused_naming_the_choices(monkeypatch, capsys):
         "--checks: unknown speed; expected some of preset, fit, data_parallel, consensus_step"
         in capsys.readouterr().err
     )
+
+
+RECORDS = [
+    {
+        "check": "preset",
+        "preset": "EffCapsNet/mnist",
+        "recorded_correct": 9962,
+        "correct_default_precision": 9961,
+        "correct_highest_precision": 9962,
+        "images": 10000,
+        "seconds_highest": 1.6,
+        "ok": True,
+    },
+    {"check": "preset", "preset": "FMCapsNet/fashion_mnist", "skipped": "test set absent"},
+    *(
+        {
+            "check": "fit",
+            "model": "EffCapsNet",
+            "recipe": "mnist_sample/default",
+            "policy": policy,
+            "batch_size": 16,
+            "epochs": 2,
+            "losses": [0.23204, 0.06211],
+            "held_out_accuracy": accuracy,
+            "step_ms": step,
+            "first_epoch_s": 9.0,
+            "ok": True,
+        }
+        for policy, step, accuracy in (("float32", 2.18, 0.9795), ("mixed_float16", 2.23, 0.9815))
+    ),
+    {
+        "check": "data_parallel",
+        "replicas": 1,
+        "model": "EffCapsNet",
+        "recipe": "mnist_sample/default",
+        "policy": "float32",
+        "batch_size": 16,
+        "epochs": 2,
+        "losses": [0.2, 0.1],
+        "held_out_accuracy": 0.5,
+        "step_ms": 2.4,
+        "first_epoch_s": 9.0,
+        "ok": False,
+    },
+    {
+        "check": "consensus_step",
+        "model": "ConsensusCapsNet",
+        "router": "kernel",
+        "batch_size": 64,
+        "steps_timed": 10,
+        "step_s": 0.05,
+        "hours_per_mnist_epoch": 0.013,
+    },
+]
+
+
+def test_the_records_become_the_run_files_rows_and_render(tmp_path):
+    rows = check.rows_of(RECORDS)
+    assert rows == [
+        dict(
+            target="gpu-presets",
+            preset='EffCapsNet(weights="mnist")',
+            registry=9962,
+            tf32=9961,
+            highest=9962,
+            seconds=1.6,
+        ),
+        dict(
+            target="gpu-mixed-precision",
+            model="EffCapsNet mnist_sample/default (b16)",
+            policy="float32",
+            step_ms=2.18,
+            accuracy_pct=97.95,
+            losses="0.2320, 0.0621",
+        ),
+        dict(
+            target="gpu-mixed-precision",
+            model="EffCapsNet mnist_sample/default (b16)",
+            policy="mixed_float16",
+            step_ms=2.23,
+            accuracy_pct=98.15,
+            losses="0.2320, 0.0621",
+        ),
+        dict(
+            target="gpu-mixed-precision",
+            model="EffCapsNet mnist_sample/default (b16) under keras.distribution.DataParallel (1 replica)",
+            policy="float32",
+            step_ms=2.4,
+            accuracy_pct=50.0,
+            losses="0.2000, 0.1000",
+        ),
+        dict(target="gpu-consensus-step", router="kernel", batch_size=64, step_s=0.05, hours_per_mnist_epoch=0.013),
+    ]
+    args = types.SimpleNamespace(results=str(tmp_path), host_name="test device", epochs=2)
+    span = (datetime.datetime(2026, 12, 4, 9, 0), datetime.datetime(2026, 12, 4, 9, 40))
+    path = check.write(args, span, RECORDS, ["preset", "fit", "data_parallel", "consensus_step"])
+    record = json.loads(open(path).read())
+    name = os.path.basename(path)
+    report.validate_run(record, name)
+    assert record["skipped"] == ["FMCapsNet/fashion_mnist"] and record["host"]["name"] == "test device"
+    page = report.pages([dict(record, file=name)])["docs/benchmarks/checks.md"]
+    assert '| EffCapsNet(weights="mnist") | 9,962 | 9,961 | 9,962 | 1.6 |' in page
+    # 2.23 / 2.18 = 1.02; no bfloat16 run: a dash.
+    assert "| EffCapsNet mnist_sample/default (b16) | 2.18 | 2.23 (1.02×) | — | 97.95 / 98.15 / — |" in page
+    assert "| kernel | 64 | 0.05 | 0.013 |" in page

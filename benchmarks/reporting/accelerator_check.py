@@ -1,4 +1,5 @@
-"""``accelerator_check``'s tables: the presets, mixed precision and correctness on a GPU under JAX."""
+"""``accelerator_check``'s tables: the presets, mixed precision, ConsensusCapsNet's step and correctness on a GPU
+under JAX."""
 
 from benchmarks.reporting.cells import col, num, r2
 
@@ -16,7 +17,9 @@ def policy_step(policy):
         if policy not in row:
             return "—"
         step = row[policy]["step_ms"]
-        return num(step) + ("" if policy == "float32" else f" ({r2(step / row['float32']['step_ms'])}×)")
+        if policy == "float32" or "float32" not in row:
+            return num(step)
+        return f"{num(step)} ({r2(step / row['float32']['step_ms'])}×)"
 
     return cell
 
@@ -53,6 +56,20 @@ TABLES = [
         columns=[col("model")]
         + [(f"> {p} step (ms)", policy_step(p)) for p in POLICIES]
         + [("> accuracy (%), float32 / float16 / bfloat16", accuracies)],
+    ),
+    dict(
+        key="gpu-consensus-step",
+        heading=None,
+        rows=("gpu-consensus-step",),
+        intro="ConsensusCapsNet's training step per paper router on 28×28×1 inputs (Adam, the library's loss per "
+        "router, random data; the median step after the warm-up) and the hours an MNIST epoch of 60,000 images "
+        "would take at that step.",
+        columns=[
+            col("router"),
+            col("batch_size", "> batch"),
+            col("step_s", "> step (s)"),
+            col("hours_per_mnist_epoch", "> hours per MNIST epoch"),
+        ],
     ),
     dict(
         key="gpu-checks",

@@ -72,7 +72,14 @@ DETAIL = {
         "GPU checks, oneDNN and fine-tuning",
         "The presets and mixed precision on GPUs under JAX, what oneDNN is worth to the main job, and "
         "fine-tuning against training from scratch.",
-        ("gpu-presets", "gpu-mixed-precision", "gpu-checks", "onednn-main-job", "fine-tune-folder"),
+        (
+            "gpu-presets",
+            "gpu-mixed-precision",
+            "gpu-consensus-step",
+            "gpu-checks",
+            "onednn-main-job",
+            "fine-tune-folder",
+        ),
     ),
 }
 #: Every table key, once, in page order.
