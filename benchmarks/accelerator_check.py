@@ -28,16 +28,24 @@ its stated expectation.
    router, random data; median step after the warm-up steps), with the hours an MNIST epoch
    (938 steps) would take. Timings only: no ``ok``.
 
+5. ``tests``: the README's JAX test selection (read from its test command), run with pytest on this machine
+   (every core where pytest-xdist is installed); its outcome and the failed tests' ids.
+
 ``--checks`` runs a subset, e.g. ``--checks consensus_step`` for the step times alone.
 """
 
 import argparse
 import datetime
 import gzip
+import importlib.util
 import json
 import os
 import platform
+import re
+import shlex
 import statistics
+import subprocess
+import sys
 import time
 
 import keras
@@ -54,7 +62,7 @@ from keras_capsules import applications, presets, recipes  # noqa: E402
 SAMPLE_DIR = os.path.join(os.path.dirname(keras_capsules.__file__), "datasets", "sample")
 SAMPLE_TRAIN_SIZE = 8000
 
-CHECKS = ("preset", "fit", "data_parallel", "consensus_step")
+CHECKS = ("preset", "fit", "data_parallel", "consensus_step", "tests")
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 MNIST_TRAINING_IMAGES = 60_000
 #: (model, dataset, recipe variant) of the training check; the sample stands in for each recipe's data.
@@ -179,6 +187,42 @@ def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_o
     }
 
 
+def readme_jax_tests():
+    """The pytest arguments of the README's JAX test selection (its test command's ``KERAS_BACKEND=jax`` run), without
+    the worker count."""
+    readme = open(os.path.join(os.path.dirname(HERE), "README.md"), encoding="utf-8").read()
+    match = re.search(r"KERAS_BACKEND=jax python -m pytest (.*?) &&", readme)
+    if match is None:
+        raise ValueError("accelerator_check: README.md's test command has no 'KERAS_BACKEND=jax python -m pytest' run")
+    arguments = shlex.split(match.group(1))
+    if "-n" in arguments:
+        del arguments[arguments.index("-n") : arguments.index("-n") + 2]
+    return arguments
+
+
+def pytest_outcome(output):
+    """pytest's closing line (``"460 passed, 1 failed in 80.2s"``, the time left out) and the failed tests' ids
+    from ``output``, its ``-q -rf`` text."""
+    lines = output.strip().splitlines()
+    summary = next((line.strip("= ") for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)), None)
+    if summary is None:
+        return "no pytest summary: " + (lines[-1] if lines else "no output")
+    summary = re.sub(r" in [\d.]+s.*$", "", summary)
+    failed = [line.split()[1] for line in lines if line.startswith("FAILED ")]
+    return summary + (": " + ", ".join(failed) if failed else "")
+
+
+def check_tests(report):
+    """Runs the README's JAX test selection on this machine (its own process, every core) and records the outcome."""
+    command = [sys.executable, "-m", "pytest", *readme_jax_tests(), "-rf", "-p", "no:cacheprovider"]
+    if importlib.util.find_spec("xdist") is not None:
+        command += ["-n", str(os.cpu_count() or 1)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=os.path.dirname(HERE), env={**os.environ, "KERAS_BACKEND": "jax"}
+    )
+    report({"check": "tests", "selection": "the README's JAX test selection", "result": pytest_outcome(done.stdout)})
+
+
 def check_consensus_steps(report, batch_size, steps, warmup):
     """Records the median training step of ConsensusCapsNet on MNIST-sized input, per paper router."""
     epoch_steps = -(-MNIST_TRAINING_IMAGES // batch_size)
@@ -262,6 +306,8 @@ def main():
         check_consensus_steps(
             report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3
         )
+    if "tests" in checks:
+        check_tests(report)
     if not args.quick:
         write(args, (started, datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)), records, checks)
 
@@ -299,6 +345,8 @@ def rows_of(records):
                     "losses": ", ".join(f"{v:.4f}" for v in record["losses"]),
                 }
             )
+        elif record["check"] == "tests":
+            rows.append({"target": "gpu-checks", "check": record["selection"], "result": record["result"]})
         elif record["check"] == "consensus_step":
             keys = ("router", "batch_size", "step_s", "hours_per_mnist_epoch")
             rows.append({"target": "gpu-consensus-step", **{key: record[key] for key in keys}})
@@ -318,6 +366,7 @@ def write(args, span, records, checks):
         "images, the step the median after the first epoch, the accuracy on the other 2,000",
         "data_parallel": "the EffCapsNet fit again under keras.distribution.DataParallel over every device",
         "consensus_step": "ConsensusCapsNet's training step per router at batch 64, the median of 10 after 3",
+        "tests": "the README's JAX test selection run with pytest on this machine",
     }
     measured = f"on {device_description()}: " + "; ".join(parts[check] for check in checks)
     skipped = [r["preset"] for r in records if r["check"] == "preset" and "skipped" in r]

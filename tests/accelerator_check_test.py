@@ -155,3 +155,20 @@ def test_the_records_become_the_run_files_rows_and_render(tmp_path):
     # 2.23 / 2.18 = 1.02; no bfloat16 run: a dash.
     assert "| EffCapsNet mnist_sample/default (b16) | 2.18 | 2.23 (1.02×) | — | 97.95 / 98.15 / — |" in page
     assert "| kernel | 64 | 0.05 | 0.013 |" in page
+
+
+def test_the_tests_check_reads_the_readmes_jax_selection_and_pytests_outcome():
+    # README.md's test command: KERAS_BACKEND=jax python -m pytest -q -n 2 -k "numpy or builds_trains" PATHS...
+    arguments = check.readme_jax_tests()
+    assert arguments[:3] == ["-q", "-k", "numpy or builds_trains"] and "-n" not in arguments
+    assert "keras_capsules/routing" in arguments and "tests/applications_backends_test.py" in arguments
+    output = (
+        "....F..\nFAILED keras_capsules/ops/a_test.py::test_x - AssertionError\n==== 1 failed, 6 passed in 80.20s ===="
+    )
+    assert check.pytest_outcome(output) == "1 failed, 6 passed: keras_capsules/ops/a_test.py::test_x"
+    assert check.pytest_outcome(".......\n7 passed in 3.1s (0:00:03)\n") == "7 passed"
+    assert check.pytest_outcome("ImportError: no module\n") == "no pytest summary: ImportError: no module"
+    record = {"check": "tests", "selection": "the README's JAX test selection", "result": "7 passed"}
+    assert check.rows_of([record]) == [
+        {"target": "gpu-checks", "check": "the README's JAX test selection", "result": "7 passed"}
+    ]
