@@ -1,7 +1,7 @@
 """Fine-tuning ``EffCapsNet(weights="mnist")`` against training it from scratch, on the same small folder of images.
 
     nice -n 15 python -m benchmarks fine_tune_folder --data-dir DATA_DIR [--per-class 300] [--test-per-class 100]
-        [--epochs 10] [--freeze-backbone-epochs 2] [--seed 0] [--work DIR] [--run-file NAME.json]
+        [--epochs 10] [--freeze-backbone-epochs 2] [--seed 0] [--work DIR] [--results DIR] [--host-name NAME]
 
 The folder: the first ``--per-class`` images of each class of Fashion-MNIST's training split and, in
 ``test/``, the first ``--test-per-class`` of each class of its test split, read from the IDX files in
@@ -25,18 +25,17 @@ training images, drawn with the fixed validation seed):
 
 Recorded per run: the validation accuracy after every epoch (both stages of the frozen run, in
 order), the test accuracy and loss (``test/``, evaluated once, at the end of the run), the training
-seconds; and the host, the date, the commit with the files changed in ``keras_capsules/`` since it,
-the software. The settings were fixed before the first run and nothing is chosen by a test score.
-It measures accuracy, not speed: the seconds are those of a machine shared with other work. Writes
-``benchmarks/results/<--run-file>`` (default ``YYYY-MM-DD-HHMM-<cpu>-fine-tune-folder.json``) for
-``benchmarks/report.py`` and ``tools/docs_figures.py``.
+seconds; and the host, the date, the package measured and the files changed in ``keras_capsules/``
+since its commit, the software. The settings were fixed before the first run and nothing is chosen by a
+test score. It measures accuracy, not speed: the seconds are those of a machine shared with other work.
+Writes ``benchmarks/results/YYYY-MM-DD-HHMM-<host>-fine-tune-folder.json`` (:func:`benchmarks.runs.write_run`)
+for ``benchmarks/report.py`` and ``tools/docs_figures.py``.
 """
 
 import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -181,23 +180,17 @@ def main(argv=None):
     parser.add_argument(
         "--work", help="an empty or new folder for the images and the runs (default: a temporary folder)"
     )
-    parser.add_argument(
-        "--run-file",
-        help="name of the run file in benchmarks/results/ (default: DATE-HHMM-<cpu>-fine-tune-folder.json)",
-    )
+    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
+    parser.add_argument("--host-name", default=None, help="the host's name (default: CPU, cores and date)")
     args = parser.parse_args(argv)
     if args.data_dir is None:
         parser.error("--data-dir (or $KERAS_CAPSULES_DATA): the folder holding fashion-mnist/ is required")
     work = args.work or tempfile.mkdtemp(prefix="fine-tune-folder-")
     if os.path.isdir(work) and os.listdir(work):
         parser.error(f"--work {work!r} is not empty")
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     loads = [round(os.getloadavg()[0], 2)]
-    commit = git("rev-parse", "HEAD").strip()
     changed = [line[3:] for line in git("status", "--porcelain", "--", "keras_capsules").splitlines()]  # "XY path"
-
-    import keras
-    import tensorflow as tf
 
     from keras_capsules import datasets
 
@@ -215,38 +208,28 @@ def main(argv=None):
         row = train_run(dataset, output, args.epochs, args.seed, **options)
         rows.append({"target": "fine-tune-folder", "run": run, **row})
         print(json.dumps(rows[-1]), flush=True)
-    ended = datetime.datetime.now(datetime.timezone.utc)
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     loads.append(round(os.getloadavg()[0], 2))
-    from benchmarks.runs import host_record
+    from benchmarks.runs import write_run
 
-    info, _ = host_record()
-    command = f"nice -n 15 python -m benchmarks fine_tune_folder --data-dir DATA_DIR --per-class {args.per_class} --test-per-class {args.test_per_class} --epochs {args.epochs} --freeze-backbone-epochs {args.freeze_backbone_epochs} --seed {args.seed}"
-    record = {
-        "host": info,
-        "date": f"{started:%Y-%m-%d}",
-        "time_utc": f"{started:%H:%M}-{ended:%H:%M}",
-        "commit": commit,
-        "changed_since_commit": changed,
-        "load_average_1min": {"start": loads[0], "end": loads[1]},
-        "software": f"Python {platform.python_version()}, TensorFlow {tf.__version__} (CPU), Keras {keras.__version__}",
-        "command": command,
-        "measured": (
-            f"{MODEL} trained by `training.train` with its generic recipe on a folder: {contents['train']} (less a stratified "
-            f"validation hold-out of a tenth), and {contents['test']}; from scratch, fine-tuned from the {PRESET} preset with the "
-            f"backbone frozen for the first {args.freeze_backbone_epochs} epochs, and fine-tuned with nothing frozen; {args.epochs} epochs, seed "
-            f"{args.seed}; validation accuracy after every epoch, test accuracy read once at the end; accuracy, not speed "
-            "(nice 15, beside other work)"
-        ),
-        "source": "benchmarks/fine_tune_folder.py",
-        "folder": contents,
-        "rows": rows,
-    }
-    name = args.run_file or f"{started:%Y-%m-%d-%H%M}-{info['id'].split('-')[0]}-fine-tune-folder.json"
-    path = os.path.join(HERE, "results", name)
-    with open(path, "w") as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
-    print(f"wrote {path}")
+    measured = (
+        f"{MODEL} trained by `training.train` with its generic recipe on a folder: {contents['train']} (less a stratified "
+        f"validation hold-out of a tenth), and {contents['test']}; from scratch, fine-tuned from the {PRESET} preset with the "
+        f"backbone frozen for the first {args.freeze_backbone_epochs} epochs, and fine-tuned with nothing frozen; {args.epochs} epochs, seed "
+        f"{args.seed}; validation accuracy after every epoch, test accuracy read once at the end; accuracy, not speed "
+        "(beside other work)"
+    )
+    write_run(
+        "fine_tune_folder",
+        args,
+        (started, ended),
+        measured,
+        rows,
+        "fine-tune-folder",
+        changed_since_commit=changed,
+        load_average_1min={"start": loads[0], "end": loads[1]},
+        folder=contents,
+    )
     return 0
 
 

@@ -1,17 +1,17 @@
 """What TensorFlow's oneDNN kernels are worth to the README's main job: its training step with them on and off.
 
-    python -m benchmarks onednn_main_job [--rounds 6] [--steps 60] [--output benchmarks/results/NAME.json]
+    python -m benchmarks onednn_main_job [--rounds 6] [--steps 60] [--results DIR] [--host-name NAME]
 
 The main job (`keras-capsules train EffCapsNet`: the paper recipe on the embedded MNIST sample, batch 16,
 Efficient-CapsNet's augmentation, the reconstruction decoder) trains ``--steps`` steps in a fresh
 process with ``TF_ENABLE_ONEDNN_OPTS=1`` and in another with ``0``, alternately, ``--rounds`` times.
 Each process reports the median of its steps after the first ten (tracing and first calls). The run
-file records every process's median, the median of each setting, their ratio, and the host. Why it is
+file (``benchmarks/results/YYYY-MM-DD-HHMM-<host>-onednn-main-job.json``, :func:`benchmarks.runs.write_run`)
+records every process's median, the median of each setting and their ratio (:func:`rows_of`). Why it is
 measured: the command line turns oneDNN off on TensorFlow 2.21 (``keras_capsules.cli.native_settings``),
 where it corrupts the heap now and then (``tools/soak/README.md``).
 """
 
-import argparse
 import datetime
 import json
 import os
@@ -49,16 +49,35 @@ def run_once(onednn, steps, folder):
     return json.loads(line[len("RESULT ") :])["median_step_seconds"]
 
 
+def rows_of(medians):
+    """The run file's rows of ``medians`` (``{"on": [seconds per process], "off": [...]}``): each setting's median
+    and its processes' in ms, and off / on on the second row."""
+    on, off = statistics.median(medians["on"]), statistics.median(medians["off"])
+    return [
+        {
+            "target": "onednn-main-job",
+            "setting": "oneDNN on (TF_ENABLE_ONEDNN_OPTS=1)",
+            "median_ms": round(1000 * on, 1),
+            "process_ms": [round(1000 * v, 1) for v in medians["on"]],
+        },
+        {
+            "target": "onednn-main-job",
+            "setting": "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, what the CLI sets on TF 2.21)",
+            "median_ms": round(1000 * off, 1),
+            "process_ms": [round(1000 * v, 1) for v in medians["off"]],
+            "off_over_on": round(off / on, 2),
+        },
+    ]
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=6, help="processes per setting (default: 6)")
-    parser.add_argument("--steps", type=int, default=60, help="training steps per process (default: 60)")
-    parser.add_argument("--output", help="run file (default: benchmarks/results/<date>-onednn-main-job.json)")
+    from benchmarks.runs import run_parser, write_run
+
+    parser = run_parser(__doc__, dict(rounds=6, steps=60))
     args = parser.parse_args(argv)
     import tempfile
 
-    from benchmarks.runs import host_record
-
+    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     medians = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as work:
         for round_index in range(args.rounds):
@@ -67,40 +86,15 @@ def main(argv=None):
                 medians[setting].append(run_once(setting == "on", args.steps, folder))
                 print(
                     f"round {round_index + 1}, oneDNN {setting}: {1000 * medians[setting][-1]:.1f} ms per step",
+                    file=sys.stderr,
                     flush=True,
                 )
-    on, off = statistics.median(medians["on"]), statistics.median(medians["off"])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    host, software = host_record()
-    record = {
-        "host": host,
-        "date": f"{now:%Y-%m-%d}",
-        "time_utc": f"{now:%H:%M}",
-        "command": "python -m benchmarks onednn_main_job " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "measured": f"the main job's training step: median of the steps after the tenth in each fresh process ({args.steps} steps), processes alternating",
-        "source": "benchmarks/onednn_main_job.py",
-        "software": software,
-        "rows": [
-            {
-                "target": "onednn-main-job",
-                "setting": "oneDNN on (TF_ENABLE_ONEDNN_OPTS=1)",
-                "median_ms": round(1000 * on, 1),
-                "process_ms": [round(1000 * v, 1) for v in medians["on"]],
-            },
-            {
-                "target": "onednn-main-job",
-                "setting": "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, what the CLI sets on TF 2.21)",
-                "median_ms": round(1000 * off, 1),
-                "process_ms": [round(1000 * v, 1) for v in medians["off"]],
-                "off_over_on": round(off / on, 2),
-            },
-        ],
-    }
-    output = args.output or os.path.join(os.path.dirname(__file__), "results", f"{now:%Y-%m-%d}-onednn-main-job.json")
-    with open(output, "w") as handle:
-        json.dump(record, handle, indent=2)
-        handle.write("\n")
-    print(f"oneDNN on {1000 * on:.1f} ms, off {1000 * off:.1f} ms per step: off / on = {off / on:.2f} ({output})")
+    ended = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    measured = (
+        f"the main job's training step: median of the steps after the tenth in each fresh process ({args.steps} "
+        f"steps), {args.rounds} processes per setting, alternating"
+    )
+    return write_run("onednn_main_job", args, (started, ended), measured, rows_of(medians), "onednn-main-job")
 
 
 if __name__ == "__main__":
