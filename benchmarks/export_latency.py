@@ -22,13 +22,12 @@ Usage::
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks.runs import run_parser, write_run  # noqa: E402
+from benchmarks.runs import child_row, run_parser, write_run  # noqa: E402
 
 RUNTIMES = ("savedmodel", "onnxruntime", "litert")
 FILES = {"savedmodel": "savedmodel", "onnxruntime": "model.onnx", "litert": "model.tflite"}
@@ -78,7 +77,7 @@ for batch in batches:
         run()
         times.append(time.perf_counter() - start)
     result[str(batch)] = 1e3 * statistics.median(times)
-print("RESULT " + json.dumps(result))
+print("ROW " + json.dumps(result))
 """
 
 
@@ -106,11 +105,7 @@ def time_runtime(runtime, path, shape, batches, repeats, warmup):
         str(repeats),
         str(warmup),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(lines[-1][7:])
+    return child_row(command, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
 def rows_of(found, batches):

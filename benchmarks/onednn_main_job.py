@@ -13,10 +13,8 @@ where it corrupts the heap now and then (``tools/soak/README.md``).
 """
 
 import datetime
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 CHILD = """
@@ -35,18 +33,19 @@ steps = int(sys.argv[1])
 timer = Steps()
 train("EffCapsNet", "mnist_sample", epochs=1, limit=16 * steps, eval_limit=16, output=sys.argv[2], verbose=0, export=False,
       memory_check="off", validation_examples=0, callbacks=[timer])
-print("RESULT", json.dumps({"median_step_seconds": statistics.median(timer.times[10:]), "steps": len(timer.times)}))
+print("ROW " + json.dumps({"median_step_seconds": statistics.median(timer.times[10:]), "steps": len(timer.times)}))
 """
 
 
 def run_once(onednn, steps, folder):
     """The median step seconds of one fresh process with oneDNN on or off."""
+    from benchmarks.runs import child_row
+
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if onednn else "0", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(steps), folder], env=env, capture_output=True, text=True, check=True
-    )
-    line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])["median_step_seconds"]
+    row = child_row([sys.executable, "-c", CHILD, str(steps), folder], env=env)
+    if "error" in row:
+        raise SystemExit(f"onednn_main_job: the process with oneDNN {'on' if onednn else 'off'} failed: {row['error']}")
+    return row["median_step_seconds"]
 
 
 def rows_of(medians):

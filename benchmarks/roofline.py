@@ -26,13 +26,12 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks.runs import HERE, child_env, module_command  # noqa: E402
+from benchmarks.runs import HERE, child_row, module_command, print_row  # noqa: E402
 
 _LSTM_ROW = {"name": "lstm", "units": 16, "compatibility_units": [32, 32], "activation_units": [64, 64]}
 _KERNEL_CLASS = {"name": "kernel", "num_components": 10, "activation": "linear", "activation_prior": False}
@@ -54,7 +53,6 @@ CASES = {
     ),
     "dynamic-capsnet-class": ("CapsNet class capsules", {"name": "dynamic"}, (16, 18432, 10, 16)),
 }
-MARK = "ROW "
 
 
 def _inputs(shape):
@@ -171,20 +169,15 @@ def measure_jax(case):
 
 
 def child(case, backend, repeats):
-    row = measure_jax(case) if backend == "jax" else measure_tensorflow(case, repeats)
-    print(MARK + json.dumps(row), flush=True)
+    print_row(measure_jax(case) if backend == "jax" else measure_tensorflow(case, repeats))
 
 
 def run_child(case, backend, repeats):
-    env = dict(os.environ, KERAS_BACKEND=backend)
     command = module_command(__spec__.name, "--child", case, "--backend", backend, "--case", json.dumps(CASES[case]))
-    done = subprocess.run(
-        command + ["--repeats", str(repeats)], capture_output=True, text=True, env=child_env(env), cwd=HERE
-    )
-    rows = [line[len(MARK) :] for line in done.stdout.splitlines() if line.startswith(MARK)]
-    if not rows:
-        raise SystemExit(f"roofline: the {backend} process of {case} failed: {done.stderr.strip()[-600:]}")
-    return json.loads(rows[-1])
+    row = child_row(command + ["--repeats", str(repeats)], env=dict(os.environ, KERAS_BACKEND=backend))
+    if "error" in row:
+        raise SystemExit(f"roofline: the {backend} process of {case} failed: {row['error']}")
+    return row
 
 
 def roofline_row(case, tf_row, jax_row):
