@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import report, routers
 from benchmarks.reporting import registry, verdicts
+from benchmarks.reporting import routers as routers_report
 
 SPAN = (datetime.datetime(2026, 12, 5, 17, 25), datetime.datetime(2026, 12, 5, 17, 54))
 
@@ -120,8 +121,21 @@ def test_a_sweep_names_its_run_file_after_it(tmp_path):
     record = json.loads(open(path).read())
     assert path.endswith("-routers-in-caps.json") and "with 144, 576, 1152 or 2304 input capsules" in record["measured"]
     assert record["rows"][0]["shape"] == "fc_in144" and record["failed"] == {}
-    page = report.pages([dict(record, file=os.path.basename(path))])["docs/benchmarks/routers.md"]
+    sweep = dict(record, file=os.path.basename(path))
+    page = report.pages([sweep])["docs/benchmarks/routers.md"]
     assert "| fc_in144 | em | 3 | 10.0 | 2.50 | 27.0 | 3.00 |" in page
+    # The targets read the fixed shapes only: beside a fixed-shape run of the same host the sweep is no second run.
+    fixed = {
+        ("dynamic", "fc"): {"rows": [child("dynamic", "fc", 3, 10.0, 20.0, 800)]},
+        ("em", "fc"): {"rows": [child("em", "fc", 3, 30.0, 50.0, 820)]},
+    }
+    fixed_path = routers.write(arguments(tmp_path / "fixed"), SPAN, fixed)
+    fixed_run = dict(json.loads(open(fixed_path).read()), file=os.path.basename(fixed_path))
+    assert verdicts.verdict_rows(target("kernel"), [sweep, fixed_run]) == []
+    em = dict(target("kernel"), items=routers_report.per_iterations("em"))
+    assert verdicts.verdict_rows(em, [sweep, fixed_run]) == [
+        ("test host", [("3 iterations", "3.00× fc", True)], [fixed_run])
+    ]
 
 
 def test_no_run_file_without_dynamic_routing(tmp_path):

@@ -2,12 +2,19 @@
 
 from benchmarks.reporting.cells import col, r2, ratio, ratio_of
 
+#: The shapes the targets read: ``python -m benchmarks routers``'s fixed ones (a sweep's, ``fc_in<N>`` and
+#: ``fc_out<N>``, are tabled but judged by no target, so a sweep's run beside a fixed one is no second run).
+TARGET_SHAPES = ("fc", "conv")
+
 
 def per_iterations(router_prefix):
+    """A target's items: per iteration count, each fixed shape's forward time over dynamic routing's."""
+
     def items(rows):
+        rows = [r for r in rows if r["router"].startswith(router_prefix) and r["shape"] in TARGET_SHAPES]
         out = []
-        for it in sorted({r["iterations"] for r in rows if r["router"].startswith(router_prefix)}):
-            sel = [r for r in rows if r["router"].startswith(router_prefix) and r["iterations"] == it]
+        for it in sorted({r["iterations"] for r in rows}):
+            sel = [r for r in rows if r["iterations"] == it]
             values = [ratio(r["forward_ms"], r["dynamic_forward_ms"]) for r in sel]
             out.append(
                 (
