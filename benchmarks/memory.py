@@ -35,9 +35,6 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# TensorFlow's CPU allocator counts live tensors (get_memory_info) only as a BFC allocator, which it
-# picks by itself only with oneDNN on (CPUs with AVX-512 VNNI/BF16 or AMX, and TF_ENABLE_ONEDNN_OPTS unset).
-os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
 
@@ -258,6 +255,11 @@ def run_all(args):
 
 
 def measure_child(args):
+    # TensorFlow's CPU allocator counts live tensors (get_memory_info) only as a BFC allocator, which it picks by
+    # itself only with oneDNN on (CPUs with AVX-512 VNNI/BF16 or AMX, and TF_ENABLE_ONEDNN_OPTS unset). Set here,
+    # in the measuring process before TensorFlow allocates, not at import (a process importing this module, a
+    # test's, would pass it on to every process it starts).
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     if args.no_remat:
         import keras
 
