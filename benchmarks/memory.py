@@ -1,7 +1,7 @@
 """Peak memory of one training step (or one inference batch): applications and single routed layers.
 
 Each configuration runs in its own process and reports that process's peak resident set size
-(``resource.getrusage(...).ru_maxrss``) after building (``built_mib``) and after the step
+(``VmHWM``, :func:`benchmarks.common.peak_rss_mib`) after building (``built_mib``) and after the step
 (``peak_mib``), the largest amount its tensors held at once during the step (``live_peak_mib``,
 TensorFlow's allocator statistics: the RSS also counts memory the allocator keeps after a free), next to the size of the largest vote tensor of the model (``votes_mib``; the
 analytic ``batch * positions * in_caps * out_caps * out_dim * 4`` bytes of each routed layer).

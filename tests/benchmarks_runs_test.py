@@ -19,3 +19,17 @@ def test_runs_started_in_the_same_minute_get_a_file_each(tmp_path):
     assert [p.rsplit("/", 1)[1].split("-profile-step")[1] for p in paths] == [".json", "-2.json", "-3.json"]
     assert all(p.rsplit("/", 1)[1].startswith("2026-12-04-0614-") for p in paths)
     assert [json.load(open(p))["rows"][0]["configuration"] for p in paths] == ["first", "second", "third"]
+
+
+def test_peak_rss_is_the_processs_own_not_its_parents():
+    """A child's ``ru_maxrss`` keeps its parent's resident size at the fork across exec; the peak benchmarks
+    record is the child's own high-water mark (importing Keras and TensorFlow: about 0.7 GiB)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    script = "from benchmarks.common import peak_rss_mib; print(peak_rss_mib())"
+    parent = np.ones(2 * 2**30 // 8)  # 2 GiB, touched
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=runs.ROOT, check=True)
+    assert parent[-1] == 1 and float(done.stdout.split()[-1]) < 1536, done.stdout
