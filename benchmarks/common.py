@@ -118,14 +118,13 @@ def time_inference(model, x, batch_size, repeats=20, warmup=3):
 
 
 def peak_rss_mib():
-    """Peak resident memory of this process so far, MiB: ``VmHWM`` of ``/proc/self/status`` (KiB), ``ru_maxrss``
+    """Peak resident memory of this process so far, MiB: ``VmHWM`` (:func:`benchmarks.runs.status_kib`), ``ru_maxrss``
     where there is no ``/proc``. Not ``ru_maxrss`` on Linux: a child process's keeps its parent's resident size
     at the fork across ``exec`` (a child of a 2 GiB parent reports 2 GiB, its ``VmHWM`` 11 MiB)."""
-    try:
-        with open("/proc/self/status") as handle:
-            return next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:")) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from benchmarks.runs import status_kib
+
+    kib = status_kib("VmHWM")
+    return (kib if kib is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
 
 
 def reset_live_peak():

@@ -44,7 +44,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, status_kib, write_run  # noqa: E402
 
 #: Application configuration -> the recipe ``train`` uses for it: (model, dataset, variant), or the
 #: default recipe fields (Adam, margin loss) where the library registers none (EffConvCapsNet).
@@ -109,9 +109,7 @@ MARGIN = 3 * 10**9
 
 def peak_resident():
     """``(VmHWM, ru_maxrss)`` of this process in bytes."""
-    with open("/proc/self/status") as handle:
-        hwm = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmHWM"))
-    return hwm, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return status_kib("VmHWM") * 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def compiled_model(configuration, input_shape):

@@ -34,8 +34,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.runs import child_row, module_command, run_or_child, run_parser, write_run  # noqa: E402
-from benchmarks.scale import CLASSES, KNOWN, inference_figures, status_kib  # noqa: E402
+from benchmarks.runs import child_row, module_command, run_or_child, run_parser, status_kib, write_run  # noqa: E402
+from benchmarks.scale import CLASSES, KNOWN, inference_figures  # noqa: E402
 
 MODES = ("chunks", "whole")
 DEFAULTS = dict(only="ConsensusCapsNet,ConsensusCapsNet-dynamic", sizes="128", batch=16, steps=2, repeats=1)

@@ -45,6 +45,18 @@ def printed_rows(lines):
     return [json.loads(line[4:]) for line in lines if line.startswith("ROW ")]
 
 
+def status_kib(field, pid="self"):
+    """``field`` (``VmHWM``, ``VmRSS``) of ``/proc/<pid>/status`` in KiB; ``None`` once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def run_or_child(args, measure_child, run_all):
     """A benchmark's entry point once its arguments are parsed: in a child process (``args.child``) it
     prints ``measure_child(args)`` for the parent (:func:`print_row`), otherwise it runs ``run_all(args)``."""

@@ -55,7 +55,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.runs import HERE, child_env, module_command, print_row, printed_rows, write_run  # noqa: E402
+from benchmarks.runs import HERE, child_env, module_command, print_row, printed_rows, status_kib, write_run  # noqa: E402
 
 #: label -> (registered configuration, constructor overrides). The paper configuration of each
 #: application; ConsensusCapsNet also with the dynamic router (the scaling work's row) beside its paper's kernel router.
@@ -81,18 +81,6 @@ KNOWN = {**APPLICATIONS, **QUICK_APPLICATIONS}
 
 
 # --- one configuration, in its own process ------------------------------------------------------
-
-
-def status_kib(field, pid="self"):
-    """``field`` (``VmHWM``, ``VmRSS``) of ``/proc/<pid>/status`` in KiB; ``None`` once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 #: The memory guard's default: this share of the memory the machine has available when the run starts.
