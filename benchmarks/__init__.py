@@ -37,6 +37,7 @@ SPEED_AND_MEMORY = (
     "eff_capsnet_inference_floor",
     "export_latency",
     "onednn_main_job",
+    "cpu_allocator",
     "side_by_side",
 )
 #: Accuracy and correctness: short training runs on real data, and the checks on an accelerator.

@@ -79,6 +79,48 @@ class _StepTimer(keras.callbacks.Callback):
         self.times.append(time.perf_counter() - self._start)
 
 
+class _RecipeStepTimer(_StepTimer):
+    """Step times, and this process's resource usage when step ``skip`` begins."""
+
+    def __init__(self, skip):
+        super().__init__()
+        self.skip, self.usage = skip, None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == self.skip:
+            self.usage = resource.getrusage(resource.RUSAGE_SELF)
+        super().on_train_batch_begin(batch, logs)
+
+
+def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None):
+    """Trains ``steps`` steps of ``model``'s ``variant`` recipe on ``dataset`` in this process
+    (:func:`keras_capsules.training.train`: no validation hold-out, nothing saved or exported).
+
+    Returns:
+        Over the steps after the first ``skip`` (tracing and first calls): ``median_step_seconds``, and per step
+        ``user_seconds`` and ``system_seconds`` of CPU time (both cores) and ``minor_faults``; ``steps`` timed and
+        the process's ``peak_rss_mib``.
+    """
+    import tempfile
+
+    from keras_capsules.training import train
+
+    timer = _RecipeStepTimer(skip)
+    with tempfile.TemporaryDirectory() as output:
+        train(model, dataset, epochs=1, batch_size=batch_size, limit=batch_size * steps, eval_limit=batch_size,
+              output=output, data_dir=data_dir, verbose=0, export=False, variant=variant, memory_check="off",
+              validation_examples=0, callbacks=[timer])  # fmt: skip
+    usage, timed = resource.getrusage(resource.RUSAGE_SELF), len(timer.times) - skip
+    return {
+        "median_step_seconds": statistics.median(timer.times[skip:]),
+        "user_seconds": (usage.ru_utime - timer.usage.ru_utime) / timed,
+        "system_seconds": (usage.ru_stime - timer.usage.ru_stime) / timed,
+        "minor_faults": (usage.ru_minflt - timer.usage.ru_minflt) / timed,
+        "steps": timed,
+        "peak_rss_mib": round(peak_rss_mib()),
+    }
+
+
 def time_fit_step(model, x, y, batch_size, steps=30, warmup=5):
     """Median seconds per ``model.fit`` training step (after ``warmup`` steps that include tracing)."""
     n = batch_size * (steps + warmup)

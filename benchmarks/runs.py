@@ -79,6 +79,14 @@ def child_row(command, env=None):
     )
 
 
+def alternating(settings, rounds):
+    """``(round, setting)`` for ``rounds`` rounds of every setting, the order reversed every other round (an
+    A/B measured in alternating processes: a drift of the host weighs on every setting alike)."""
+    for round_index in range(rounds):
+        for setting in settings if round_index % 2 == 0 else tuple(reversed(settings)):
+            yield round_index, setting
+
+
 def host_record(name=None):
     """The run file's host and its software line: the CPU (:func:`benchmarks.common.cpu`) and core count,
     named after them and the date unless ``name`` is given; every run file's host comes from here."""

@@ -33,3 +33,19 @@ def test_peak_rss_is_the_processs_own_not_its_parents():
     parent = np.ones(2 * 2**30 // 8)  # 2 GiB, touched
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=runs.ROOT, check=True)
     assert parent[-1] == 1 and float(done.stdout.split()[-1]) < 1536, done.stdout
+
+
+def test_alternating_reverses_the_order_every_other_round():
+    from benchmarks.runs import alternating
+
+    assert list(alternating(("a", "b"), 3)) == [(0, "a"), (0, "b"), (1, "b"), (1, "a"), (2, "a"), (2, "b")]
+
+
+def test_recipe_steps_counts_the_steps_after_the_skipped_ones():
+    """Six steps of the main job's recipe, two skipped: four timed, each with CPU time and faults counted."""
+    from benchmarks.common import recipe_steps
+
+    figures = recipe_steps("EffCapsNet", "mnist_sample", "default", 8, 6, skip=2)
+    assert figures["steps"] == 4 and figures["median_step_seconds"] > 0
+    assert figures["user_seconds"] + figures["system_seconds"] > 0 and figures["minor_faults"] >= 0
+    assert figures["peak_rss_mib"] > 100  # TensorFlow and the model are loaded

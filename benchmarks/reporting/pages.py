@@ -69,15 +69,16 @@ DETAIL = {
         ("memory-plan", "memory-plan-calibration"),
     ),
     "checks.md": (
-        "GPU checks, oneDNN and fine-tuning",
-        "The presets and mixed precision on GPUs under JAX, what oneDNN is worth to the main job, and "
-        "fine-tuning against training from scratch.",
+        "GPU checks, oneDNN, the CPU allocator and fine-tuning",
+        "The presets and mixed precision on GPUs under JAX, what oneDNN is worth to the main job, what "
+        "TensorFlow's pooling CPU allocator is worth, and fine-tuning against training from scratch.",
         (
             "gpu-presets",
             "gpu-mixed-precision",
             "gpu-consensus-step",
             "gpu-checks",
             "onednn-main-job",
+            "cpu-allocator",
             "fine-tune-folder",
         ),
     ),

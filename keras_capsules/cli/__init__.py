@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from keras_capsules.cli import onednn
+from keras_capsules.cli import cpu_allocator, onednn
 from keras_capsules.cli.evaluate import add_evaluate_command
 from keras_capsules.cli.explain import add_explain_command
 from keras_capsules.cli.export import add_export_command
@@ -58,6 +58,7 @@ def main(argv=None):
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no INFO/WARNING lines of its C++ code
     onednn.turn_off_where_affected()  # TensorFlow 2.21's oneDNN kernels corrupt the heap now and then
+    cpu_allocator.pool_unless_set()  # malloc maps each large tensor anew every step
     args = build_parser().parse_args(argv)
     try:
         import_keras()

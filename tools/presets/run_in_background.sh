@@ -8,8 +8,11 @@
 # metrics.json, model.keras, and train.log: the command, each epoch with its val_accuracy, then the test
 # accuracy read once at the end; what make_preset.py reads). Rerun the same command after an interruption: training continues after the newest checkpoint.
 # The command runs at nice 19 with the repository's .venv, with `--output run` added, and its scheduler group at
-# nice 19 too when this script leads its session (session_priority.sh says why).
+# nice 19 too when this script leads its session (session_priority.sh says why), and with TensorFlow's pooling
+# CPU allocator (TF_CPU_ALLOCATOR_USE_BFC=true unless set): with oneDNN off, TensorFlow allocates through malloc, and
+# glibc maps each large tensor anew, so a ConsensusCapsNet MNIST step spent a third of its time in page faults.
 set -uo pipefail
+export TF_CPU_ALLOCATOR_USE_BFC=${TF_CPU_ALLOCATOR_USE_BFC:-true}
 work=${1:?usage: run_in_background.sh WORK -- keras-capsules train ...}
 shift
 [ "${1:-}" = "--" ] && shift
