@@ -10,7 +10,8 @@ Each benchmark is a module of this package, registered below by kind; its docstr
 and how. The speed and memory benchmarks write run files under ``benchmarks/results/``, which
 ``python -m benchmarks report`` renders as ``BENCHMARKS.md`` and the pages of ``docs/benchmarks/``.
 Shared code, not run on its own: :mod:`benchmarks.common` (timing and memory helpers),
-:mod:`benchmarks.runs` (child processes, host and package records, the run file) and
+:mod:`benchmarks.runs` (child processes, host and package records, the run file), :mod:`benchmarks.recipe_ab`
+(an A/B of recipes' training steps in alternating processes) and
 :mod:`benchmarks.op_counts` (counting a traced graph's operations). What a workload's rows show, its tables
 and its targets, is declared in the module of :mod:`benchmarks.reporting` named after it.
 """
@@ -38,6 +39,7 @@ SPEED_AND_MEMORY = (
     "export_latency",
     "onednn_main_job",
     "cpu_allocator",
+    "recompute",
     "side_by_side",
 )
 #: Accuracy and correctness: short training runs on real data, and the checks on an accelerator.

@@ -92,14 +92,14 @@ class _RecipeStepTimer(_StepTimer):
         super().on_train_batch_begin(batch, logs)
 
 
-def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None):
+def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None, **train_kwargs):
     """Trains ``steps`` steps of ``model``'s ``variant`` recipe on ``dataset`` in this process
-    (:func:`keras_capsules.training.train`: no validation hold-out, nothing saved or exported).
+    (:func:`keras_capsules.training.train` with ``train_kwargs``: no validation hold-out, nothing saved or exported).
 
     Returns:
         Over the steps after the first ``skip`` (tracing and first calls): ``median_step_seconds``, and per step
-        ``user_seconds`` and ``system_seconds`` of CPU time (both cores) and ``minor_faults``; ``steps`` timed and
-        the process's ``peak_rss_mib``.
+        ``user_seconds`` and ``system_seconds`` of CPU time (both cores) and ``minor_faults``; ``steps`` timed, the
+        process's ``peak_rss_mib`` and whether the step rematerialised (``recompute``, the run's record).
     """
     import tempfile
 
@@ -107,9 +107,9 @@ def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None
 
     timer = _RecipeStepTimer(skip)
     with tempfile.TemporaryDirectory() as output:
-        train(model, dataset, epochs=1, batch_size=batch_size, limit=batch_size * steps, eval_limit=batch_size,
+        metrics = train(model, dataset, epochs=1, batch_size=batch_size, limit=batch_size * steps, eval_limit=batch_size,
               output=output, data_dir=data_dir, verbose=0, export=False, variant=variant, memory_check="off",
-              validation_examples=0, callbacks=[timer])  # fmt: skip
+              validation_examples=0, callbacks=[timer], **train_kwargs)  # fmt: skip
     usage, timed = resource.getrusage(resource.RUSAGE_SELF), len(timer.times) - skip
     return {
         "median_step_seconds": statistics.median(timer.times[skip:]),
@@ -118,6 +118,7 @@ def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None
         "minor_faults": (usage.ru_minflt - timer.usage.ru_minflt) / timed,
         "steps": timed,
         "peak_rss_mib": round(peak_rss_mib()),
+        "recompute": metrics["recompute"],
     }
 
 

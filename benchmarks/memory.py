@@ -15,8 +15,9 @@ Usage::
 ``app`` takes registered configurations (``keras_capsules.applications.list_configurations()``), comma-separated;
 ``--iterations`` sets ``routing_iterations`` (default: the configuration's own). ``router`` measures FcCaps
 1152 x 8D -> 10 x 16D at batch 64 (the router table's shape) with 1, 3 and 5 iterations. ``--phase``: a
-training step (``app``'s default) or a forward pass (``router``'s). ``--no-remat`` turns ``keras.remat`` into
-the identity (to see what rematerialisation saves). A single-pass router runs once, at 1 iteration.
+training step (``app``'s default) or a forward pass (``router``'s). ``--no-remat`` measures inside
+``keras_capsules.ops.remat.recomputation(False)``, as ``train(recompute=False)`` trains (to see what
+rematerialisation saves; runs before 2026-12-04 turned ``keras.remat`` into the identity instead). A single-pass router runs once, at 1 iteration.
 
 ``app`` writes ``<results>/YYYY-MM-DD-HHMM-<host>-conv-capsule-memory.json`` (rows of target ``"conv-live"``:
 ``configuration``, ``batch``, ``iterations``, ``rss_mib`` (the peak), ``live_mib`` and ``votes_mib`` (the
@@ -212,7 +213,7 @@ def write(args, span, found):
             print(f"left out {raw['model']} x{raw['iterations']}: no vote tensor of its own", file=sys.stderr)
     if not rows:
         raise SystemExit(f"memory: no row to write, no run file written; failed: {failed}")
-    remat = "; keras.remat as the identity" if args.no_remat else ""
+    remat = "; without rematerialisation (recomputation(False))" if args.no_remat else ""
     if args.mode == "app":
         measured_text = (
             f"one {PHASES[args.phase]} at batch {args.batch} (plain gradient descent, no optimizer slots), each "
@@ -260,15 +261,14 @@ def measure_child(args):
     # in the measuring process before TensorFlow allocates, not at import (a process importing this module, a
     # test's, would pass it on to every process it starts).
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
-    if args.no_remat:
-        import keras
+    from keras_capsules.ops.remat import recomputation
 
-        keras.remat = lambda f: f
     count = int(args.iterations) if args.iterations else None
-    if args.mode == "app":
-        raw = measure_app(args.name, args.batch, count, args.phase)
-    else:
-        raw = measure_router(args.name, count, args.phase)
+    with recomputation(not args.no_remat):
+        if args.mode == "app":
+            raw = measure_app(args.name, args.batch, count, args.phase)
+        else:
+            raw = measure_router(args.name, count, args.phase)
     return dict(raw, remat=not args.no_remat)
 
 
@@ -278,7 +278,7 @@ def parser():
     parser.add_argument("name", help="application configurations or router names, comma-separated")
     parser.add_argument("--phase", choices=("train", "forward"), default=None, help="default: the mode's table's")
     parser.add_argument(
-        "--no-remat", action="store_true", help="keras.remat as the identity (memory without rematerialisation)"
+        "--no-remat", action="store_true", help="measure without rematerialisation (ops.remat.recomputation(False))"
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return parser

@@ -16,10 +16,11 @@ def process(seconds, system, faults, rss):
     return {"median_step_seconds": seconds, "system_seconds": system, "minor_faults": faults, "peak_rss_mib": rss}
 
 
+MALLOC, BFC = cpu_allocator.SETTINGS  # the labels, the baseline first
 FIGURES = {
     "consensus-lstm": {
-        "false": [process(7.7427, 5.45, 2905376, 2506), process(7.9, 5.6, 2900000, 2510)],
-        "true": [process(4.8985, 0.22, 18187, 2541), process(4.7, 0.20, 18000, 2600), process(5.0, 0.3, 20000, 2400)],
+        MALLOC: [process(7.7427, 5.45, 2905376, 2506), process(7.9, 5.6, 2900000, 2510)],
+        BFC: [process(4.8985, 0.22, 18187, 2541), process(4.7, 0.20, 18000, 2600), process(5.0, 0.3, 20000, 2400)],
     }
 }
 

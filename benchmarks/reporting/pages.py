@@ -65,8 +65,9 @@ DETAIL = {
     ),
     "memory.md": (
         "Memory plan",
-        "The memory plan's estimate (`keras_capsules.training.memory_plan`) against the measured peak.",
-        ("memory-plan", "memory-plan-calibration"),
+        "The memory plan's estimate (`keras_capsules.training.memory_plan`) against the measured peak, and what "
+        "training without rematerialisation, where the plan allows it, saves in time.",
+        ("memory-plan", "memory-plan-calibration", "recompute"),
     ),
     "checks.md": (
         "GPU checks, oneDNN, the CPU allocator and fine-tuning",

@@ -70,6 +70,7 @@ def _train(args):
         freeze_backbone_epochs=args.freeze_backbone_epochs,
         memory_check="only" if args.dry_run else "check",
         max_memory=args.max_memory,
+        recompute={"auto": "auto", "on": True, "off": False}[args.recompute],
         **overrides,
     )
     if metrics.get("dry_run"):
@@ -212,6 +213,12 @@ def add_train_command(commands):
         "--max-memory", type=memory_size, metavar="SIZE",
         help="refuse to start when a training step's estimated peak memory exceeds SIZE, e.g. 8GB or 512MB, naming the "
         "largest batch that fits (default: the memory available to the process)",
+    )  # fmt: skip
+    train.add_argument(
+        "--recompute", choices=("auto", "on", "off"), default="auto",
+        help="rematerialisation of convolutional capsule layers and of the kernel, LSTM and EM routers in training "
+        "(less memory, more time): auto trains without it when the memory plan finds that the step fits with room to "
+        "spare (default: auto)",
     )  # fmt: skip
     add_recipe_flags(train)
     train.set_defaults(handler=_train, interrupted="stopped; run the same command to resume")

@@ -116,6 +116,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     assert "parameters: 1,573,744" in printed  # 161,824 trainable + 576 batch-norm statistics + the decoder's 1,411,344
     assert "steps per epoch: 900" in printed  # 8,000 sample images less the 800 held out, at batch 8
     assert "Dry run: nothing trained or written." in printed and not out.exists()
+    assert "rematerialisation: off" in printed  # about 1 GB: far under three quarters of the memory available
+    assert cli.main(["train", "EffCapsNet", "--dry-run", "--recompute", "on", "--output", str(out)]) == 0
+    assert "rematerialisation" not in capsys.readouterr().out
 
 
 def test_max_memory_refuses_a_batch_that_does_not_fit(tmp_path, capsys):

@@ -7,7 +7,7 @@ from keras_capsules import errors
 from keras_capsules.layers.capsule_tensor import check_activations_shape, unpack_capsules, unpack_shapes
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.ops.patches import output_size, patch_indices
-from keras_capsules.ops.remat import remat_reading
+from keras_capsules.ops.remat import recomputing, remat_reading
 from keras_capsules.ops.sequential import in_turn, map_in_turn
 from keras_capsules.routing.base import stack_position_chunks, unstack_position_chunks
 from keras_capsules.serialization import register
@@ -67,6 +67,10 @@ class ConvCaps(RoutedCapsules):
             tensor and keeps everything for the backward pass (same results to float32 rounding).
             A router that couples the positions without ``route_position_chunks`` (variational Bayes with
             ``child_grid``) routes the whole vote tensor at once, in training and at inference.
+            Inside :func:`~keras_capsules.ops.recomputation` ``(False)`` (what
+            :func:`~keras_capsules.training.train` uses when the memory plan finds that the step fits
+            without rematerialisation) the layer acts as with ``remat=False``; ``remat`` itself, and the
+            saved config, are unchanged.
         Other arguments: see :class:`~keras_capsules.layers.routed_capsules.RoutedCapsules`.
     """
 
@@ -125,16 +129,20 @@ class ConvCaps(RoutedCapsules):
         trailing = tuple(flat.shape[2:])
         return ops.reshape(patches, (-1, field * trailing[0]) + trailing[1:])
 
+    def _remat_here(self):
+        """``remat``, unless the call is traced in :func:`~keras_capsules.ops.remat.recomputation` ``(False)``."""
+        return self.remat and recomputing()
+
     def rematerializes(self, training):
         """Whether this call recomputes its votes in the backward pass (see ``remat``)."""
         random = getattr(self.router, "seed_generator", None) is not None
-        return bool(training) and self.remat and not random and not self.router.non_trainable_weights
+        return bool(training) and self._remat_here() and not random and not self.router.non_trainable_weights
 
     def routes_across_positions(self):
         """Whether the layer routes chunk by chunk through its router's ``route_position_chunks``: with
         ``remat``, for a router that couples the output positions (EM with ``child_grid``)."""
         couples = getattr(self.router, "child_grid", None) is not None and hasattr(self.router, "route_position_chunks")
-        return self.remat and couples
+        return self._remat_here() and couples
 
     def row_chunks(self, training):
         """The output-row ranges routed one after another.
@@ -155,7 +163,7 @@ class ConvCaps(RoutedCapsules):
                 d for d in range(1, out_h + 1) if out_h % d == 0 and (d == 1 or d * row_bytes <= CHUNK_VOTE_BYTES)
             )
             return [(row, row + rows) for row in range(0, out_h, rows)]
-        if not self.remat or getattr(self.router, "child_grid", None) is not None:
+        if not self._remat_here() or getattr(self.router, "child_grid", None) is not None:
             return [(0, out_h)]
         if training:
             return [(row, row + 1) for row in range(out_h)] if self.rematerializes(training) else [(0, out_h)]

@@ -6,6 +6,7 @@ import pytest
 
 from keras_capsules import routing
 from keras_capsules.layers import ConcurrentRouting, ConvCaps, FcCaps, conv_caps
+from keras_capsules.ops.remat import recomputation
 from keras_capsules.testing.tiers import large
 
 
@@ -538,3 +539,36 @@ def test_inference_chunks_have_no_loop_and_keep_about_one_chunks_votes(monkeypat
     assert (
         peaks[False] > 1.5 * votes_bytes and peaks[True] < 2 * peaks[False] / 6 and peaks[True] < 0.6 * votes_bytes
     ), (peaks, votes_bytes)
+
+
+def test_without_recomputation_the_layer_acts_as_remat_false_and_keeps_its_config():
+    layer = ConvCaps(2, 4, router="inverted_dot_product")
+    layer(np.ones((1, 5, 4, 1, 4), "float32"))
+    with recomputation(False):
+        assert not layer.rematerializes(True) and layer.row_chunks(True) == layer.row_chunks(False) == [(0, 3)]
+        assert layer.get_config()["remat"] is True
+        with recomputation(True):
+            assert layer.rematerializes(True)
+    assert layer.rematerializes(True) and layer.row_chunks(True) == [(0, 1), (1, 2), (2, 3)]
+
+
+@pytest.mark.parametrize("router", ["dynamic", "kernel", "lstm"])
+def test_without_recomputation_gradients_match_the_rematerialised_ones(router):
+    """The kernel and LSTM routers rematerialise their own iterations too (``remat_reading``); traced without
+    recomputation, the layer and its router keep everything and compute the same outputs and gradients."""
+
+    def build(_):  # poses and activations: every router weight reaches an output (the LSTM's activation head)
+        inputs = keras.Input((5, 5, 3, 4))
+        return keras.Model(inputs, ConvCaps(2, 4, kernel_size=3, router=router, name="conv")(inputs))
+
+    on, off = _pair(build)  # both remat=True; `off` is traced without recomputation
+    x = np.random.default_rng(0).normal(size=(2, 5, 5, 3, 4)).astype("float32")
+    value_on, grads_on = _gradients(on, x)
+    with recomputation(False):
+        value_off, grads_off = _gradients(off, x)
+    np.testing.assert_allclose(value_on, value_off, rtol=1e-6)
+    # Rounding differs between the two programs (XLA fuses the kernel router's step differently); a small gradient
+    # that is a sum with cancellations carries the rounding of its terms, so judged at the largest gradient's scale.
+    scale = max(float(np.max(np.abs(g))) for g in grads_on)
+    for a, b in zip(grads_on, grads_off):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * scale)

@@ -8,6 +8,7 @@ from keras_capsules.ops.normalize import l2_normalize
 from keras_capsules.ops.norms import capsule_length, safe_norm
 from keras_capsules.ops.patches import output_size, patch_indices, resolve_grid
 from keras_capsules.ops.quantize import quantize_bins, quantize_uniform
+from keras_capsules.ops.remat import recomputation
 from keras_capsules.ops.squash import get_squash, squash, squash_efficient
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "patch_indices",
     "quantize_bins",
     "quantize_uniform",
+    "recomputation",
     "resolve_grid",
     "safe_norm",
     "squash",

@@ -1,6 +1,41 @@
-"""Rematerialisation of a function that reads Keras variables, safe inside a loop's gradient."""
+"""Rematerialisation of a function that reads Keras variables, safe inside a loop's gradient, and a switch for all of it.
+
+Rematerialisation trades time for memory: the backward pass recomputes what the forward pass did not keep.
+:func:`recomputation` turns it off for everything traced inside (the routers' iterations, ``ConvCaps``' votes
+and routing), where the step fits in memory without it; :func:`keras_capsules.training.train` chooses from the
+memory plan.
+"""
+
+import contextlib
 
 import keras
+
+_RECOMPUTING = [True]  # the innermost recomputation() scope's setting; process-wide (replica threads see it too)
+
+
+@contextlib.contextmanager
+def recomputation(enabled):
+    """A scope in which the library's rematerialisation is on (``True``, the default outside) or off (``False``).
+
+    Read when a training step is traced: :func:`remat_reading` returns its function unchanged, and a
+    ``ConvCaps`` layer routes its whole vote tensor at once and keeps it for the backward pass, as with
+    ``remat=False``. Outputs and gradients are the same to float32 rounding; the step keeps every routing
+    temporary until its backward pass (more memory) and computes none twice (less time). Wrap the call that
+    traces the step (the first ``fit``), not only later calls.
+
+    Args:
+        enabled: whether to rematerialise.
+    """
+    _RECOMPUTING.append(bool(enabled))
+    try:
+        yield
+    finally:
+        _RECOMPUTING.pop()
+
+
+def recomputing():
+    """Whether rematerialisation is on here (:func:`recomputation`)."""
+    return _RECOMPUTING[-1]
 
 
 def remat_reading(function, weights):
@@ -20,8 +55,10 @@ def remat_reading(function, weights):
             variables it reads that are not listed are read as usual.
 
     Returns:
-        A function of the same arguments.
+        A function of the same arguments; ``function`` itself inside ``recomputation(False)``.
     """
+    if not recomputing():
+        return function
     return with_weights_as_inputs(keras.remat, function, weights)
 
 

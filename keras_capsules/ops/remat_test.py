@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from keras_capsules.ops.remat import remat_reading
+from keras_capsules.ops.remat import recomputation, recomputing, remat_reading
 from keras_capsules.ops.sequential import map_in_turn
 
 
@@ -53,3 +53,22 @@ def test_a_rematerialised_row_function_reading_a_variable_inside_a_loop_has_the_
     np.testing.assert_allclose(total, np.sin(x * w).sum(), rtol=1e-5)
     np.testing.assert_allclose(grad_x, np.cos(x * w) * w, rtol=1e-5, atol=1e-6)  # d/dx sin(x w) = w cos(x w)
     np.testing.assert_allclose(grad_w, (x * np.cos(x * w)).sum(axis=(0, 1)), rtol=1e-5, atol=1e-6)
+
+
+def test_recomputation_scopes_nest_and_remat_reading_leaves_the_function_alone_when_off():
+    def row(values):
+        return values
+
+    assert recomputing() and remat_reading(row, []) is not row
+    with recomputation(False):
+        assert not recomputing() and remat_reading(row, []) is row
+        with recomputation(True):
+            assert recomputing() and remat_reading(row, []) is not row
+        assert not recomputing()
+    assert recomputing()
+    try:
+        with recomputation(False):
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert recomputing()  # restored after an error too

@@ -336,6 +336,42 @@ def test_check_returns_a_plan_that_fits():
     assert memory_plan.check(plan, 1_400) is plan
 
 
+def test_plan_fastest_drops_recomputation_only_with_room_to_spare(monkeypatch):
+    asked = []
+
+    def make_plan(recompute):  # with: 1,000 + 16 x 100 = 2,600 bytes; without: 1,000 + 16 x 400 = 7,400
+        asked.append(recompute)
+        return dataclasses.replace(_linear_plan(16, per_example=100 if recompute else 400), recompute=recompute)
+
+    # 7,400 <= 0.75 x 10,000 = 7,500: without, and the plan with recomputation is never made.
+    assert memory_plan.plan_fastest(make_plan, 10_000).recompute is False and asked == [False]
+    asked.clear()  # 7,400 > 0.75 x 9,000 = 6,750: with (2,600 fits).
+    assert memory_plan.plan_fastest(make_plan, 9_000).recompute is True and asked == [False, True]
+    with pytest.raises(memory_plan.MemoryPlanError, match="needs about 2.6 kB"):  # neither fits 2,000
+        memory_plan.plan_fastest(make_plan, 2_000)
+    asked.clear()  # no limit known: with, without making the other plan
+    monkeypatch.setattr(memory_plan, "available_bytes", lambda: None)
+    assert memory_plan.plan_fastest(make_plan).recompute is True and asked == [True]
+    monkeypatch.setattr(memory_plan, "available_bytes", lambda: 10_000)  # the default limit
+    assert memory_plan.plan_fastest(make_plan).recompute is False
+
+
+@tensorflow_only
+def test_a_step_traced_without_recomputation_keeps_a_convolutional_layers_votes():
+    batch, grid, types, dim, parents, out_dim = 4, 10, 2, 4, 3, 8
+    inputs = keras.Input((grid, grid, types, dim))
+    poses, _ = layers.ConvCaps(parents, out_dim, kernel_size=3, router="dynamic", name="conv")(inputs)
+    model = keras.Model(inputs, poses)
+    with_remat, without = (memory_plan.estimate(model, batch, recompute=flag) for flag in (True, False))
+    assert with_remat.recompute and not without.recompute
+    # Without recomputation the whole vote tensor, (batch x 8 x 8 positions, 3 x 3 x 2 children, 3 parents, 8)
+    # float32 = 442,368 bytes, stays live for the backward pass; with it the layer routes and recomputes one output
+    # row (an eighth of them) at a time.
+    votes, row = 4 * batch * 64 * 18 * parents * out_dim, 4 * batch * 8 * 18 * parents * out_dim
+    assert without.step_live_bytes - with_remat.step_live_bytes >= votes - row
+    assert "rematerialisation: off" in without.describe() and "rematerialisation" not in with_remat.describe()
+
+
 def test_describe_lists_the_parts():
     text = dataclasses.replace(_linear_plan(4), steps_per_epoch=1234).describe()
     assert text.splitlines()[0] == "Training plan: model 'toy' on 64x64x3 inputs at batch 4, Adam"

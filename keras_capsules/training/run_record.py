@@ -62,6 +62,7 @@ def run_record(run, net, identity, plan, point, data, trained):
         "arguments": run.arguments,
         "parameters": int(net.count_params()),
         "strategy": run.strategy_name,
+        "recompute": run.recompute,
         "replicas": int(strategy.num_replicas_in_sync),
         "weights_sha256": weights_fingerprint(net),
         "sparsity": pruning.sparsity(net)["sparsity"] if recipe.pruning is not None else None,

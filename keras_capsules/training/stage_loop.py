@@ -4,6 +4,7 @@ import dataclasses
 import time
 
 from keras_capsules import recipes
+from keras_capsules.ops.remat import recomputation
 from keras_capsules.training import memory_plan, pruning
 from keras_capsules.training.checkpoints import EpochCheckpoint, restore_checkpoint
 from keras_capsules.training.distribute import distributed_fit
@@ -82,17 +83,18 @@ def train_stages(run, net, plan, point, data):
             )
         # Validation scores the model's own output; a stage training an inner layer (GLOM's contrastive stage) has no accuracy to report.
         stage_validation = data.split.validation if stage.output is None else None
-        distributed_fit(
-            trained,
-            stage_data(run, data, stage),
-            stage_recipe.epochs,
-            run.strategy,
-            run.recipe.steps_per_epoch,
-            initial_epoch,
-            stage_callbacks,
-            run.verbose,
-            stage_validation,
-        )
+        with recomputation(run.recompute or index != run.recompute_stage):  # read when the step is traced
+            distributed_fit(
+                trained,
+                stage_data(run, data, stage),
+                stage_recipe.epochs,
+                run.strategy,
+                run.recipe.steps_per_epoch,
+                initial_epoch,
+                stage_callbacks,
+                run.verbose,
+                stage_validation,
+            )
         history = checkpoint.history
     seconds = time.time() - start
     set_stage_trainable(net, recipes.Stage("trained"), frozen)  # saved with the constructor's trainable flags

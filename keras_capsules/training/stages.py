@@ -122,9 +122,15 @@ def first_stage(plan, done, offsets, start):
     return len(plan) - 1
 
 
-def plan_memory(recipe, weights, input_shape, classes, plan, index, steps_per_epoch, max_memory, verbose):
+def plan_memory(
+    recipe, weights, input_shape, classes, plan, index, steps_per_epoch, max_memory, verbose, recompute="auto"
+):
     """The memory plan of training stage ``index`` of ``plan``, made on the model built from its shapes (nothing
     allocated: :mod:`~keras_capsules.training.shape_plan`), printed with ``verbose`` and checked.
+
+    ``recompute``: ``"auto"`` plans without rematerialisation where that fits with room to spare
+    (:func:`~keras_capsules.training.memory_plan.plan_fastest`), ``True`` or ``False`` plans as told; the
+    plan's ``recompute`` says which the stage trains with.
 
     Raises:
         memory_plan.MemoryPlanError: the estimated peak exceeds ``max_memory`` (default: what the process
@@ -137,7 +143,16 @@ def plan_memory(recipe, weights, input_shape, classes, plan, index, steps_per_ep
             set_stage_trainable(model, stage, frozen)
     stage, stage_recipe = plan[index]
     trained = stage_model(model, stage, stage_recipe, steps_per_epoch, build=False)
-    estimate = memory_plan.estimate(trained, stage_recipe.batch_size * stage.views, steps_per_epoch=steps_per_epoch)
+
+    def estimate(with_recompute):
+        return memory_plan.estimate(
+            trained, stage_recipe.batch_size * stage.views, steps_per_epoch=steps_per_epoch, recompute=with_recompute
+        )
+
+    if recompute == "auto":
+        chosen = memory_plan.plan_fastest(estimate, max_memory)
+    else:
+        chosen = memory_plan.check(estimate(recompute), max_memory)
     if verbose:
-        print(estimate.describe(), flush=True)
-    return memory_plan.check(estimate, max_memory)
+        print(chosen.describe(), flush=True)
+    return chosen

@@ -45,6 +45,8 @@ class _Run:
         output: the run folder (checkpoints in ``output/checkpoints``).
         arguments: ``{"limit", "eval_limit", "seed"}``, as ``metrics.json`` records them.
         verbose, callbacks, memory_check, max_memory: :func:`train`'s arguments.
+        recompute: whether stage ``recompute_stage`` trains with rematerialisation (:func:`train`'s ``recompute``
+            as the memory plan resolved it); the other stages always do.
     """
 
     recipe: recipes.Recipe
@@ -59,6 +61,8 @@ class _Run:
     callbacks: Sequence[keras.callbacks.Callback] | None
     memory_check: str = "check"
     max_memory: int | None = None
+    recompute: bool = True
+    recompute_stage: int = 0
 
     @property
     def seed(self):
@@ -120,6 +124,7 @@ def train(
     freeze_backbone_epochs: int = 0,
     memory_check: str = "check",
     max_memory: int | str | None = None,
+    recompute: str | bool = "auto",
     **overrides,
 ) -> dict:
     """Trains ``model`` on ``dataset`` with its paper recipe (every value overridable), evaluates, saves and exports it.
@@ -183,6 +188,13 @@ def train(
             (``None`` when every epoch is already trained); ``"off"`` skips it.
         max_memory: the memory the run may use: bytes or a size such as ``"8GB"`` (default: what this
             process can use, :func:`~keras_capsules.training.memory_plan.available_bytes`).
+        recompute: the library's rematerialisation in training (``ConvCaps``' ``remat``, the kernel, LSTM and EM
+            routers' recomputed iterations: less memory, more time): ``"auto"`` (default) trains without it
+            when the memory plan finds that the step fits with room to spare
+            (:func:`~keras_capsules.training.memory_plan.plan_fastest`), else with it, and with it when no
+            plan is made (``memory_check="off"``); ``True`` or ``False`` as told. The choice holds for the
+            stage the plan is made for (the first one trained); later stages rematerialise.
+            ``metrics.json``'s ``recompute`` records it.
         **overrides: recipe fields (``optimizer=``, ``lr_decay=``, ``augmentation=``, ...) or
             constructor arguments (``router=``, ``routing_iterations=``, ...).
 
@@ -192,6 +204,8 @@ def train(
         ``seed`` (and ``resume`` is true), nothing is trained: its stored metrics are returned with
         ``"already_complete": True``.
     """
+    if recompute != "auto" and not isinstance(recompute, bool):
+        errors.fail("train", "recompute", "'auto', True or False", recompute, TypeError)
     recipe = resolve_recipe(
         model,
         dataset,
@@ -239,11 +253,13 @@ def train(
     input_shape, classes = tuple(data.training.element_spec[0].shape[1:]), datasets.num_classes(dataset)
     plan = recipe.stage_recipes()
     point = resume_point(run, plan, resume)
+    first = stages.first_stage(plan, point.done, epoch_offsets(plan), point.stage)
+    run = dataclasses.replace(run, recompute=recompute is not False, recompute_stage=first)
     if memory_check != "off":  # before any weight is allocated: a model too large for memory is refused, not killed
-        first = stages.first_stage(plan, point.done, epoch_offsets(plan), point.stage)
         planned = stages.plan_memory(
-            recipe, weights, input_shape, classes, plan, first, data.steps, run.max_memory, run.verbose
+            recipe, weights, input_shape, classes, plan, first, data.steps, run.max_memory, run.verbose, recompute
         )
+        run = dataclasses.replace(run, recompute=planned.recompute)
         if memory_check == "only":
             return {"model": model, "dataset": dataset, "dry_run": True, "plan": planned}
     with run.strategy.scope():
