@@ -106,10 +106,11 @@ def recipe_steps(model, dataset, variant, batch_size, steps, skip, data_dir=None
     from keras_capsules.training import train
 
     timer = _RecipeStepTimer(skip)
+    arguments = {"memory_check": "off", **train_kwargs}  # no memory plan unless asked (recompute="auto" needs one)
     with tempfile.TemporaryDirectory() as output:
         metrics = train(model, dataset, epochs=1, batch_size=batch_size, limit=batch_size * steps, eval_limit=batch_size,
-              output=output, data_dir=data_dir, verbose=0, export=False, variant=variant, memory_check="off",
-              validation_examples=0, callbacks=[timer], **train_kwargs)  # fmt: skip
+              output=output, data_dir=data_dir, verbose=0, export=False, variant=variant, validation_examples=0,
+              callbacks=[timer], **arguments)  # fmt: skip
     usage, timed = resource.getrusage(resource.RUSAGE_SELF), len(timer.times) - skip
     return {
         "median_step_seconds": statistics.median(timer.times[skip:]),

@@ -25,7 +25,10 @@ _BFC = {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
 #: The settings (:mod:`benchmarks.recipe_ab`), always rematerialising the baseline.
 SETTINGS = {
     "recompute=True (every step before 2026-12-04)": {"env": _BFC, "train": {"recompute": True}},
-    "recompute='auto' (the memory plan's choice, the default)": {"env": _BFC, "train": {"recompute": "auto"}},
+    "recompute='auto' (the memory plan's choice, the default)": {
+        "env": _BFC,
+        "train": {"recompute": "auto", "memory_check": "check"},
+    },
 }
 
 

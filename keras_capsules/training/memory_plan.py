@@ -441,7 +441,7 @@ def plan_fastest(make_plan: Callable[[bool], TrainingPlan], limit_bytes: int | N
 
     Rematerialisation (``ConvCaps``' ``remat``, the kernel, LSTM and EM routers' recomputed iterations) saves
     memory for time: a ConsensusCapsNet MNIST step at batch 64 with the LSTM router keeps 2.5 GB with it and
-    9.6 GB without, and takes 1.7x as long. Made from ``make_plan(False)`` when its peak is at most
+    9.3 GB without, and takes 1.8x as long (``benchmarks/recompute.py``). Made from ``make_plan(False)`` when its peak is at most
     :data:`NO_RECOMPUTE_SHARE` of the limit, else ``check(make_plan(True), limit_bytes)``; with no limit known
     (:func:`available_bytes` is ``None`` and none given) always with rematerialisation.
 
