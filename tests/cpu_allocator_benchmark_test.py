@@ -1,15 +1,10 @@
 """benchmarks/cpu_allocator.py: each case's settings as the run file's rows (medians, the kernel's CPU seconds,
 faults and the ratio worked out by hand), written by the one writer and rendered on the checks page."""
 
-import datetime
-import json
-import os
-import types
-
 import pytest
+from run_files import written_and_rendered
 
-from benchmarks import cpu_allocator, report
-from benchmarks.runs import write_run
+from benchmarks import cpu_allocator
 
 
 def process(seconds, system, faults, rss):
@@ -42,14 +37,9 @@ def test_rows_hold_each_settings_figures_and_malloc_over_bfc():
 
 
 def test_the_run_file_validates_and_renders(tmp_path):
-    args = types.SimpleNamespace(results=str(tmp_path), host_name="test host")
-    span = (datetime.datetime(2026, 12, 4, 15, 0), datetime.datetime(2026, 12, 4, 15, 20))
-    path = write_run("cpu_allocator", args, span, "steps", cpu_allocator.rows_of(FIGURES), "cpu-allocator")
-    record = json.loads(open(path).read())
-    name = os.path.basename(path)
-    report.validate_run(record, name)
-    assert name.endswith("-cpu-allocator.json") and record["source"] == "benchmarks/cpu_allocator.py"
-    page = report.pages([dict(record, file=name)])["docs/benchmarks/checks.md"]
+    _, page = written_and_rendered(
+        tmp_path, "cpu_allocator", "cpu-allocator", cpu_allocator.rows_of(FIGURES), "docs/benchmarks/checks.md"
+    )
     assert "| consensus-lstm | BFC (TF_CPU_ALLOCATOR_USE_BFC=true, the CLI's) | 4,898.5 |" in page and "| 1.6 |" in page
 
 

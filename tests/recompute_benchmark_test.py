@@ -1,13 +1,9 @@
 """benchmarks/recompute.py: each case's settings as the run file's rows (medians, whether the step rematerialised and
 the ratio worked out by hand), written by the one writer and rendered on the memory page."""
 
-import datetime
-import json
-import os
-import types
+from run_files import written_and_rendered
 
-from benchmarks import recompute, report
-from benchmarks.runs import write_run
+from benchmarks import recompute
 
 
 def process(seconds, rematerialised, rss):
@@ -38,12 +34,7 @@ def test_rows_say_whether_the_step_rematerialised_and_on_over_auto():
 
 
 def test_the_run_file_validates_and_renders(tmp_path):
-    args = types.SimpleNamespace(results=str(tmp_path), host_name="test host")
-    span = (datetime.datetime(2026, 12, 4, 16, 0), datetime.datetime(2026, 12, 4, 16, 20))
-    path = write_run("recompute", args, span, "steps", recompute.rows_of(FIGURES), "recompute")
-    record = json.loads(open(path).read())
-    name = os.path.basename(path)
-    report.validate_run(record, name)
-    assert name.endswith("-recompute.json") and record["source"] == "benchmarks/recompute.py"
-    page = report.pages([dict(record, file=name)])["docs/benchmarks/memory.md"]
+    _, page = written_and_rendered(
+        tmp_path, "recompute", "recompute", recompute.rows_of(FIGURES), "docs/benchmarks/memory.md"
+    )
     assert f"| consensus-lstm | {AUTO} | off | 3,008.3 |" in page and "| 1.7 |" in page
