@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.ops.compile import compiled_inference
 
 #: The attacks, by name.
 ATTACKS = ("fgsm", "pgd")
@@ -163,7 +164,7 @@ def _loss_gradient(function, model, per_example, scale, padding):
 
         @tf.function(reduce_retracing=True)
         def gradient(images, labels):
-            with tf.GradientTape() as tape:
+            with tf.GradientTape() as tape, compiled_inference():  # routers compile as in training
                 tape.watch(images)
                 value = total(model(model_input(images), training=False), labels)
             return tape.gradient(value, images)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_capsules.evaluation import adversarial_accuracy, adversarial_examples
+from keras_capsules.ops.compile import compiled_reading as real_compiled_reading
 
 RNG = np.random.default_rng(3)
 X = RNG.uniform(0, 1, size=(6, 2, 3, 1)).astype("float32")
@@ -225,3 +226,33 @@ def test_describe_loss_names_the_loss_and_its_settings():
     assert describe_loss(keras.losses.SparseCategoricalCrossentropy(from_logits=True)) == "cross_entropy (from logits)"
     assert describe_loss(keras.losses.CategoricalCrossentropy()) == "cross_entropy (from probabilities)"
     assert describe_loss(keras.losses.MeanSquaredError()) == "MeanSquaredError"
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="router compilation is TensorFlow's (jit_compile)")
+def test_a_routed_models_attack_gradient_is_compiled_and_equals_the_plain_one(monkeypatch):
+    """The attack's gradient runs the dynamic router through XLA (compiled_inference), as training does; the
+    gradient equals the one traced without it, to float32 rounding."""
+    import tensorflow as tf
+
+    from keras_capsules import layers
+    from keras_capsules.evaluation import adversarial
+    from keras_capsules.routing import base
+
+    keras.utils.set_random_seed(0)
+    images = keras.Input((4, 4, 1))
+    primary = keras.layers.Reshape((32, 2))(keras.layers.Conv2D(4, 3, padding="same")(images))
+    poses, lengths = layers.FcCaps(3, 4, router="dynamic", name="class_caps")(primary)
+    model = keras.Model(images, lengths)
+    x = np.random.default_rng(1).uniform(size=(5, 4, 4, 1)).astype("float32")
+    y = np.array([0, 1, 2, 0, 1])
+    compiled = []
+    monkeypatch.setattr(base, "compiled_reading", lambda f, w: compiled.append(1) or real_compiled_reading(f, w))
+    per_example = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+    gradient = adversarial._loss_gradient("test", model, lambda t, s: per_example(t, s), 1.0, None)(x, y)
+    assert compiled  # the router went through compiled_reading at inference
+
+    with tf.GradientTape() as tape:  # eager, outside the scope: the plain router
+        inputs = tf.constant(x)
+        tape.watch(inputs)
+        plain = tape.gradient(tf.reduce_sum(per_example(y, model(inputs, training=False))), inputs).numpy()
+    np.testing.assert_allclose(gradient, plain, rtol=1e-4, atol=1e-6 * np.max(np.abs(plain)))

@@ -1,4 +1,6 @@
-"""A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph."""
+"""A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph, and a scope that compiles routing at inference."""
+
+import contextlib
 
 import keras
 
@@ -31,3 +33,30 @@ def compiled_reading(function, weights):
     import tensorflow as tf
 
     return with_weights_as_inputs(tf.function(jit_compile=True, autograph=False), function, weights)
+
+
+_COMPILING_INFERENCE = [False]  # the innermost compiled_inference() scope's setting, process-wide
+
+
+@contextlib.contextmanager
+def compiled_inference(enabled=True):
+    """A scope in which routers that compile their training calls (``jit_compile``) compile inference calls too.
+
+    For work that runs inference many times and exports nothing, such as an adversarial attack's input
+    gradients (:func:`keras_capsules.evaluation.adversarial_examples` uses it): XLA fuses each routing
+    iteration's elementwise chain there as it does in training. Exports trace outside it, so their graphs
+    stay plain. Read when a call is traced; outputs are the same to float32 rounding.
+
+    Args:
+        enabled: whether inference calls compile.
+    """
+    _COMPILING_INFERENCE.append(bool(enabled))
+    try:
+        yield
+    finally:
+        _COMPILING_INFERENCE.pop()
+
+
+def compiling_inference():
+    """Whether inference calls of compiling routers compile here (:func:`compiled_inference`)."""
+    return _COMPILING_INFERENCE[-1]

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.compile import compiled_reading
+from keras_capsules.ops.compile import compiled_reading, compiling_inference
 from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
 from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.quantize import quantize_uniform
@@ -46,7 +46,9 @@ class Router(keras.layers.Layer):
             REM's uniform quantiser (docs/reference/rem.md#quantiser). Defaults to ``None``.
         jit_compile: route training calls on the TensorFlow backend through XLA, inside the ordinary
             step: ``True``, ``False``, or ``None`` for the router's measured default
-            (``compiles_in_training``). Inference never compiles, so exports trace the plain graph.
+            (``compiles_in_training``). Inference compiles only inside
+            :func:`~keras_capsules.ops.compile.compiled_inference` (an attack's gradients), so exports
+            trace the plain graph.
             Defaults to ``None``.
         **kwargs: the ``keras.layers.Layer`` arguments.
 
@@ -119,7 +121,8 @@ class Router(keras.layers.Layer):
     def compiles(self, training):
         """Whether a call with this ``training`` flag routes through XLA (see ``jit_compile``)."""
         enabled = self.compiles_in_training if self.jit_compile is None else self.jit_compile
-        return enabled and training is True and keras.backend.backend() == "tensorflow"
+        in_scope = training is True or compiling_inference()
+        return enabled and in_scope and keras.backend.backend() == "tensorflow"
 
     def check_votes_layout(self, votes_layout):
         """Validates the ``votes_layout`` call argument: ``"child_major"``, or ``"parent_major"`` where accepted."""

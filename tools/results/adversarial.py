@@ -13,7 +13,9 @@ resumable per model and attack) with the host, date, commit and wall time. Infer
 docs/results/adversarial/slices/<record>/ (skipped when present, so a run that spans machines resumes after
 the last slice committed, and a later run with a larger ``--limit`` adds slices to the earlier ones), slice k
 with PGD's random start drawn from seed k; the record, rewritten once every slice asked for is there, is
-their merge.
+their merge. Slices measured from 2026-12-04 on compute the attacks' gradients with the dynamic and kernel
+routers compiled by XLA (``keras_capsules.ops.compile.compiled_inference``), earlier ones without: the same
+gradients to float32 rounding; each record's commit says which.
 """
 
 import argparse
