@@ -1,10 +1,9 @@
 """A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph, and a scope that compiles routing at inference."""
 
-import contextlib
-
 import keras
 
 from keras_capsules.ops.remat import with_weights_as_inputs
+from keras_capsules.ops.trace_setting import TraceSetting
 
 
 def compiled_reading(function, weights):
@@ -35,10 +34,9 @@ def compiled_reading(function, weights):
     return with_weights_as_inputs(tf.function(jit_compile=True, autograph=False), function, weights)
 
 
-_COMPILING_INFERENCE = [False]  # the innermost compiled_inference() scope's setting, process-wide
+_COMPILING_INFERENCE = TraceSetting(False)
 
 
-@contextlib.contextmanager
 def compiled_inference(enabled=True):
     """A scope in which routers that compile their training calls (``jit_compile``) compile inference calls too.
 
@@ -50,13 +48,9 @@ def compiled_inference(enabled=True):
     Args:
         enabled: whether inference calls compile.
     """
-    _COMPILING_INFERENCE.append(bool(enabled))
-    try:
-        yield
-    finally:
-        _COMPILING_INFERENCE.pop()
+    return _COMPILING_INFERENCE.scope(enabled)
 
 
 def compiling_inference():
     """Whether inference calls of compiling routers compile here (:func:`compiled_inference`)."""
-    return _COMPILING_INFERENCE[-1]
+    return _COMPILING_INFERENCE.get()

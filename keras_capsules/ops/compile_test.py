@@ -54,3 +54,15 @@ def test_weight_gradients_inside_a_rematerialised_loop_as_conv_caps_routes():
     np.testing.assert_allclose(loss.numpy(), (y**2).sum(), rtol=1e-5)
     np.testing.assert_allclose(d_kernel.numpy(), x.T @ upstream, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(d_bias.numpy(), upstream.sum(0), rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_inference_is_off_outside_its_scope_and_scopes_nest():
+    from keras_capsules.ops.compile import compiled_inference, compiling_inference
+
+    assert not compiling_inference()
+    with compiled_inference():
+        assert compiling_inference()
+        with compiled_inference(False):
+            assert not compiling_inference()
+        assert compiling_inference()
+    assert not compiling_inference()

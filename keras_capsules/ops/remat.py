@@ -6,14 +6,13 @@ and routing), where the step fits in memory without it; :func:`keras_capsules.tr
 memory plan.
 """
 
-import contextlib
-
 import keras
 
-_RECOMPUTING = [True]  # the innermost recomputation() scope's setting; process-wide (replica threads see it too)
+from keras_capsules.ops.trace_setting import TraceSetting
+
+_RECOMPUTING = TraceSetting(True)
 
 
-@contextlib.contextmanager
 def recomputation(enabled):
     """A scope in which the library's rematerialisation is on (``True``, the default outside) or off (``False``).
 
@@ -21,21 +20,17 @@ def recomputation(enabled):
     ``ConvCaps`` layer routes its whole vote tensor at once and keeps it for the backward pass, as with
     ``remat=False``. Outputs and gradients are the same to float32 rounding; the step keeps every routing
     temporary until its backward pass (more memory) and computes none twice (less time). Wrap the call that
-    traces the step (the first ``fit``), not only later calls.
+    traces the step (the first ``fit``), not only later calls. Process-wide (replica threads see it too).
 
     Args:
         enabled: whether to rematerialise.
     """
-    _RECOMPUTING.append(bool(enabled))
-    try:
-        yield
-    finally:
-        _RECOMPUTING.pop()
+    return _RECOMPUTING.scope(enabled)
 
 
 def recomputing():
     """Whether rematerialisation is on here (:func:`recomputation`)."""
-    return _RECOMPUTING[-1]
+    return _RECOMPUTING.get()
 
 
 def remat_reading(function, weights):
