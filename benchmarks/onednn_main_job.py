@@ -14,27 +14,20 @@ allocator, as the command line does (``keras_capsules.cli.cpu_allocator``; with 
 """
 
 import datetime
-import os
 import statistics
 import sys
 
-#: The child process: the main job's recipe for ``argv[1]`` steps, its figures printed for the parent.
-CHILD = (
-    "import sys; from benchmarks.common import recipe_steps; from benchmarks.runs import print_row; "
-    "print_row(recipe_steps('EffCapsNet', 'mnist_sample', 'default', 16, int(sys.argv[1]), skip=10))"
-)
+#: The main job's case for :mod:`benchmarks.recipe_ab`: EffCapsNet on the embedded sample at batch 16, ten steps untimed.
+MAIN_JOB = ("EffCapsNet", "mnist_sample", "default", 16)
 
 
 def run_once(onednn, steps):
-    """The median step seconds of one fresh process with oneDNN on or off."""
-    from benchmarks.runs import child_row
+    """The median step seconds of one fresh process with oneDNN on or off (and the CLI's pooling allocator)."""
+    from benchmarks import recipe_ab
 
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if onednn else "0", TF_CPU_ALLOCATOR_USE_BFC="true")
-    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    row = child_row([sys.executable, "-c", CHILD, str(steps)], env=env)
-    if "error" in row:
-        raise SystemExit(f"onednn_main_job: the process with oneDNN {'on' if onednn else 'off'} failed: {row['error']}")
-    return row["median_step_seconds"]
+    setting = {"env": {"TF_ENABLE_ONEDNN_OPTS": "1" if onednn else "0", "TF_CPU_ALLOCATOR_USE_BFC": "true"}}
+    label = f"oneDNN {'on' if onednn else 'off'}"
+    return recipe_ab.run_once("onednn_main_job", (*MAIN_JOB, steps, 10), label, setting, None)["median_step_seconds"]
 
 
 def rows_of(medians):

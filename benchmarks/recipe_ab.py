@@ -2,7 +2,7 @@
 
 Not run on its own: a workload (``cpu_allocator``, ``recompute``) names its cases (``{case: (model, dataset, recipe,
 batch size, steps, steps skipped before timing)}``) and its two settings (``{label: {"env": {...}, "train": {...}}}``:
-the child's environment and :func:`keras_capsules.training.train` arguments, the first setting the baseline);
+the child's environment and :func:`keras_capsules.training.train` arguments, the first setting the baseline; its environment may set ``TF_ENABLE_ONEDNN_OPTS`` too);
 :func:`measure` runs every case's processes (:func:`benchmarks.common.recipe_steps`), the settings' order reversed
 every other round, and :func:`rows_of` turns their figures into the run file's rows. Every child runs with oneDNN
 off, as the command line sets it on TensorFlow 2.21.
@@ -27,7 +27,7 @@ def run_once(workload, case, label, setting, data_dir):
     """One fresh process's figures (:func:`benchmarks.common.recipe_steps`) for ``case`` (its tuple) with ``setting``."""
     from benchmarks.runs import child_row
 
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="3", **setting.get("env", {}))
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "3", **setting.get("env", {})}
     options = json.dumps(setting.get("train", {}))
     row = child_row([sys.executable, "-c", CHILD, *map(str, case), data_dir or "", options], env=env)
     if "error" in row:
