@@ -1,6 +1,6 @@
-"""End-to-end checks on an accelerator under the JAX backend, needing no TensorFlow.
+"""End-to-end checks on an accelerator under the JAX or the PyTorch backend, needing no TensorFlow.
 
-    KERAS_BACKEND=jax python -m benchmarks accelerator_check [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
+    KERAS_BACKEND=jax|torch python -m benchmarks accelerator_check [--output FILE] [--data-dir DIR] [--quick] [--checks preset,fit,...]
 
 It prints one line per check and writes them all, as each ends, to ``--output`` (JSON; by default
 ``benchmarks/results/accelerator_check.json``, not committed: what an interrupted run keeps). At the end a
@@ -11,8 +11,9 @@ its stated expectation.
 
 1. ``preset``: each preset whose test set is at hand, loaded through ``weights=`` and evaluated on the
    full 10,000-image test set on the default device, against the accuracy its registry records (measured
-   on a CPU with TensorFlow). Once with JAX's default float32 matrix precision (TF32 on NVIDIA Ampere
-   and later GPUs) and once with ``"highest"``; ``ok`` iff the "highest" run is within 5 images.
+   on a CPU with TensorFlow). Once with the backend's default float32 precision (JAX: TF32 matrix products
+   on NVIDIA Ampere and later GPUs; PyTorch: full float32 products, TF32 convolutions) and once with the
+   highest (no TF32 anywhere); ``ok`` iff the highest-precision run is within 5 images.
    MNIST presets use the embedded sample (the MNIST test set); Fashion-MNIST ones need
    ``DATA_DIR/fashion-mnist/t10k-*``.
 2. ``fit``: EffCapsNet (MNIST recipe, with decoder), CapsNet (3 routing iterations, with decoder) and
@@ -20,21 +21,24 @@ its stated expectation.
    ``float32``, ``mixed_float16`` and ``mixed_bfloat16``, evaluated on the other 2,000. ``ok`` iff
    every epoch's loss is finite and the held-out accuracy is at least 90 %. ``step_ms``: median
    training step after the first epoch (tracing and compilation excluded), batch size of the recipe.
-3. ``data_parallel``: the EffCapsNet fit again under ``keras.distribution.DataParallel`` over every
-   device JAX sees (on a one-GPU machine this is one replica: it checks the code path, not scaling).
+3. ``data_parallel`` (JAX only: Keras distributes on no other backend): the EffCapsNet fit again under
+   ``keras.distribution.DataParallel`` over every device JAX sees (on a one-GPU machine this is one replica:
+   it checks the code path, not scaling).
 4. ``consensus_step``: one training step of ``ConsensusCapsNet(input_shape=(28, 28, 1), classes=10,
    router=...)`` per paper router (dynamic, EM, kernel, LSTM) at batch 64, as
    ``benchmarks/training_step_cost.py --time`` measures it on a CPU (Adam, the library's loss per
    router, random data; median step after the warm-up steps), with the hours an MNIST epoch
    (938 steps) would take. Timings only: no ``ok``.
 
-5. ``tests``: the README's JAX test selection (read from its test command), run with pytest on this machine
-   (every core where pytest-xdist is installed); its outcome and the failed tests' ids.
+5. ``tests``: the README's test selection for the backend (read from its test command), run with pytest on this
+   machine (every core where pytest-xdist is installed); its outcome and the failed tests' ids.
 
-``--checks`` runs a subset, e.g. ``--checks consensus_step`` for the step times alone.
+``--checks`` runs a subset, e.g. ``--checks consensus_step`` for the step times alone. ``--from-records FILE``
+writes the run file of an interrupted run from the records it kept (``--output``), naming the checks it holds.
 """
 
 import argparse
+import contextlib
 import datetime
 import gzip
 import importlib.util
@@ -52,6 +56,7 @@ import keras
 import numpy as np
 
 import keras_capsules  # noqa: E402
+from benchmarks.common import backend_framework  # noqa: E402
 from benchmarks.runs import HERE, write_run  # noqa: E402
 from benchmarks.training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402
 from benchmarks.training_step_cost import measure_step_seconds, training_loss  # noqa: E402
@@ -63,6 +68,9 @@ SAMPLE_DIR = os.path.join(os.path.dirname(keras_capsules.__file__), "datasets", 
 SAMPLE_TRAIN_SIZE = 8000
 
 CHECKS = ("preset", "fit", "data_parallel", "consensus_step", "tests")
+BACKENDS = ("jax", "torch")
+#: The checks a backend cannot run, and why.
+UNSUPPORTED = {"torch": {"data_parallel": "keras.distribution supports the JAX backend only"}}
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 MNIST_TRAINING_IMAGES = 60_000
 #: (model, dataset, recipe variant) of the training check; the sample stands in for each recipe's data.
@@ -73,11 +81,44 @@ FIT_RECIPES = (
 )
 
 
-def device_description():
+def devices():
+    """``(number of devices, their kind)`` of the backend's default accelerator (the CPU where none)."""
+    if keras.backend.backend() == "torch":
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.device_count(), torch.cuda.get_device_name(0)
+        return 1, "cpu"
     import jax
 
-    devices = jax.devices()
-    return f"{len(devices)} x {devices[0].device_kind} ({devices[0].platform}), JAX {jax.__version__}, Keras {keras.__version__}, Python {platform.python_version()}"
+    found = jax.devices()
+    return len(found), found[0].device_kind
+
+
+def device_description():
+    count, kind = devices()
+    return f"{count} x {kind}, {backend_framework()}, Keras {keras.__version__}, Python {platform.python_version()}"
+
+
+@contextlib.contextmanager
+def float32_precision(precision):
+    """The backend's ``"default"`` float32 precision, or its ``"highest"`` (no TF32 in matrix products or
+    convolutions), while the block runs."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        with jax.default_matmul_precision(None if precision == "default" else "highest"):
+            yield
+        return
+    import torch
+
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if precision == "highest":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def load_test_set(dataset, data_dir):
@@ -106,8 +147,6 @@ def count_correct(model, images, labels, batch_size=500):
 
 def check_presets(data_dir, report, limit=None):
     """Records each preset's full-test-set count; ``limit`` (a smoke run) evaluates only that many images."""
-    import jax
-
     for key in presets.available():
         model_name, name = key.split("/", 1)
         preset = presets.get(model_name, name)
@@ -121,7 +160,7 @@ def check_presets(data_dir, report, limit=None):
         recorded = round(preset.test_accuracy * len(data[1]))
         counts = {}
         for precision in ("default", "highest"):
-            with jax.default_matmul_precision(None if precision == "default" else "highest"):
+            with float32_precision(precision):
                 start = time.perf_counter()
                 counts[precision] = count_correct(model, *data)
                 seconds = time.perf_counter() - start
@@ -187,13 +226,15 @@ def fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_o
     }
 
 
-def readme_jax_tests():
-    """The pytest arguments of the README's JAX test selection (its test command's ``KERAS_BACKEND=jax`` run), without
-    the worker count."""
+def readme_tests(backend):
+    """The pytest arguments of the README's test selection for ``backend`` (its test command's
+    ``KERAS_BACKEND=<backend> python -m pytest`` run), without the worker count."""
     readme = open(os.path.join(os.path.dirname(HERE), "README.md"), encoding="utf-8").read()
-    match = re.search(r"KERAS_BACKEND=jax python -m pytest (.*?) &&", readme)
+    match = re.search(rf"KERAS_BACKEND={backend} python -m pytest (.*?)(?: &&|\n)", readme)
     if match is None:
-        raise ValueError("accelerator_check: README.md's test command has no 'KERAS_BACKEND=jax python -m pytest' run")
+        raise ValueError(
+            f"accelerator_check: README.md's test command has no 'KERAS_BACKEND={backend} python -m pytest' run"
+        )
     arguments = shlex.split(match.group(1))
     if "-n" in arguments:
         del arguments[arguments.index("-n") : arguments.index("-n") + 2]
@@ -213,14 +254,19 @@ def pytest_outcome(output):
 
 
 def check_tests(report):
-    """Runs the README's JAX test selection on this machine (its own process, every core) and records the outcome."""
-    command = [sys.executable, "-m", "pytest", *readme_jax_tests(), "-rf", "-p", "no:cacheprovider"]
+    """Runs the README's test selection for this backend on this machine (its own process, every core) and records
+    the outcome."""
+    backend = keras.backend.backend()
+    command = [sys.executable, "-m", "pytest", *readme_tests(backend), "-rf", "-p", "no:cacheprovider"]
     if importlib.util.find_spec("xdist") is not None:
         command += ["-n", str(os.cpu_count() or 1)]
     done = subprocess.run(
-        command, capture_output=True, text=True, cwd=os.path.dirname(HERE), env={**os.environ, "KERAS_BACKEND": "jax"}
+        command, capture_output=True, text=True, cwd=os.path.dirname(HERE), env={**os.environ, "KERAS_BACKEND": backend}
     )
-    report({"check": "tests", "selection": "the README's JAX test selection", "result": pytest_outcome(done.stdout)})
+    name = backend_framework().split()[0]
+    report(
+        {"check": "tests", "selection": f"the README's {name} test selection", "result": pytest_outcome(done.stdout)}
+    )
 
 
 def check_consensus_steps(report, batch_size, steps, warmup):
@@ -268,8 +314,9 @@ def main():
     unknown = sorted(set(checks) - set(CHECKS))
     if unknown:
         parser.error(f"--checks: unknown {', '.join(unknown)}; expected some of {', '.join(CHECKS)}")
-    if keras.backend.backend() != "jax":
-        parser.error(f"needs KERAS_BACKEND=jax (the backend is {keras.backend.backend()!r})")
+    backend = keras.backend.backend()
+    if backend not in BACKENDS:
+        parser.error(f"needs KERAS_BACKEND={' or '.join(BACKENDS)} (the backend is {backend!r})")
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     records = []
 
@@ -280,6 +327,10 @@ def main():
             json.dump({"device": device_description(), "records": records}, handle, indent=1)
 
     print(device_description(), flush=True)
+    for check, reason in UNSUPPORTED.get(backend, {}).items():
+        if check in checks:
+            checks.remove(check)
+            report({"check": check, "skipped": reason})
     if "preset" in checks:
         check_presets(args.data_dir, report, limit=512 if args.quick else None)
     if {"fit", "data_parallel"} & set(checks):  # both train on the embedded sample
@@ -313,12 +364,15 @@ def main():
 
 
 def rows_of(records):
-    """The run file's rows of the check records: ``gpu-presets`` (correct images: the registry's, JAX's default
-    precision's, ``"highest"``'s; seconds), ``gpu-mixed-precision`` (one per model and policy: step, held-out
-    accuracy, losses per epoch) and ``gpu-consensus-step``; a preset whose test set was absent has no row."""
+    """The run file's rows of the check records: ``gpu-presets`` (correct images: the registry's, the backend's
+    default precision's, the highest's; seconds), ``gpu-mixed-precision`` (one per model and policy: step, held-out
+    accuracy, losses per epoch) and ``gpu-consensus-step``; a skipped check (a preset whose test set was absent, a
+    check the backend cannot run) has no row."""
     rows = []
     for record in records:
-        if record["check"] == "preset" and "skipped" not in record:
+        if "skipped" in record:
+            continue
+        if record["check"] == "preset":
             model, name = record["preset"].split("/", 1)
             rows.append(
                 {
@@ -354,23 +408,30 @@ def rows_of(records):
 
 
 def write(args, span, records, checks):
-    """The run file of a full run's ``records`` (:func:`rows_of`; the presets skipped for want of a test set
-    listed under ``skipped``); its path."""
-    import jax
-
-    devices = jax.devices()
-    args.host_name = args.host_name or f"{len(devices)} x {devices[0].device_kind} ({span[0]:%Y-%m-%d})"
+    """The run file of a full run's ``records`` (:func:`rows_of`; under ``skipped``, the presets skipped for want of
+    a test set and the checks the backend cannot run, with the reason); its path."""
+    count, kind = devices()
+    args.host_name = args.host_name or f"{count} x {kind} ({span[0]:%Y-%m-%d}), {keras.backend.backend()}"
     parts = {
-        "preset": "the presets on their full test sets at JAX's default matrix precision and at 'highest'",
+        "preset": "the presets on their full test sets at the backend's default float32 precision and at the highest",
         "fit": f"{args.epochs} epochs from scratch per model and dtype policy on the embedded sample's first 8,000 "
         "images, the step the median after the first epoch, the accuracy on the other 2,000",
         "data_parallel": "the EffCapsNet fit again under keras.distribution.DataParallel over every device",
         "consensus_step": "ConsensusCapsNet's training step per router at batch 64, the median of 10 after 3",
-        "tests": "the README's JAX test selection run with pytest on this machine",
+        "tests": "the README's test selection for the backend run with pytest on this machine",
     }
     measured = f"on {device_description()}: " + "; ".join(parts[check] for check in checks)
-    skipped = [r["preset"] for r in records if r["check"] == "preset" and "skipped" in r]
-    return write_run("accelerator_check", args, span, measured, rows_of(records), "accelerator-check", skipped=skipped)
+    skipped = [r.get("preset") or f"{r['check']}: {r['skipped']}" for r in records if "skipped" in r]
+    return write_run(
+        "accelerator_check",
+        args,
+        span,
+        measured,
+        rows_of(records),
+        "accelerator-check",
+        accelerator=kind,
+        skipped=skipped,
+    )
 
 
 if __name__ == "__main__":

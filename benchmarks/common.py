@@ -39,17 +39,22 @@ def cpu():
     return cpu_description(repository_host().cpuinfo())
 
 
+def backend_framework():
+    """The framework under Keras's backend and its version, e.g. ``"PyTorch 2.11.0"``."""
+    backend = keras.backend.backend()
+    name = {"jax": "JAX", "torch": "PyTorch", "tensorflow": "TensorFlow"}.get(backend, backend)
+    return f"{name} {__import__(backend).__version__}"
+
+
 def machine_description():
-    """One line describing the machine the numbers come from: :func:`cpu`, cores and software (JAX's version
-    instead of TensorFlow's where TensorFlow is not installed, as on the accelerator machines)."""
+    """One line describing the machine the numbers come from: :func:`cpu`, cores and software (the backend's
+    framework instead of TensorFlow where TensorFlow is not installed, as on the accelerator machines)."""
     try:
         import tensorflow as tf
 
         framework = f"TensorFlow {tf.__version__}{onednn_state()}"
     except ImportError:
-        import jax
-
-        framework = f"JAX {jax.__version__}, no TensorFlow"
+        framework = f"{backend_framework()}, no TensorFlow"
     return (
         f"{cpu()}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
         f"{framework}, Keras {keras.__version__}, backend {keras.backend.backend()}"

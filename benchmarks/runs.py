@@ -155,14 +155,17 @@ def run_parser(doc, defaults):
     return parser
 
 
-def write_run(workload, args, span, measured, rows, kind, **fields):
+def write_run(workload, args, span, measured, rows, kind, accelerator=None, **fields):
     """Writes the run file ``<args.results>/YYYY-MM-DD-HHMM-<host>-<kind>.json`` of the benchmark ``workload``
     (``benchmarks/<workload>.py``, run as ``python -m benchmarks <workload>``)
     (the format of ``benchmarks/report.py``: host, date, span ``(started, ended)`` in UTC, software,
     command, ``measured``, package, ``fields``, ``rows``) and, for the repository's own results folder,
-    regenerates BENCHMARKS.md; returns its path."""
+    regenerates BENCHMARKS.md; returns its path. ``accelerator``: the device measured (e.g. ``"NVIDIA H200"``),
+    recorded as the host's processor in place of the CPU."""
     started, ended = span
     host, software = host_record(args.host_name)
+    if accelerator:
+        host["cpu"] = accelerator
     run = {
         "host": host,
         "date": started.date().isoformat(),

@@ -52,6 +52,27 @@ def test_unknown_check_is_refused_naming_the_choices(monkeypatch, capsys):
     )
 
 
+def test_a_backend_without_distribution_skips_data_parallel_with_its_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(check.keras.backend, "backend", lambda: "torch")
+    monkeypatch.setattr(check, "devices", lambda: (1, "cpu"))
+    monkeypatch.setattr(check, "backend_framework", lambda: "PyTorch 2.13.0")
+    output = tmp_path / "records.json"
+    argv = ["accelerator_check.py", "--quick", "--checks", "data_parallel", "--output", str(output)]
+    monkeypatch.setattr("sys.argv", argv)
+    check.main()
+    records = json.loads(output.read_text())["records"]
+    assert records == [{"check": "data_parallel", "skipped": "keras.distribution supports the JAX backend only"}]
+    assert check.rows_of(records) == []
+
+
+def test_tensorflow_is_refused_naming_the_backends(monkeypatch, capsys):
+    monkeypatch.setattr(check.keras.backend, "backend", lambda: "tensorflow")
+    monkeypatch.setattr("sys.argv", ["accelerator_check.py", "--checks", "fit"])
+    with pytest.raises(SystemExit):
+        check.main()
+    assert "needs KERAS_BACKEND=jax or torch (the backend is 'tensorflow')" in capsys.readouterr().err
+
+
 RECORDS = [
     {
         "check": "preset",
@@ -106,7 +127,7 @@ RECORDS = [
 ]
 
 
-def test_the_records_become_the_run_files_rows_and_render(tmp_path):
+def test_the_records_become_the_run_files_rows_and_render(tmp_path, monkeypatch):
     rows = check.rows_of(RECORDS)
     assert rows == [
         dict(
@@ -144,12 +165,14 @@ def test_the_records_become_the_run_files_rows_and_render(tmp_path):
         dict(target="gpu-consensus-step", router="kernel", batch_size=64, step_s=0.05, hours_per_mnist_epoch=0.013),
     ]
     args = types.SimpleNamespace(results=str(tmp_path), host_name="test device", epochs=2)
+    monkeypatch.setattr(check, "devices", lambda: (1, "NVIDIA H200"))
     span = (datetime.datetime(2026, 12, 4, 9, 0), datetime.datetime(2026, 12, 4, 9, 40))
     path = check.write(args, span, RECORDS, ["preset", "fit", "data_parallel", "consensus_step"])
     record = json.loads(open(path).read())
     name = os.path.basename(path)
     report.validate_run(record, name)
     assert record["skipped"] == ["FMCapsNet/fashion_mnist"] and record["host"]["name"] == "test device"
+    assert record["host"]["cpu"] == "NVIDIA H200"  # the device measured, not the host's CPU
     page = report.pages([dict(record, file=name)])["docs/benchmarks/checks.md"]
     assert '| EffCapsNet(weights="mnist") | 9,962 | 9,961 | 9,962 | 1.6 |' in page
     # 2.23 / 2.18 = 1.02; no bfloat16 run: a dash.
@@ -157,11 +180,16 @@ def test_the_records_become_the_run_files_rows_and_render(tmp_path):
     assert "| kernel | 64 | 0.05 | 0.013 |" in page
 
 
-def test_the_tests_check_reads_the_readmes_jax_selection_and_pytests_outcome():
-    # README.md's test command: KERAS_BACKEND=jax python -m pytest -q -n 2 -k "numpy or builds_trains" PATHS...
-    arguments = check.readme_jax_tests()
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_tests_check_reads_the_readmes_selection_per_backend(backend):
+    # README.md's test command: KERAS_BACKEND=jax python -m pytest -q -n 2 -k "numpy or builds_trains" PATHS... &&
+    # ... && KERAS_BACKEND=torch python -m pytest (the same arguments), the command's last.
+    arguments = check.readme_tests(backend)
     assert arguments[:3] == ["-q", "-k", "numpy or builds_trains"] and "-n" not in arguments
-    assert "keras_capsules/routing" in arguments and "tests/applications_backends_test.py" in arguments
+    assert "keras_capsules/routing" in arguments and arguments[-1] == "tests/applications_backends_test.py"
+
+
+def test_pytest_outcome_reads_the_summary_and_the_failed_ids():
     output = (
         "....F..\nFAILED keras_capsules/ops/a_test.py::test_x - AssertionError\n==== 1 failed, 6 passed in 80.20s ===="
     )

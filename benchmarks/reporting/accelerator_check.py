@@ -1,5 +1,5 @@
 """``accelerator_check``'s tables: the presets, mixed precision, ConsensusCapsNet's step and correctness on a GPU
-under JAX."""
+under JAX or PyTorch (the backend: the run's software line and host name)."""
 
 from benchmarks.reporting.cells import col, num, r2
 
@@ -35,14 +35,14 @@ POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 TABLES = [
     dict(
         key="gpu-presets",
-        heading="GPU checks (JAX backend)",
+        heading="GPU checks (JAX and PyTorch backends)",
         rows=("gpu-presets",),
         intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
         columns=[
             col("preset"),
             col("registry", "> registry (CPU)"),
-            col("tf32", "> JAX default (TF32)"),
-            col("highest", '> `"highest"` precision'),
+            col("tf32", "> backend's default precision (JAX: TF32)"),
+            col("highest", "> highest precision (no TF32)"),
             col("seconds", "> seconds, compilation included"),
         ],
     ),

@@ -71,7 +71,7 @@ DETAIL = {
     ),
     "checks.md": (
         "GPU checks, oneDNN, the CPU allocator and fine-tuning",
-        "The presets and mixed precision on GPUs under JAX, what oneDNN is worth to the main job, what "
+        "The presets and mixed precision on GPUs under JAX and PyTorch, what oneDNN is worth to the main job, what "
         "TensorFlow's pooling CPU allocator is worth, and fine-tuning against training from scratch.",
         (
             "gpu-presets",
