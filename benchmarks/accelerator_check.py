@@ -156,14 +156,18 @@ def check_presets(data_dir, report, limit=None):
             continue
         if limit:
             data = (data[0][:limit], data[1][:limit])
-        model = getattr(applications, model_name)(weights=name)
         recorded = round(preset.test_accuracy * len(data[1]))
         counts = {}
-        for precision in ("default", "highest"):
-            with float32_precision(precision):
-                start = time.perf_counter()
-                counts[precision] = count_correct(model, *data)
-                seconds = time.perf_counter() - start
+        try:
+            model = getattr(applications, model_name)(weights=name)
+            for precision in ("default", "highest"):
+                with float32_precision(precision):
+                    start = time.perf_counter()
+                    counts[precision] = count_correct(model, *data)
+                    seconds = time.perf_counter() - start
+        except Exception as error:  # recorded, and the other presets still checked
+            report(failure("preset", key, error))
+            continue
         report(
             {
                 "check": "preset",
@@ -176,6 +180,13 @@ def check_presets(data_dir, report, limit=None):
                 "ok": None if limit else abs(counts["highest"] - recorded) <= 5,
             }
         )
+
+
+def failure(check, subject, error):
+    """The record of a check that raised ``error`` on ``subject`` (a preset, model or router): its type and
+    first line."""
+    message = str(error).strip().splitlines()
+    return {"check": check, "subject": subject, "error": f"{type(error).__name__}: {message[0] if message else ''}"}
 
 
 class StepTimer(keras.callbacks.Callback):
@@ -269,13 +280,17 @@ def check_tests(report):
     )
 
 
-def check_consensus_steps(report, batch_size, steps, warmup):
+def check_consensus_steps(report, batch_size, steps, warmup, routers=CONSENSUS_ROUTERS):
     """Records the median training step of ConsensusCapsNet on MNIST-sized input, per paper router."""
     epoch_steps = -(-MNIST_TRAINING_IMAGES // batch_size)
-    for router in CONSENSUS_ROUTERS:
+    for router in routers:
         keras.utils.set_random_seed(0)
-        model = applications.ConsensusCapsNet(input_shape=(28, 28, 1), classes=10, router=router)
-        seconds = measure_step_seconds(model, training_loss(router), batch_size, steps=steps, warmup=warmup)
+        try:
+            model = applications.ConsensusCapsNet(input_shape=(28, 28, 1), classes=10, router=router)
+            seconds = measure_step_seconds(model, training_loss(router), batch_size, steps=steps, warmup=warmup)
+        except Exception as error:  # recorded, and the other routers still timed
+            report(failure("consensus_step", f"ConsensusCapsNet router={router}", error))
+            continue
         report(
             {
                 "check": "consensus_step",
@@ -306,6 +321,11 @@ def main():
         help="a smoke run: 512 images per preset and for training, 1 epoch, float32 only; ConsensusCapsNet steps at batch 8, 2 timed",
     )
     parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated subset of {', '.join(CHECKS)}")
+    parser.add_argument(
+        "--routers",
+        default=",".join(CONSENSUS_ROUTERS),
+        help=f"consensus_step's routers, comma-separated (default: {','.join(CONSENSUS_ROUTERS)})",
+    )
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
     parser.add_argument("--host-name", default=None, help="the host's name (default: the devices and the date)")
     args = parser.parse_args()
@@ -341,9 +361,12 @@ def main():
     if "fit" in checks:
         for model_name, dataset, variant in FIT_RECIPES:
             for policy in POLICIES[:1] if args.quick else POLICIES:
-                report(
-                    {"check": "fit", **fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)}
-                )
+                try:
+                    record = fit_and_evaluate(model_name, dataset, variant, policy, epochs, train, held_out)
+                except Exception as error:  # recorded, and the other fits still run
+                    report(failure("fit", f"{model_name} {dataset}/{variant} {policy}", error))
+                    continue
+                report({"check": "fit", **record})
     if "data_parallel" in checks:
         import jax
 
@@ -355,7 +378,11 @@ def main():
         report({"check": "data_parallel", "replicas": len(jax.devices()), **record})
     if "consensus_step" in checks:
         check_consensus_steps(
-            report, batch_size=8 if args.quick else 64, steps=2 if args.quick else 10, warmup=1 if args.quick else 3
+            report,
+            batch_size=8 if args.quick else 64,
+            steps=2 if args.quick else 10,
+            warmup=1 if args.quick else 3,
+            routers=args.routers.split(","),
         )
     if "tests" in checks:
         check_tests(report)
@@ -366,13 +393,18 @@ def main():
 def rows_of(records):
     """The run file's rows of the check records: ``gpu-presets`` (correct images: the registry's, the backend's
     default precision's, the highest's; seconds), ``gpu-mixed-precision`` (one per model and policy: step, held-out
-    accuracy, losses per epoch) and ``gpu-consensus-step``; a skipped check (a preset whose test set was absent, a
-    check the backend cannot run) has no row."""
+    accuracy, losses per epoch), ``gpu-consensus-step`` and ``gpu-checks`` (the tests' outcome, and each check that
+    raised, with its error); a skipped check (a preset whose test set was absent, a check the backend cannot run)
+    has no row."""
     rows = []
     for record in records:
         if "skipped" in record:
             continue
-        if record["check"] == "preset":
+        if "error" in record:
+            rows.append(
+                {"target": "gpu-checks", "check": f"{record['check']} {record['subject']}", "result": record["error"]}
+            )
+        elif record["check"] == "preset":
             model, name = record["preset"].split("/", 1)
             rows.append(
                 {

@@ -200,3 +200,28 @@ def test_pytest_outcome_reads_the_summary_and_the_failed_ids():
     assert check.rows_of([record]) == [
         {"target": "gpu-checks", "check": "the README's JAX test selection", "result": "7 passed"}
     ]
+
+
+def test_a_check_that_raises_is_recorded_and_the_rest_still_run(monkeypatch):
+    def build(router, **kwargs):
+        if router == "em":
+            raise RuntimeError("Expected all tensors to be on the same device\nsecond line")
+        return router
+
+    monkeypatch.setattr(check, "applications", types.SimpleNamespace(ConsensusCapsNet=build))
+    monkeypatch.setattr(check, "measure_step_seconds", lambda *args, **kwargs: 0.5)
+    records = []
+    check.check_consensus_steps(records.append, batch_size=8, steps=1, warmup=1, routers=["dynamic", "em", "lstm"])
+    assert [r.get("router") for r in records] == ["dynamic", None, "lstm"]
+    assert records[1] == {
+        "check": "consensus_step",
+        "subject": "ConsensusCapsNet router=em",
+        "error": "RuntimeError: Expected all tensors to be on the same device",
+    }
+    assert check.rows_of(records[1:2]) == [
+        {
+            "target": "gpu-checks",
+            "check": "consensus_step ConsensusCapsNet router=em",
+            "result": "RuntimeError: Expected all tensors to be on the same device",
+        }
+    ]

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules.ops.dtypes import LOW_PRECISION
+from keras_capsules.ops.reductions import max_with_initial
 
 DEFAULT_EPSILON = 1e-7
 
@@ -32,8 +33,8 @@ def rescaled(x, axis=-1):
     directions computed from them are finite for any finite ``x``; ``m = 1`` leaves ordinary
     vectors untouched (bit for bit).
     """
-    # ``initial=1`` rather than ``maximum(max, 1)``: Keras' TensorFlow ``max`` refuses empty tensors (batch 0) otherwise.
-    scale = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=1.0))
+    # A floor of 1 in the reduction rather than ``maximum(max, 1)``: TensorFlow's ``max`` refuses empty tensors (batch 0).
+    scale = ops.stop_gradient(max_with_initial(ops.abs(x), 1.0, axis=axis, keepdims=True))
     # Two divisions by sqrt(m): XLA (JAX) divides by multiplying with 1/m, which flushes to zero for m > ~1e38.
     root = ops.sqrt(scale)
     return x / root / root, scale
@@ -76,7 +77,7 @@ def limit_magnitude(x, axis=-1, limit=MAGNITUDE_LIMIT):
     """
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         return x
-    peak = ops.stop_gradient(ops.max(ops.abs(x), axis=axis, keepdims=True, initial=limit))
+    peak = ops.stop_gradient(max_with_initial(ops.abs(x), limit, axis=axis, keepdims=True))
     return ops.multiply(x, limit / peak)
 
 

@@ -2,6 +2,8 @@
 
 from keras import ops
 
+from keras_capsules.ops.reductions import max_with_initial
+
 
 def softmax_along(x, axis):
     """``exp(x - max) / sum exp(x - max)`` over ``axis``, reduced where the axis is.
@@ -22,6 +24,6 @@ def softmax_along(x, axis):
     x = ops.convert_to_tensor(x)  # a NumPy ``x`` cannot meet a torch tensor in ``-``
     if axis % len(x.shape) == len(x.shape) - 1:
         return ops.softmax(x, axis=-1)
-    peak = ops.max(x, axis=axis, keepdims=True, initial=float("-inf"))  # (initial: an empty x is allowed)
+    peak = max_with_initial(x, float("-inf"), axis=axis, keepdims=True)  # (initial: an empty x is allowed)
     exps = ops.exp(x - ops.stop_gradient(peak))
     return exps / ops.sum(exps, axis=axis, keepdims=True)

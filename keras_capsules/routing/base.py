@@ -8,6 +8,7 @@ from keras_capsules.ops.compile import compiled_reading, compiling_inference
 from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
 from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.quantize import quantize_uniform
+from keras_capsules.ops.reductions import max_with_initial, min_with_initial
 
 
 class Router(keras.layers.Layer):
@@ -179,8 +180,8 @@ def limit_votes(votes, limit=MAGNITUDE_LIMIT):
     # max|votes| (at least ``limit``) from the largest and the smallest vote: two reductions that only read
     # the votes, where ``max(abs(votes))`` (limit_magnitude) also writes a vote-sized |votes| (3-5x slower
     # on ConsensusCapsNet's 28 MB rows at 64x64x3; 6-10 % of its training step). The same value, bit for bit.
-    top = ops.max(votes, axis=(1, 2, 3), keepdims=True, initial=limit)
-    bottom = ops.min(votes, axis=(1, 2, 3), keepdims=True, initial=-limit)
+    top = max_with_initial(votes, limit, axis=(1, 2, 3), keepdims=True)
+    bottom = min_with_initial(votes, -limit, axis=(1, 2, 3), keepdims=True)
     peak = ops.stop_gradient(ops.maximum(top, -bottom))
     return ops.multiply(votes, limit / peak)
 

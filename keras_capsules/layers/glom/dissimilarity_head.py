@@ -4,6 +4,7 @@ from keras import ops
 
 from keras_capsules.layers.glom import _utils
 from keras_capsules.layers.glom.window_head import WindowHead
+from keras_capsules.ops.reductions import max_with_initial
 from keras_capsules.serialization import register
 
 
@@ -30,9 +31,7 @@ class DissimilarityHead(WindowHead):
         unit = _utils.l2_normalize(values)
         sim = ops.einsum("bpid,bpjd->bpij", unit, unit)
         weights = ops.sum(ops.exp(1.0 - sim), axis=-1)
-        weights = weights / ops.max(
-            weights, axis=-1, keepdims=True, initial=0.0
-        )  # weights > 0; ``initial`` allows batch 0
+        weights = weights / max_with_initial(weights, 0.0, axis=-1, keepdims=True)  # weights > 0; ``initial``: batch 0
         return ops.cast(ops.einsum("bpi,bpid->bpd", weights, values), windows.dtype)
 
     def window_weights(self, inputs):
@@ -43,4 +42,4 @@ class DissimilarityHead(WindowHead):
         tokens = ops.reshape(inputs, (-1, h * w, inputs.shape[-1]))
         unit = _utils.l2_normalize(_utils.partition_windows(tokens, (h, w), self.window))
         weights = ops.sum(ops.exp(1.0 - ops.einsum("bpid,bpjd->bpij", unit, unit)), axis=-1)
-        return weights / ops.max(weights, axis=-1, keepdims=True, initial=0.0)
+        return weights / max_with_initial(weights, 0.0, axis=-1, keepdims=True)

@@ -3,6 +3,7 @@
 from keras import ops
 
 from keras_capsules.layers.glom.window_head import WindowHead
+from keras_capsules.ops.reductions import max_with_initial
 from keras_capsules.serialization import register
 
 
@@ -33,6 +34,6 @@ class WindowMaxPooling(WindowHead):
     """
 
     def reduce(self, windows):
-        return ops.max(
-            windows, axis=2, initial=float("-inf")
+        return max_with_initial(
+            windows, float("-inf"), axis=2
         )  # ``initial``: Keras' TF max refuses an empty batch otherwise
