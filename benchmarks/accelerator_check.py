@@ -57,7 +57,7 @@ import numpy as np
 
 import keras_capsules  # noqa: E402
 from benchmarks.common import backend_framework  # noqa: E402
-from benchmarks.runs import HERE, write_run  # noqa: E402
+from benchmarks.runs import HERE, package_record, write_run  # noqa: E402
 from benchmarks.training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402
 from benchmarks.training_step_cost import measure_step_seconds, training_loss  # noqa: E402
 from keras_capsules import applications, presets, recipes  # noqa: E402
@@ -328,7 +328,16 @@ def main():
     )
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="folder of the run file")
     parser.add_argument("--host-name", default=None, help="the host's name (default: the devices and the date)")
+    parser.add_argument(
+        "--from-records",
+        nargs="+",
+        metavar="FILE",
+        help="write the run file of an interrupted run from the records files it kept (--output) and stop",
+    )
     args = parser.parse_args()
+    if args.from_records:
+        write_from_records(args, args.from_records)
+        return
     started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     checks = args.checks.split(",")
     unknown = sorted(set(checks) - set(CHECKS))
@@ -343,8 +352,14 @@ def main():
     def report(record):
         records.append(record)
         print(json.dumps(record), flush=True)
+        kept = {
+            "device": device_description(),
+            "package": package_record(),
+            "started": f"{started:%Y-%m-%dT%H:%M}",
+            "updated": f"{utc_now():%Y-%m-%dT%H:%M}",
+        }
         with open(args.output, "w") as handle:
-            json.dump({"device": device_description(), "records": records}, handle, indent=1)
+            json.dump({**kept, "records": records}, handle, indent=1)
 
     print(device_description(), flush=True)
     for check, reason in UNSUPPORTED.get(backend, {}).items():
@@ -387,7 +402,36 @@ def main():
     if "tests" in checks:
         check_tests(report)
     if not args.quick:
-        write(args, (started, datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)), records, checks)
+        write(args, (started, utc_now()), records, checks, device_description())
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def write_from_records(args, paths):
+    """The run file of an interrupted run (stopped at its time limit, say) from the records files it kept
+    (``--output``), on any machine: their device, their records in order, the span from their times (a file
+    without them: its modification time), the package they name (else this one)."""
+    kept = [json.load(open(path)) for path in paths]
+    device = {k["device"] for k in kept}
+    if len(device) != 1:
+        raise SystemExit(f"accelerator_check: --from-records: the files come from different devices: {sorted(device)}")
+    records = [record for k in kept for record in k["records"]]
+    checks = list(dict.fromkeys(r["check"] for r in records if "skipped" not in r))
+
+    def time_of(k, path, field):
+        if field in k:
+            return datetime.datetime.strptime(k[field], "%Y-%m-%dT%H:%M")
+        return datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc).replace(tzinfo=None)
+
+    span = (
+        min(time_of(k, path, "started") for k, path in zip(kept, paths)),
+        max(time_of(k, path, "updated") for k, path in zip(kept, paths)),
+    )
+    packages = [k["package"] for k in kept if "package" in k]
+    package = {"package": packages[0]} if packages and all(p == packages[0] for p in packages) else {}
+    return write(args, span, records, checks, device.pop(), interrupted=True, **package)
 
 
 def rows_of(records):
@@ -439,11 +483,13 @@ def rows_of(records):
     return rows
 
 
-def write(args, span, records, checks):
-    """The run file of a full run's ``records`` (:func:`rows_of`; under ``skipped``, the presets skipped for want of
-    a test set and the checks the backend cannot run, with the reason); its path."""
-    count, kind = devices()
-    args.host_name = args.host_name or f"{count} x {kind} ({span[0]:%Y-%m-%d}), {keras.backend.backend()}"
+def write(args, span, records, checks, device, interrupted=False, **fields):
+    """The run file of ``records`` (:func:`rows_of`; under ``skipped``, the presets skipped for want of a test set
+    and the checks the backend cannot run, with the reason) measured on ``device`` (:func:`device_description`'s
+    line), with ``fields`` (e.g. the ``package`` an interrupted run kept); its path."""
+    count, kind = device.split(",")[0].split(" x ", 1)
+    framework = device.split(", ")[1]
+    args.host_name = args.host_name or f"{count} x {kind} ({span[0]:%Y-%m-%d}), {framework.split()[0]}"
     parts = {
         "preset": "the presets on their full test sets at the backend's default float32 precision and at the highest",
         "fit": f"{args.epochs} epochs from scratch per model and dtype policy on the embedded sample's first 8,000 "
@@ -452,7 +498,9 @@ def write(args, span, records, checks):
         "consensus_step": "ConsensusCapsNet's training step per router at batch 64, the median of 10 after 3",
         "tests": "the README's test selection for the backend run with pytest on this machine",
     }
-    measured = f"on {device_description()}: " + "; ".join(parts[check] for check in checks)
+    measured = f"on {device}: " + "; ".join(parts[check] for check in checks)
+    if interrupted:
+        measured += " (the run stopped at its time limit: the checks it finished, written from its records)"
     skipped = [r.get("preset") or f"{r['check']}: {r['skipped']}" for r in records if "skipped" in r]
     return write_run(
         "accelerator_check",
@@ -462,7 +510,9 @@ def write(args, span, records, checks):
         rows_of(records),
         "accelerator-check",
         accelerator=kind,
+        software=device if interrupted else None,
         skipped=skipped,
+        **fields,
     )
 
 

@@ -155,15 +155,17 @@ def run_parser(doc, defaults):
     return parser
 
 
-def write_run(workload, args, span, measured, rows, kind, accelerator=None, **fields):
+def write_run(workload, args, span, measured, rows, kind, accelerator=None, software=None, **fields):
     """Writes the run file ``<args.results>/YYYY-MM-DD-HHMM-<host>-<kind>.json`` of the benchmark ``workload``
     (``benchmarks/<workload>.py``, run as ``python -m benchmarks <workload>``)
     (the format of ``benchmarks/report.py``: host, date, span ``(started, ended)`` in UTC, software,
     command, ``measured``, package, ``fields``, ``rows``) and, for the repository's own results folder,
     regenerates BENCHMARKS.md; returns its path. ``accelerator``: the device measured (e.g. ``"NVIDIA H200"``),
-    recorded as the host's processor in place of the CPU."""
+    recorded as the host's processor in place of the CPU; ``software``: the software line where it is not this
+    process's (a run written from another machine's records)."""
     started, ended = span
-    host, software = host_record(args.host_name)
+    host, this_software = host_record(args.host_name)
+    software = software or this_software
     if accelerator:
         host["cpu"] = accelerator
     run = {

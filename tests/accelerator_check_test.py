@@ -127,7 +127,10 @@ RECORDS = [
 ]
 
 
-def test_the_records_become_the_run_files_rows_and_render(tmp_path, monkeypatch):
+DEVICE = "1 x NVIDIA H200, JAX 0.11.2, Keras 3.15.1, Python 3.12.3"
+
+
+def test_the_records_become_the_run_files_rows_and_render(tmp_path):
     rows = check.rows_of(RECORDS)
     assert rows == [
         dict(
@@ -165,9 +168,8 @@ def test_the_records_become_the_run_files_rows_and_render(tmp_path, monkeypatch)
         dict(target="gpu-consensus-step", router="kernel", batch_size=64, step_s=0.05, hours_per_mnist_epoch=0.013),
     ]
     args = types.SimpleNamespace(results=str(tmp_path), host_name="test device", epochs=2)
-    monkeypatch.setattr(check, "devices", lambda: (1, "NVIDIA H200"))
     span = (datetime.datetime(2026, 12, 4, 9, 0), datetime.datetime(2026, 12, 4, 9, 40))
-    path = check.write(args, span, RECORDS, ["preset", "fit", "data_parallel", "consensus_step"])
+    path = check.write(args, span, RECORDS, ["preset", "fit", "data_parallel", "consensus_step"], DEVICE)
     record = json.loads(open(path).read())
     name = os.path.basename(path)
     report.validate_run(record, name)
@@ -225,3 +227,26 @@ def test_a_check_that_raises_is_recorded_and_the_rest_still_run(monkeypatch):
             "result": "RuntimeError: Expected all tensors to be on the same device",
         }
     ]
+
+
+def test_an_interrupted_runs_records_make_its_run_file(tmp_path):
+    presets_file, steps_file = tmp_path / "a.json", tmp_path / "b.json"
+    kept = {"device": DEVICE, "started": "2026-12-04T17:45", "updated": "2026-12-04T17:47", "records": RECORDS[:2]}
+    kept["package"] = {"path": "/work/main", "commit": "410fbcd"}
+    presets_file.write_text(json.dumps(kept))
+    steps_file.write_text(json.dumps({"device": DEVICE, "records": RECORDS[-1:]}))  # no times: its mtime
+    stamp = datetime.datetime(2026, 12, 4, 17, 52, tzinfo=datetime.timezone.utc).timestamp()
+    os.utime(steps_file, (stamp, stamp))
+    args = types.SimpleNamespace(results=str(tmp_path / "runs"), host_name=None, epochs=2)
+    record = json.loads(open(check.write_from_records(args, [str(presets_file), str(steps_file)])).read())
+    assert record["time_utc"] == "17:45-17:52" and record["host"]["cpu"] == "NVIDIA H200"
+    assert record["host"]["name"] == "1 x NVIDIA H200 (2026-12-04), JAX" and record["software"] == DEVICE
+    assert record["measured"].startswith(f"on {DEVICE}: the presets on their full test sets")
+    assert (
+        "ConsensusCapsNet's training step" in record["measured"] and "stopped at its time limit" in record["measured"]
+    )
+    assert [row["target"] for row in record["rows"]] == ["gpu-presets", "gpu-consensus-step"]
+    assert record["skipped"] == ["FMCapsNet/fashion_mnist"] and record["package"]["commit"] == "410fbcd"
+    steps_file.write_text(json.dumps({"device": "1 x NVIDIA H100, JAX 0.11.2", "records": []}))
+    with pytest.raises(SystemExit, match="different devices"):
+        check.write_from_records(args, [str(presets_file), str(steps_file)])

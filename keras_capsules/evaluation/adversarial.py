@@ -186,8 +186,18 @@ def _loss_gradient(function, model, per_example, scale, padding):
                 [v.value for v in model.non_trainable_variables],
             )
         )
+    if backend == "torch":
+        import torch
+
+        def gradient(images, labels):
+            inputs = ops.convert_to_tensor(images).requires_grad_()  # on the backend's device, as the weights
+            value = total(model(model_input(inputs), training=False), ops.convert_to_tensor(labels))
+            (grad,) = torch.autograd.grad(value, [inputs])
+            return ops.convert_to_numpy(grad)
+
+        return gradient
     raise NotImplementedError(
-        f"{function}: the Keras backend {backend!r} is not supported; expected 'tensorflow' or 'jax'."
+        f"{function}: the Keras backend {backend!r} is not supported; expected 'tensorflow', 'jax' or 'torch'."
     )
 
 

@@ -25,10 +25,10 @@ def _value_and_gradients(function, weight, x):
     if keras.backend.backend() == "torch":
         import torch
 
-        x = torch.tensor(x, requires_grad=True)
+        x = keras.ops.convert_to_tensor(x).requires_grad_()  # on the backend's device, as the weight
         total = keras.ops.sum(function(x))
         grad_x, grad_w = torch.autograd.grad(total, [x, weight.value])
-        return float(total.detach()), grad_x.numpy(), grad_w.numpy()
+        return float(total.detach()), keras.ops.convert_to_numpy(grad_x), keras.ops.convert_to_numpy(grad_w)
     import jax
 
     def pure(values, weight_value):
