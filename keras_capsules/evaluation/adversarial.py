@@ -271,14 +271,23 @@ class _Attack:
     def step_size_for(self, epsilon):
         return self.factor * epsilon / self.steps if self.step_size is None else float(self.step_size)
 
-    def run(self, images, labels, epsilon, noise=None):
-        """``(adversarial images, whether each image's first gradient was zero)`` for one batch; ``noise`` in [-1, 1]."""
-        targets = np.eye(self.classes, dtype="float32")[labels] if self.one_hot else labels
+    def targets(self, labels):
+        return np.eye(self.classes, dtype="float32")[labels] if self.one_hot else labels
+
+    def run(self, images, labels, epsilon, noise=None, first_gradient=None):
+        """``(adversarial images, whether each image's first gradient was zero)`` for one batch; ``noise`` in [-1, 1].
+
+        ``first_gradient``: the loss gradient at ``images`` when already computed (without ``noise`` the first step
+        starts there whatever ``epsilon``, so several epsilons share it)."""
+        targets = self.targets(labels)
         lower, upper = np.maximum(images - epsilon, 0.0), np.minimum(images + epsilon, 1.0)
         adversarial = images if noise is None else np.clip(images + epsilon * noise, lower, upper)
         size = self.step_size_for(epsilon)
         for step in range(self.steps):
-            gradient = self.gradient(adversarial, targets)
+            if step == 0 and noise is None and first_gradient is not None:
+                gradient = first_gradient
+            else:
+                gradient = self.gradient(adversarial, targets)
             if step == 0:
                 stuck = ~np.any(gradient.reshape(len(images), -1) != 0, axis=1)
             adversarial = np.clip(adversarial + size * np.sign(gradient), lower, upper).astype("float32")

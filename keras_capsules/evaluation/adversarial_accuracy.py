@@ -124,20 +124,19 @@ def adversarial_accuracy(
     )
     batches = range(0, len(x), batch_size)
     clean = sum(int(np.sum(prepared.predict(x[s : s + batch_size]) == labels[s : s + batch_size])) for s in batches)
-    table, zero_gradient = [], []
-    for epsilon in epsilons:
-        correct = stuck = 0
-        for s in batches:
-            images, flat = prepared.run(
-                x[s : s + batch_size],
-                labels[s : s + batch_size],
-                float(epsilon),
-                None if noise is None else noise[s : s + batch_size],
-            )
-            correct += int(np.sum(prepared.predict(images) == labels[s : s + batch_size]))
-            stuck += int(np.sum(flat))
-        table.append((float(epsilon), correct / len(x)))
-        zero_gradient.append(stuck / len(x))
+    correct, stuck = np.zeros(len(epsilons), int), np.zeros(len(epsilons), int)
+    for s in batches:
+        images, batch_labels = x[s : s + batch_size], labels[s : s + batch_size]
+        # Without a random start every epsilon's first step starts at the images: one gradient serves them all
+        # (FGSM: the only one).
+        first = None if noise is not None else prepared.gradient(images, prepared.targets(batch_labels))
+        for i, epsilon in enumerate(epsilons):
+            batch_noise = None if noise is None else noise[s : s + batch_size]
+            adversarial, flat = prepared.run(images, batch_labels, float(epsilon), batch_noise, first_gradient=first)
+            correct[i] += int(np.sum(prepared.predict(adversarial) == batch_labels))
+            stuck[i] += int(np.sum(flat))
+    table = [(float(epsilon), int(c) / len(x)) for epsilon, c in zip(epsilons, correct)]
+    zero_gradient = [int(z) / len(x) for z in stuck]
     return AdversarialResult(
         model=prepared.name,
         attack=attack,

@@ -235,3 +235,39 @@ def test_a_routed_models_attack_gradient_is_compiled_and_equals_the_plain_one(mo
         tape.watch(inputs)
         plain = tape.gradient(tf.reduce_sum(per_example(y, model(inputs, training=False))), inputs).numpy()
     np.testing.assert_allclose(gradient, plain, rtol=1e-4, atol=1e-6 * np.max(np.abs(plain)))
+
+
+def _counting_gradients(monkeypatch):
+    """Patches the attacks' gradient builder to count the gradients computed; returns the counter."""
+    from keras_capsules.evaluation import adversarial
+
+    calls, build = [0], adversarial._loss_gradient
+
+    def counted(*args):
+        gradient = build(*args)
+
+        def run(images, labels):
+            calls[0] += 1
+            return gradient(images, labels)
+
+        return run
+
+    monkeypatch.setattr(adversarial, "_loss_gradient", counted)
+    return calls
+
+
+def test_without_a_random_start_every_epsilon_shares_the_first_gradient(monkeypatch):
+    calls = _counting_gradients(monkeypatch)
+    model, epsilons = _linear("softmax", "sparse_categorical_crossentropy"), [0.05, 0.1, 0.2]
+    fgsm = adversarial_accuracy(model, X, Y, "fgsm", epsilons=epsilons, batch_size=4)
+    assert calls[0] == 2  # 6 images in batches of 4: one gradient per batch, not one per batch and epsilon
+    gradient = _softmax_cross_entropy_gradient(X)
+    for epsilon, accuracy in fgsm.table:  # NumPy: the linear model's classes of the FGSM images
+        attacked = np.clip(X + epsilon * np.sign(gradient), 0, 1).reshape(len(X), -1).astype("float64")
+        assert accuracy == np.mean(np.argmax(attacked @ W + B, axis=1) == Y), epsilon
+    calls[0] = 0
+    pgd = adversarial_accuracy(model, X, Y, "pgd", epsilons=epsilons, steps=3, random_start=False, batch_size=4)
+    assert calls[0] == 2 * (1 + 3 * 2)  # per batch: the shared first gradient, then 2 more steps per epsilon
+    for epsilon, accuracy in pgd.table:  # the same as each epsilon attacked alone
+        images = adversarial_examples(model, X, Y, "pgd", epsilon, steps=3, random_start=False).images
+        assert accuracy == np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == Y), epsilon
