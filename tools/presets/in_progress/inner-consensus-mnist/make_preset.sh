@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ships one finished run of the queue as a preset: bash make_preset.sh ROUTER DATA_DIR   (ROUTER: kernel | lstm)
+# Ships one finished run of the queue as a preset: bash make_preset.sh ROUTER DATA_DIR [make_preset.py options, e.g. --train-seconds S]   (ROUTER: kernel | lstm)
 # Follows mnist-em and mnist-dynamic: make_preset.py measures the shipped file on the full MNIST test set and on
 # mnist_sample, writes the card's entry and the training log's header; then run tools/presets/write_cards.py and
 # update docs/results.md and the changelog by hand. WORK defaults to /work/runs/inner-consensus-mnist.
@@ -27,4 +27,4 @@ python tools/presets/make_preset.py "$run" --model ConsensusCapsNet --name "mnis
   --procedure "The library's $recipe recipe for ConsensusCapsNet on MNIST: Adam 3e-3 with the learning rate x0.9 per epoch, batch 64, Sabour's 2-pixel shifts, softmax cross-entropy on the class logits (the paper's code), 12 epochs on 55,000 training images (5,000 held out for validation), at nice 19 on 2 CPU cores, resumed from checkpoints across sessions and machines (the training log lists each start)." \
   --test-informed no \
   --decisions "none read a test score: the 12-epoch schedule was fixed before the first run, the validation hold-out was read only to see that a run was not broken, the last epoch ships, and the test set was read once at the end." \
-  --notes "The paper's $router routing after 100 epochs: $paper test error. Target >= 99.0 %."
+  --notes "The paper's $router routing after 100 epochs: $paper test error. Target >= 99.0 %." "${@:3}"
