@@ -57,7 +57,7 @@ import numpy as np
 
 import keras_capsules  # noqa: E402
 from benchmarks.common import backend_framework  # noqa: E402
-from benchmarks.runs import HERE, package_record, write_run  # noqa: E402
+from benchmarks.runs import HERE, package_record, utc_now, write_run  # noqa: E402
 from benchmarks.training_step_cost import ROUTERS as CONSENSUS_ROUTERS  # noqa: E402
 from benchmarks.training_step_cost import measure_step_seconds, training_loss  # noqa: E402
 from keras_capsules import applications, presets, recipes  # noqa: E402
@@ -338,7 +338,7 @@ def main():
     if args.from_records:
         write_from_records(args, args.from_records)
         return
-    started = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    started = utc_now()
     checks = args.checks.split(",")
     unknown = sorted(set(checks) - set(CHECKS))
     if unknown:
@@ -403,10 +403,6 @@ def main():
         check_tests(report)
     if not args.quick:
         write(args, (started, utc_now()), records, checks, device_description())
-
-
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def write_from_records(args, paths):

@@ -87,6 +87,11 @@ def alternating(settings, rounds):
             yield round_index, setting
 
 
+def utc_now():
+    """The current UTC time, naive (as run files' spans hold it)."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
 def host_record(name=None):
     """The run file's host and its software line: the CPU (:func:`benchmarks.common.cpu`) and core count,
     named after them and the date unless ``name`` is given; every run file's host comes from here."""
