@@ -80,3 +80,28 @@ def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkey
     assert files == ["000000-000004.json", "000004-000008.json", "000008-000010.json"]
     monkeypatch.setattr(adversarial_accuracy, "adversarial_accuracy", lambda *a, **k: pytest.fail("measured again"))
     assert adversarial.merge_slices(sliced()) == merged  # every slice read back from its file
+
+
+def test_without_tensorflow_the_test_set_is_read_from_the_idx_files(tmp_path, monkeypatch):
+    """An accelerator machine with JAX or PyTorch alone: the IDX files' bytes / 255 and their labels, first LIMIT."""
+    import gzip
+
+    import numpy as np
+
+    pixels = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)  # 0..255 repeated
+    folder = tmp_path / "fashion-mnist"
+    folder.mkdir()
+    with gzip.open(folder / "t10k-images-idx3-ubyte.gz", "wb") as handle:
+        handle.write(bytes([0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 28, 0, 0, 0, 28]) + pixels.tobytes())
+    with gzip.open(folder / "t10k-labels-idx1-ubyte.gz", "wb") as handle:
+        handle.write(bytes([0, 0, 8, 1, 0, 0, 0, 3]) + bytes([7, 0, 9]))
+    monkeypatch.setattr(adversarial, "_has_tensorflow", lambda: False)
+
+    images, labels = adversarial._test_images("fashion_mnist", 2, str(tmp_path))
+    assert images.shape == (2, 28, 28, 1) and images.dtype == np.float32
+    np.testing.assert_allclose(images[1, 0, :3, 0], [(784 % 256) / 255, (785 % 256) / 255, (786 % 256) / 255])
+    assert labels.tolist() == [7, 0]
+    with pytest.raises(SystemExit, match="no mnist test set"):
+        adversarial._test_images("mnist", None, str(tmp_path))
+    with pytest.raises(SystemExit):  # the whole set read without slices needs TensorFlow's readers
+        adversarial.main([str(tmp_path), "--records", str(tmp_path / "records")])

@@ -24,12 +24,13 @@ def training_loss(model):
     """``(loss object, source)``: the training loss of a preset (its recipe's last stage) or of a ``.keras`` file
     (the recipe in the ``metrics.json`` that ``train`` wrote beside it), or ``None`` when neither says."""
     from keras_capsules import presets, recipes
-    from keras_capsules.training.evaluation import training_record
 
     key = presets.find(model)
-    if key is not None:
+    if key is not None:  # no TensorFlow needed (an accelerator machine with JAX or PyTorch alone)
         preset = presets.get(*key)
         return recipes.get(*preset.recipe).stage_recipes()[-1][1].make_loss(), "recipe " + "/".join(preset.recipe)
+    from keras_capsules.training.evaluation import training_record  # the training package imports TensorFlow
+
     recipe = training_record(model).get("recipe")
     if not isinstance(recipe, dict) or not recipe.get("loss"):
         return None

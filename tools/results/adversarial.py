@@ -16,9 +16,16 @@ with PGD's random start drawn from seed k; the record, rewritten once every slic
 their merge. Slices measured from 2026-12-04 on compute the attacks' gradients with the dynamic and kernel
 routers compiled by XLA (``keras_capsules.ops.compile.compiled_inference``), earlier ones without: the same
 gradients to float32 rounding; each record's commit says which.
+
+Under ``KERAS_BACKEND=jax`` or ``torch`` the attacks run on that backend's default device (a GPU where there
+is one) with float32 products at the highest precision (no TF32), and the records name the device and the
+backend. A machine without TensorFlow (an accelerator with JAX or PyTorch alone) measures with ``--slice``,
+reading the IDX test files as ``benchmarks/accelerator_check.py`` does; ``--records DIR`` writes the records
+elsewhere (to bring them back from such a machine, say).
 """
 
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -36,13 +43,61 @@ ATTACKS = ("fgsm", "pgd")
 DATASETS = ("mnist", "fashion_mnist")
 
 
+def _backend():
+    import keras
+
+    return keras.backend.backend()
+
+
+def _accelerator_check():
+    """benchmarks/accelerator_check.py, which knows the devices and precision of JAX and PyTorch without TensorFlow."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from benchmarks import accelerator_check
+
+    return accelerator_check
+
+
 def _host():
-    return f"{host.cpu_name()}, {os.cpu_count()} CPU cores"
+    if _backend() == "tensorflow":
+        return f"{host.cpu_name()}, {os.cpu_count()} CPU cores"
+    return f"{_accelerator_check().device_description()}, float32 at the highest precision"
+
+
+def _precision():
+    """The highest float32 precision on JAX and PyTorch (TF32 off, as on a CPU); nothing to set on TensorFlow."""
+    if _backend() == "tensorflow":
+        return contextlib.nullcontext()
+    return _accelerator_check().float32_precision("highest")
 
 
 def _commit():
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    except OSError:  # no git on the machine
+        return None
     return done.stdout.strip() or None
+
+
+def _has_tensorflow():
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _test_images(dataset, limit, data_dir):
+    """The first ``limit`` test images and labels: ``keras_capsules.datasets``' where TensorFlow is installed,
+    else read from ``DATA_DIR``'s IDX files (an accelerator machine with JAX or PyTorch alone)."""
+    if _has_tensorflow():
+        from keras_capsules.evaluation.robustness import _load_images
+
+        return _load_images(dataset, "test", limit, data_dir, False)
+    data = _accelerator_check().load_test_set(dataset, data_dir)
+    if data is None:
+        raise SystemExit(f"adversarial: no {dataset} test set (t10k-*-ubyte.gz) under DATA_DIR {data_dir!r}")
+    return data[0][:limit], data[1][:limit]
 
 
 def presets_on(datasets=DATASETS):
@@ -86,7 +141,8 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
             path = os.path.join(RECORDS, stem + ".json")
             options = (f" --limit {limit}" if limit else "") + ("" if loss is None else f" --loss {loss}")
             options += f" --slice {slice_size}" if slice_size else ""
-            command = f"python tools/results/adversarial.py DATA_DIR{options} --models {key}"
+            backend = "" if _backend() == "tensorflow" else f"KERAS_BACKEND={_backend()} "
+            command = f"{backend}python tools/results/adversarial.py DATA_DIR{options} --models {key}"
             if slice_size:  # the slices already measured are kept; the record is their merge, written again
                 print(
                     datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True
@@ -120,9 +176,8 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
     import dataclasses
 
     from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, adversarial_accuracy
-    from keras_capsules.evaluation.robustness import _load_images
 
-    images, labels = _load_images(dataset, "test", limit, data_dir, False)
+    images, labels = _test_images(dataset, limit, data_dir)
     records = []
     for index, start in enumerate(range(0, len(images), slice_size)):
         end = min(start + slice_size, len(images))
@@ -253,13 +308,23 @@ def main(argv=None):
         dest="slice_size",
         help="measure SLICE images at a time, each slice's record kept (resumable)",
     )
+    parser.add_argument("--records", help="write the records to RECORDS (default: docs/results/adversarial)")
     parser.add_argument("--table", action="store_true", help="only rewrite the docs/results.md block from the records")
     args = parser.parse_args(argv)
+    if args.records:
+        global RECORDS
+        RECORDS = os.path.abspath(args.records)
     if args.table:
         return write_table()
     if args.data_dir is None:
         parser.error("DATA_DIR is required to measure")
-    measure(args.data_dir, args.models or presets_on(), args.limit, args.batch_size, args.loss, args.slice_size)
+    if args.slice_size is None and not _has_tensorflow():
+        parser.error("without TensorFlow the test sets are read only by --slice: add --slice N")
+    with _precision():
+        measure(args.data_dir, args.models or presets_on(), args.limit, args.batch_size, args.loss, args.slice_size)
+    if args.records:  # records elsewhere: the docs' table stays as it is
+        print(table())
+        return 0
     return write_table()
 
 
