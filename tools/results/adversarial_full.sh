@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# docs/results.md's adversarial table on the full test sets, 1,000 images at a time, each slice's record kept
+# (tools/results/adversarial.py --slice): rerun the same command after an interruption and it goes on after the
+# last slice written. tools/presets/resume_queues.sh runs it after the training queues.
+#
+#   nohup setsid bash tools/results/adversarial_full.sh DATA_DIR [LOG] >/dev/null 2>&1 &
+#
+# Only presets whose weights are final: EffCapsNet/mnist_rem and EffCapsNet/fashion_mnist wait for their clean
+# reruns (tools/presets/in_progress/clean-reruns/) and ConsensusCapsNet/mnist-lstm for its run to ship; add each
+# to PRESETS (and, if trained with the margin or spread loss, to CROSS_ENTROPY) once its file is the shipped one,
+# after deleting its records made from the earlier file. Each writes the records into docs/results/adversarial/
+# and the table into docs/results.md, for a session to commit.
+set -uo pipefail
+data=$(cd "${1:?usage: adversarial_full.sh DATA_DIR [LOG]}" && pwd)
+log=${2:-/work/runs/adversarial/full.log}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+. "$repo/tools/presets/session_priority.sh" && lower_session_priority
+# Every MNIST and Fashion-MNIST preset whose weights are final, attacked with its own training loss.
+PRESETS=(
+  BaselineCNN/mnist CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em
+  ConsensusCapsNet/mnist-kernel EffCapsNet/mnist AgreementGLOM/fashion_mnist FMCapsNet/fashion_mnist
+)
+# Those trained with a margin or spread loss, attacked through a cross-entropy too (the table's --loss rows).
+CROSS_ENTROPY=(CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em EffCapsNet/mnist FMCapsNet/fashion_mnist)
+mkdir -p "$(dirname "$log")"
+cd "$repo" || exit 1
+echo "$(date -u +%FT%TZ) start (package $(git rev-parse --short HEAD))" >> "$log"
+"$repo/.venv/bin/python" tools/results/adversarial.py "$data" --slice 1000 --models "${PRESETS[@]}" >> "$log" 2>&1 &&
+  "$repo/.venv/bin/python" tools/results/adversarial.py "$data" --slice 1000 --loss cross_entropy --models "${CROSS_ENTROPY[@]}" >> "$log" 2>&1
+status=$?
+echo "$(date -u +%FT%TZ) end (exit $status)" >> "$log"
+exit $status
