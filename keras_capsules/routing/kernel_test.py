@@ -87,9 +87,10 @@ def test_matches_numpy_reference(iterations, kind):
 @pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
 def test_training_gradient_matches_numpy_reference(kind, jit_compile):
     """Training rematerialises the kernel (and with ``jit_compile``, on TensorFlow, runs through XLA with the
-    polynomial cosine): same outputs, and vote gradients equal to the reference's finite differences."""
+    polynomial cosine, six components as chunks of four and two): same outputs, and vote gradients equal to the
+    reference's finite differences."""
     votes, acts = data(4, shape=(2, 5, 3, 4))
-    router = KernelRouter(iterations=2, kernel=kind, num_components=3, jit_compile=jit_compile)
+    router = KernelRouter(iterations=2, kernel=kind, num_components=6, jit_compile=jit_compile)
     router(votes, acts)
     randomise(router, seed=7)
     p = params(router)
@@ -104,9 +105,10 @@ def test_training_gradient_matches_numpy_reference(kind, jit_compile):
 @pytest.mark.parametrize("name", ["frequencies", "bandwidths", "mixture_logits"])
 def test_training_weight_gradient_matches_numpy_reference(name, jit_compile):
     """The spectral mixture's weights get the reference's gradients in training (their sums over children
-    and parents run through ``broadcast_rows`` and, compiled, the polynomial cosine's own gradient)."""
+    and parents run through ``broadcast_rows`` and, compiled, the polynomial cosine's own gradient and the
+    components in chunks of four and two)."""
     votes, acts = data(5, shape=(2, 5, 3, 4))
-    router = KernelRouter(iterations=2, num_components=3, jit_compile=jit_compile)
+    router = KernelRouter(iterations=2, num_components=6, jit_compile=jit_compile)
     router(votes, acts)
     randomise(router, seed=9)
     p = params(router)
