@@ -1,4 +1,5 @@
-"""A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph, and a scope that compiles routing at inference."""
+"""A function compiled by XLA on its own, inside an otherwise ordinary TensorFlow graph, and the scopes that turn
+routers' compilation on at inference or off everywhere."""
 
 import keras
 
@@ -54,3 +55,24 @@ def compiled_inference(enabled=True):
 def compiling_inference():
     """Whether inference calls of compiling routers compile here (:func:`compiled_inference`)."""
     return _COMPILING_INFERENCE.get()
+
+
+_ROUTER_COMPILATION = TraceSetting(True)
+
+
+def router_compilation(enabled):
+    """A scope in which routers compile as their ``jit_compile`` says (``True``, the default outside) or never
+    (``False``): every call traces the plain graph.
+
+    For code that reads a step's graph op by op, such as the memory plan (an XLA cluster is one opaque op
+    there, its temporaries unseen). Read when a call is traced.
+
+    Args:
+        enabled: whether routers may compile.
+    """
+    return _ROUTER_COMPILATION.scope(enabled)
+
+
+def routers_may_compile():
+    """Whether routers may compile here (:func:`router_compilation`)."""
+    return _ROUTER_COMPILATION.get()

@@ -66,3 +66,15 @@ def test_compiled_inference_is_off_outside_its_scope_and_scopes_nest():
             assert not compiling_inference()
         assert compiling_inference()
     assert not compiling_inference()
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="router compilation is TensorFlow's (jit_compile)")
+def test_router_compilation_off_overrides_jit_compile_and_compiled_inference():
+    from keras_capsules.ops.compile import compiled_inference, router_compilation
+    from keras_capsules.routing import KernelRouter
+
+    router = KernelRouter(jit_compile=True)
+    assert router.compiles(True)
+    with router_compilation(False), compiled_inference():
+        assert not router.compiles(True) and not router.compiles(False)
+    assert router.compiles(True) and not router.compiles(False)

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules import errors
-from keras_capsules.ops.compile import compiled_reading, compiling_inference
+from keras_capsules.ops.compile import compiled_reading, compiling_inference, routers_may_compile
 from keras_capsules.ops.dtypes import LOW_PRECISION, dtype_max
 from keras_capsules.ops.norms import MAGNITUDE_LIMIT, limit_magnitude
 from keras_capsules.ops.quantize import quantize_uniform
@@ -123,7 +123,7 @@ class Router(keras.layers.Layer):
         """Whether a call with this ``training`` flag routes through XLA (see ``jit_compile``)."""
         enabled = self.compiles_in_training if self.jit_compile is None else self.jit_compile
         in_scope = training is True or compiling_inference()
-        return enabled and in_scope and keras.backend.backend() == "tensorflow"
+        return enabled and in_scope and routers_may_compile() and keras.backend.backend() == "tensorflow"
 
     def check_votes_layout(self, votes_layout):
         """Validates the ``votes_layout`` call argument: ``"child_major"``, or ``"parent_major"`` where accepted."""

@@ -508,3 +508,22 @@ def test_estimate_of_a_layer_that_routes_its_rows_in_a_loop():
         8 * 5 * (9 * 3) * 4 * 4 * 4
     )  # one of the 5 output rows: batch x 5 positions x 27 children x 4 parents x 4 x float32
     assert plan.votes_bytes >= row_votes and plan.step_ops > 0
+
+
+def test_routers_that_compile_are_planned_as_their_plain_graph():
+    """An XLA cluster would be one op to the replay: the plan traces compiling routers plain, temporaries counted."""
+    from keras_capsules.routing import KernelRouter
+
+    batch, in_caps, out_caps, dim = 16, 32, 10, 16
+
+    def plan(jit_compile):
+        inputs = keras.Input((in_caps, 8))
+        router = KernelRouter(num_components=4, jit_compile=jit_compile)
+        poses, _ = layers.FcCaps(out_caps, dim, router=router)(inputs)
+        return memory_plan.estimate(keras.Model(inputs, poses), batch)
+
+    compiled, plain = plan(True), plan(False)
+    assert (compiled.step_live_bytes, compiled.step_ops) == (plain.step_live_bytes, plain.step_ops)
+    # Inside the router the pose differences tau (batch, out, in, dim) live beside the votes of that size.
+    votes = 4 * batch * in_caps * out_caps * dim
+    assert compiled.step_live_bytes >= 2 * votes
