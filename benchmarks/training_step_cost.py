@@ -66,6 +66,9 @@ def training_loss(router):
 def train_step_graph(model, loss_fn, batch):
     """One traced training step (forward, loss and ``tape.gradient`` at a fixed batch size).
 
+    Routers that compile with XLA are traced plain (``router_compilation(False)``): a compiled cluster is one
+    call op whose arithmetic the counts here would miss; XLA fuses the plain graph's ops but does their work.
+
     Returns:
         ``(graph, owners)``: the step's graph and ``{op name: label}`` for the ops created while a
         method of a top-level layer of ``model`` (label: its name) or of its router (``"<layer>
@@ -73,6 +76,8 @@ def train_step_graph(model, loss_fn, batch):
     """
     import keras
     import tensorflow as tf
+
+    from keras_capsules.ops.compile import router_compilation
 
     def methods(obj):
         """The methods ``obj``'s own classes define (below ``keras.layers.Layer``): ``call``, and what a
@@ -119,7 +124,10 @@ def train_step_graph(model, loss_fn, batch):
     for obj, method, label in tagged:
         tag(obj, method, label)
     try:
-        graph = step.get_concrete_function(tf.TensorSpec(shape, tf.float32), tf.TensorSpec((batch,), tf.int32)).graph
+        with router_compilation(False):
+            graph = step.get_concrete_function(
+                tf.TensorSpec(shape, tf.float32), tf.TensorSpec((batch,), tf.int32)
+            ).graph
     finally:
         for obj, method, _ in tagged:
             delattr(obj, method)

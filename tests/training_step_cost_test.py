@@ -115,3 +115,24 @@ def test_matrix_capsnet_matrix_products_match_a_hand_count():
     # Class capsules: 2x2 positions x 16 types -> classes, votes once; forward and two gradients (no remat).
     fc = 3 * batch * (2 * 2 * 16) * classes * (p**3 + routing_products)
     assert counted == 2 * (conv + fc)  # 2 flops per multiply-add
+
+
+def test_a_router_compiled_by_xla_is_counted_as_its_plain_graph():
+    """A compiled router is one XLA call op in the traced step; the count traces it plain, so its exponentials
+    and cosines are counted: Q x d of each per child, parent and kernel evaluation."""
+    from keras_capsules import layers
+    from keras_capsules.routing import KernelRouter
+
+    batch, in_caps, out_caps, dim, q = 2, 6, 3, 4, 2
+
+    def counts(jit_compile):
+        inputs = keras.Input((in_caps, 8))
+        router = KernelRouter(iterations=1, num_components=q, jit_compile=jit_compile)
+        poses, _ = layers.FcCaps(out_caps, dim, router=router)(inputs)
+        graph, _ = cost.train_step_graph(keras.Model(inputs, poses), lambda y, p: keras.ops.mean(p**2), batch)
+        return {t: sum(r.transcendental for r in op_counts.op_costs(graph) if r.type == t) for t in ("Exp", "Cos")}
+
+    compiled, plain = counts(True), counts(False)
+    assert compiled == plain
+    # one kernel evaluation forward and one recomputed in the backward pass (the router rematerialises it)
+    assert plain["Cos"] == 2 * batch * out_caps * in_caps * q * dim
