@@ -24,8 +24,8 @@ ACTIVATIONS = ("sigmoid", "linear")
 #: Mixture components per expression in compiled training. Chosen in a probe of the spectral mixture alone
 #: (forward and backward under TensorFlow's XLA, votes 192 x 16 x 144 x 16 as ConsensusCapsNet's 64 px convolutional
 #: layers route them, Q = 10, 2-core AMD EPYC, 2026-12-04): 0.16 s four at a time, 0.20-0.23 s one, two, three
-#: or five, 0.36 s all ten. In the application's step (benchmarks/first_step.py, same day) the first step fell
-#: from 24.7 to 15.7 s and the step stayed 5.3 s.
+#: or five, 0.36 s all ten. In the application's training step at 64 px, batch 16 (benchmarks/first_step.py, same
+#: day, two processes each) the first step went from 24.1 and 25.8 s to 15.5 and 21.2 s, the step 5.45 to 5.37 s.
 _COMPONENTS_AT_ONCE = 4
 
 #: Pose differences are clipped to this magnitude before the kernel: beyond it every kernel term is
