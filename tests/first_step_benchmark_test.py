@@ -74,4 +74,4 @@ def test_the_first_step_verdict_reads_this_packages_first_steps():
     ]
     spec = next(v for v in registry.VERDICTS if v["target"].startswith("first step"))
     ((host, results, _),) = verdicts.verdict_rows(spec, [_run(rows)])
-    assert results == [("", "longest B 45.5 s", False)]
+    assert results == [("", "longest B 45.5 s (2 applications measured)", False)]
