@@ -175,12 +175,27 @@ def test_activations_default_to_ones_and_strong_child_dominates():
 @pytest.mark.parametrize("magnitude", ["zero", "unit", "huge"])
 @pytest.mark.parametrize("kind", ["spectral_mixture", "gaussian_mixture"])
 def test_finite_forward_and_gradient(dtype, magnitude, kind):
+    votes, acts = _finite_test_inputs(dtype, magnitude)
+    assert_routes_finitely(KernelRouter(kernel=kind, dtype=dtype), votes, acts, gradient_of=lambda outputs: outputs[1])
+
+
+def _finite_test_inputs(dtype, magnitude):
     huge = 6e4 if dtype == "float16" else 1e30
     scale = {"zero": 0.0, "unit": 1.0, "huge": huge}[magnitude]
     rng = np.random.default_rng(6)
     votes = keras.ops.cast(rng.uniform(-1, 1, size=SHAPE) * scale, dtype)
     acts = keras.ops.cast(rng.uniform(size=SHAPE[:2]) * (scale > 0), dtype)  # all-zero activations with zero votes
-    assert_routes_finitely(KernelRouter(kernel=kind, dtype=dtype), votes, acts, gradient_of=lambda outputs: outputs[1])
+    return votes, acts
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_finite_in_training(dtype):
+    """Training (compiled on TensorFlow and JAX), six mixture components in chunks of four and two: the three
+    magnitudes as one batch (examples route independently), so the router compiles once."""
+    votes, acts = zip(*(_finite_test_inputs(dtype, magnitude) for magnitude in ("zero", "unit", "huge")))
+    votes, acts = keras.ops.concatenate(votes, axis=0), keras.ops.concatenate(acts, axis=0)
+    router = KernelRouter(num_components=6, dtype=dtype)
+    assert_routes_finitely(router, votes, acts, training=True, gradient_of=lambda outputs: outputs[1])
 
 
 def test_negative_bandwidth_cannot_overflow():
