@@ -140,7 +140,7 @@ def test_scale_verdicts_on_hand_made_rows():
     )  # the refused one does not build: not counted
     assert values == [float("inf")] and figure == "C resident memory passed 16 GB; 1 built"
     ((_, values, figure),) = first_step_report.scale_first_step_items(rows)
-    assert max(values) == 31.0 and figure == "longest B 31 s"
+    assert max(values) == 31.0 and figure == "longest B 31 s (3 applications measured)"
     slower = _row("E", 64, step_ms=2400.0, train_peak_mb=2000, gflop_per_image=2.0, gflops=2.0, first_step_s=45.0)
     ((_, values, figure),) = scale_report.scale_time_items(
         rows + [slower]
@@ -151,7 +151,7 @@ def test_scale_verdicts_on_hand_made_rows():
     )
     assert figure.endswith("; also missing both: F (11.00×)")
     ((_, values, figure),) = first_step_report.scale_first_step_items(rows + [slower])
-    assert figure == "longest E 45 s; also over 30 s: B 31 s"
+    assert figure == "longest E 45 s; also over 30 s: B 31 s (4 applications measured)"
     entry = scale_report.scale_by_application(rows)[1]
     assert (
         scale_report.scale_cell(64)(entry) == "3,000 · 7,900 (15.00× · 8.78×)"
