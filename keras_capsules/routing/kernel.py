@@ -248,7 +248,7 @@ class KernelRouter(Router):
         compiled = self.compiles(training) or keras.backend.backend() == "jax"
         # Compiled training takes the mixture's components four at a time (a graph that compiles sooner);
         # inference one at a time, since XLA on JAX writes the chunks' 5-D temporaries (twice the memory).
-        together = _COMPONENTS_AT_ONCE if compiled and (training or self.compiles(training)) else 1
+        together = _COMPONENTS_AT_ONCE if self.compiles(training) or (compiled and training) else 1
         cos = polynomial_cos if compiled else ops.cos
         similarity = functools.partial(self.similarity, cos=cos, components_at_once=together)
         similarity = remat_reading(similarity, self.weights) if training else similarity

@@ -110,28 +110,24 @@ def _first_step_bound():
         if first > FIRST_STEP_LIMIT_S:
             over.append(measured[-1])
     check(bool(measured), f"{name} measured some first step")
-    if over:
-        parts = "; ".join(
-            f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s (tracing and the rest {first - step:.1f} s)"
-            for application, first, step in over
-        )
-        beyond = [application for application, first, step in over if first - step >= FIRST_STEP_LIMIT_S]
-        if beyond:
-            ending = (
-                f"Less its step, {', '.join(f'`{a}`' for a in beyond)} still passes {FIRST_STEP_LIMIT_S} s: tracing and "
-                "compiling alone take longer than the limit."
-            )
-        else:
-            ending = (
-                f"Less its step, each is within {FIRST_STEP_LIMIT_S} s: the step's own time, bound as above, is what "
-                "carries it past the limit."
-            )
-    else:
-        parts = "; ".join(
-            f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s"
-            for application, first, step in measured
-        )
+    parts = "; ".join(
+        f"`{application}` {first:.1f} s, of which a step takes {step:.1f} s"
+        + (f" (tracing and the rest {first - step:.1f} s)" if over else "")
+        for application, first, step in over or measured
+    )
+    beyond = [application for application, first, step in over if first - step >= FIRST_STEP_LIMIT_S]
+    if not over:
         ending = f"Each application that run measured is within {FIRST_STEP_LIMIT_S} s."
+    elif beyond:
+        ending = (
+            f"Less its step, {', '.join(f'`{a}`' for a in beyond)} still passes {FIRST_STEP_LIMIT_S} s: tracing and "
+            "compiling alone take longer than the limit."
+        )
+    else:
+        ending = (
+            f"Less its step, each is within {FIRST_STEP_LIMIT_S} s: the step's own time, bound as above, is what "
+            "carries it past the limit."
+        )
     return (
         f"- First step, tracing included, at {record['rows'][0]['input'].replace('x', '×')} on {record['host']['name']} "
         f"(`benchmarks/results/{name}`): {parts}. {ending}"
