@@ -97,3 +97,25 @@ def test_robustness_attack_errors_name_the_options(tmp_path, capsys):
     assert "with --attack fgsm, --pgd-steps do not apply" in capsys.readouterr().err
     assert cli.main(base + ["pgd", "--loss", "cross_entropy", "--epsilons", "-0.1"]) != 0
     assert "argument `epsilon` expected a non-negative number" in capsys.readouterr().err
+
+
+def test_robustness_attack_out_of_memory_is_one_line_naming_batch_size(monkeypatch, capsys):
+    import tensorflow as tf
+
+    from keras_capsules.evaluation import adversarial
+
+    def exhausted(*arguments):
+        def gradient(images, labels):
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[8,...]")
+
+        return gradient
+
+    monkeypatch.setattr(adversarial, "_loss_gradient", exhausted)
+    arguments = ["robustness", "EffCapsNet/mnist", "--dataset", "mnist_sample", "--limit", "16", "--attack", "pgd"]
+    assert cli.main(arguments + ["--batch-size", "8"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [
+        "keras-capsules robustness: error: adversarial_accuracy: out of memory computing the loss gradient of 8 images at "
+        "once (the backward pass keeps every layer's activations of the batch); --batch-size expected fewer images per "
+        "gradient call, received 8."
+    ]

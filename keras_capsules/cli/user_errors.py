@@ -5,8 +5,9 @@ import os
 import sys
 import traceback
 
-#: Exception types of the library's user errors (a bad name, argument or file): one line unless --verbose.
-USER_ERROR_TYPES = (ValueError, TypeError, LookupError, OSError, ImportError, NotImplementedError)
+#: Exception types of the library's user errors (a bad name, argument or file, a batch too large for memory): one
+#: line unless --verbose.
+USER_ERROR_TYPES = (ValueError, TypeError, LookupError, OSError, ImportError, NotImplementedError, MemoryError)
 #: The ``keras_capsules`` package folder: a user error is raised by a ``raise`` statement below it.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -27,6 +27,7 @@ _SPELLINGS = {
         "download_off": "download=False",
         "verify": "verify=False",
         "sample": "load('mnist_sample', ...)",
+        "batch_size": "argument `batch_size`",
     },
     "cli": {
         "data_dir": "--data-dir FOLDER",
@@ -35,6 +36,7 @@ _SPELLINGS = {
         "download_off": "--download was not given",
         "verify": "--dataset-option verify=False (train, evaluate)",
         "sample": "--dataset mnist_sample",
+        "batch_size": "--batch-size",
     },
 }
 _SPELLING = contextvars.ContextVar("keras_capsules_argument_spelling", default="python")

@@ -201,6 +201,14 @@ def _loss_gradient(function, model, per_example, scale, padding):
     )
 
 
+def _out_of_memory(error):
+    """Whether ``error`` is a backend running out of memory: TensorFlow's ``ResourceExhaustedError``, XLA's
+    ``RESOURCE_EXHAUSTED`` (JAX), PyTorch's ``OutOfMemoryError``."""
+    return type(error).__name__ in ("ResourceExhaustedError", "OutOfMemoryError") or str(error).startswith(
+        "RESOURCE_EXHAUSTED"
+    )
+
+
 def _check_arguments(function, attack, epsilons, steps, step_size, random_start, batch_size, seed):
     """``(steps, step_size, random_start, step size factor)`` with the attack's defaults; every argument checked.
 
@@ -260,13 +268,28 @@ def _check_data(function, model, x, y):
 class _Attack:
     """One attack set up on one model and loss: ``run(images, labels, epsilon, noise)`` per batch."""
 
-    def __init__(self, function, opened, loss, scale, padding, classes, settings):
+    def __init__(self, function, opened, loss, scale, padding, classes, settings, batch_size):
         self.model, self.name, trained = opened
         per_example, self.loss, self.loss_source, self.one_hot = _resolve_loss(function, self.model, loss, trained)
         self.scale = input_scale(self.model) if scale is None else float(scale)
-        self.gradient = _loss_gradient(function, self.model, per_example, self.scale, padding)
-        self.padding, self.classes = padding, classes
+        self._gradient = _loss_gradient(function, self.model, per_example, self.scale, padding)
+        self.function, self.batch_size, self.padding, self.classes = function, batch_size, padding, classes
         self.steps, self.step_size, self.random_start, self.factor = settings
+
+    def gradient(self, images, targets):
+        """The loss gradient at ``(N, H, W, C)`` images, as NumPy; running out of memory is an error naming ``batch_size``."""
+        try:
+            return self._gradient(images, targets)
+        except Exception as error:
+            if not _out_of_memory(error):
+                raise
+            from keras_capsules.datasets.registry import spelled
+
+            raise MemoryError(
+                f"{self.function}: out of memory computing the loss gradient of {len(images)} images at once (the "
+                f"backward pass keeps every layer's activations of the batch); {spelled('batch_size')} expected fewer "
+                f"images per gradient call, received {self.batch_size}."
+            ) from error
 
     def step_size_for(self, epsilon):
         return self.factor * epsilon / self.steps if self.step_size is None else float(self.step_size)
@@ -310,7 +333,7 @@ def _setup(function, model, x, y, attack, epsilons, steps, step_size, random_sta
     opened = _open_model(function, model)
     x, labels, classes = _check_data(function, opened[0], x, y)
     padding = _padding(opened[0], x.shape[1:])
-    prepared = _Attack(function, opened, loss, scale, padding, classes, settings)
+    prepared = _Attack(function, opened, loss, scale, padding, classes, settings, batch_size)
     noise = None
     if prepared.random_start:
         noise = 2 * np.random.default_rng(int(seed)).random(x.shape, dtype="float32") - 1
@@ -350,7 +373,9 @@ def adversarial_examples(
         loss: ``None`` (the model's training loss), ``"margin"``, ``"cross_entropy"`` (sparse; on
             probabilities when the model ends in a softmax, else on its outputs as logits) or a callable
             ``(y_true, y_pred) -> per-example losses``.
-        batch_size: images per gradient call.
+        batch_size: images per gradient call. The call keeps the activations of the whole batch for its
+            backward pass: about a quarter of a GB per image for ConsensusCapsNet with kernel routing at
+            28x28; running out of memory raises a ``MemoryError`` naming this argument.
         seed: seed of the random start (the same seed gives the same start, whatever ``batch_size``).
         input_scale: the factor applied to the images before the model (default: 255 for a model whose
             first layer is ``Rescaling(1/255)``, else 1).

@@ -271,3 +271,56 @@ def test_without_a_random_start_every_epsilon_shares_the_first_gradient(monkeypa
     for epsilon, accuracy in pgd.table:  # the same as each epsilon attacked alone
         images = adversarial_examples(model, X, Y, "pgd", epsilon, steps=3, random_start=False).images
         assert accuracy == np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == Y), epsilon
+
+
+def _out_of_memory_errors():
+    """Each backend's out-of-memory error as raised (the installed ones), with a backend-neutral XLA one."""
+    errors = [RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.76GiB.")]  # XLA (JAX)
+    try:
+        import tensorflow as tf
+
+        errors.append(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[250,...]"))
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        errors.append(torch.OutOfMemoryError("CUDA out of memory."))
+    except (ImportError, AttributeError):
+        pass
+    return errors
+
+
+@pytest.mark.parametrize("error", _out_of_memory_errors(), ids=lambda error: type(error).__name__)
+def test_running_out_of_memory_is_an_error_naming_batch_size(monkeypatch, error):
+    from keras_capsules.evaluation import adversarial
+
+    def exhausted(*arguments):
+        def gradient(images, labels):
+            raise error
+
+        return gradient
+
+    monkeypatch.setattr(adversarial, "_loss_gradient", exhausted)
+    model = _linear("softmax", "sparse_categorical_crossentropy")
+    with pytest.raises(
+        MemoryError, match=r"adversarial_examples: out of memory .* 4 images .*`batch_size`.*received 4\."
+    ) as raised:
+        adversarial_examples(model, X, Y, "pgd", 0.1, batch_size=4)
+    assert raised.value.__cause__ is error
+    with pytest.raises(MemoryError, match="adversarial_accuracy: .*received 5"):
+        adversarial_accuracy(model, X, Y, "fgsm", batch_size=5)
+
+
+def test_an_error_other_than_memory_passes_through_the_attack(monkeypatch):
+    from keras_capsules.evaluation import adversarial
+
+    def failing(*arguments):
+        def gradient(images, labels):
+            raise RuntimeError("INVALID_ARGUMENT: something else")
+
+        return gradient
+
+    monkeypatch.setattr(adversarial, "_loss_gradient", failing)
+    with pytest.raises(RuntimeError, match="INVALID_ARGUMENT: something else"):
+        adversarial_examples(_linear("softmax", "sparse_categorical_crossentropy"), X, Y, batch_size=4)
