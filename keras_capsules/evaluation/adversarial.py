@@ -203,9 +203,12 @@ def _loss_gradient(function, model, per_example, scale, padding):
 
 def _out_of_memory(error):
     """Whether ``error`` is a backend running out of memory: TensorFlow's ``ResourceExhaustedError``, XLA's
-    ``RESOURCE_EXHAUSTED`` (JAX), PyTorch's ``OutOfMemoryError``."""
-    return type(error).__name__ in ("ResourceExhaustedError", "OutOfMemoryError") or str(error).startswith(
-        "RESOURCE_EXHAUSTED"
+    ``RESOURCE_EXHAUSTED`` (JAX), PyTorch's ``OutOfMemoryError`` (a GPU) or its CPU allocator's ``RuntimeError``."""
+    text = str(error)
+    return (
+        type(error).__name__ in ("ResourceExhaustedError", "OutOfMemoryError")
+        or text.startswith("RESOURCE_EXHAUSTED")
+        or "DefaultCPUAllocator: can't allocate memory" in text
     )
 
 

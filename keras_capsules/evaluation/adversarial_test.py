@@ -286,6 +286,10 @@ def _out_of_memory_errors():
         import torch
 
         errors.append(torch.OutOfMemoryError("CUDA out of memory."))
+        try:  # what PyTorch's CPU allocator raises for a tensor larger than the machine
+            torch.empty(2**45)
+        except RuntimeError as error:
+            errors.append(error)
     except (ImportError, AttributeError):
         pass
     return errors
