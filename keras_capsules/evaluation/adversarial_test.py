@@ -295,17 +295,19 @@ def _out_of_memory_errors():
     return errors
 
 
-@pytest.mark.parametrize("error", _out_of_memory_errors(), ids=lambda error: type(error).__name__)
-def test_running_out_of_memory_is_an_error_naming_batch_size(monkeypatch, error):
+def _gradients_raising(monkeypatch, error):
+    """Every attack's loss gradient raises ``error``."""
     from keras_capsules.evaluation import adversarial
 
-    def exhausted(*arguments):
-        def gradient(images, labels):
-            raise error
+    def gradient(images, labels):
+        raise error
 
-        return gradient
+    monkeypatch.setattr(adversarial, "_loss_gradient", lambda *arguments: gradient)
 
-    monkeypatch.setattr(adversarial, "_loss_gradient", exhausted)
+
+@pytest.mark.parametrize("error", _out_of_memory_errors(), ids=lambda error: type(error).__name__)
+def test_running_out_of_memory_is_an_error_naming_batch_size(monkeypatch, error):
+    _gradients_raising(monkeypatch, error)
     model = _linear("softmax", "sparse_categorical_crossentropy")
     with pytest.raises(
         MemoryError, match=r"adversarial_examples: out of memory .* 4 images .*`batch_size`.*received 4\."
@@ -317,14 +319,6 @@ def test_running_out_of_memory_is_an_error_naming_batch_size(monkeypatch, error)
 
 
 def test_an_error_other_than_memory_passes_through_the_attack(monkeypatch):
-    from keras_capsules.evaluation import adversarial
-
-    def failing(*arguments):
-        def gradient(images, labels):
-            raise RuntimeError("INVALID_ARGUMENT: something else")
-
-        return gradient
-
-    monkeypatch.setattr(adversarial, "_loss_gradient", failing)
+    _gradients_raising(monkeypatch, RuntimeError("INVALID_ARGUMENT: something else"))
     with pytest.raises(RuntimeError, match="INVALID_ARGUMENT: something else"):
         adversarial_examples(_linear("softmax", "sparse_categorical_crossentropy"), X, Y, batch_size=4)
