@@ -29,6 +29,7 @@ SPEED_AND_MEMORY = (
     "roofline",
     "memory",
     "memory_plan",
+    "attack_memory",
     "predict_chunks",
     "profile_step",
     "training_step_cost",

@@ -65,9 +65,9 @@ DETAIL = {
     ),
     "memory.md": (
         "Memory plan",
-        "The memory plan's estimate (`keras_capsules.training.memory_plan`) against the measured peak, and what "
-        "training without rematerialisation, where the plan allows it, saves in time.",
-        ("memory-plan", "memory-plan-calibration", "recompute"),
+        "The memory plan's estimate (`keras_capsules.training.memory_plan`) against the measured peak, what "
+        "training without rematerialisation, where the plan allows it, saves in time, and the attacks' planned batch.",
+        ("memory-plan", "memory-plan-calibration", "recompute", "attack-memory"),
     ),
     "checks.md": (
         "GPU checks, oneDNN, the CPU allocator and fine-tuning",

@@ -103,7 +103,8 @@ def _robustness(args):
     augment = augment_option(args.augment, None if key else args.model)
     if args.attack is not None:
         return _attack(args, dataset, split, augment)
-    options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=args.batch_size, seed=args.seed)
+    batch_size = 256 if args.batch_size is None else args.batch_size
+    options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=batch_size, seed=args.seed)
     report(
         model,
         dataset,
@@ -143,9 +144,10 @@ def add_robustness_command(commands):
         "--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all images)"
     )
     robustness.add_argument(
-        "--batch-size", type=int, default=256, metavar="IMAGES",
-        help="images per model call (default: 256 images); with --attack each call keeps the batch's activations for "
-        "its gradient, about a quarter of a GB per image for ConsensusCapsNet with kernel or LSTM routing: 25 there",
+        "--batch-size", type=int, metavar="IMAGES",
+        help="images per model call (default: 256); with --attack each call keeps the batch's activations for its "
+        "gradient (about a quarter of a GB per image for ConsensusCapsNet with kernel or LSTM routing), and the default "
+        "is planned: the largest batch up to 256 whose estimated peak fits in the memory available (TensorFlow)",
     )  # fmt: skip
     robustness.add_argument(
         "--seed",

@@ -108,7 +108,7 @@ def test_robustness_attack_out_of_memory_is_one_line_naming_batch_size(monkeypat
         def gradient(images, labels):
             raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[8,...]")
 
-        return gradient
+        return gradient, None
 
     monkeypatch.setattr(adversarial, "_loss_gradient", exhausted)
     arguments = ["robustness", "EffCapsNet/mnist", "--dataset", "mnist_sample", "--limit", "16", "--attack", "pgd"]

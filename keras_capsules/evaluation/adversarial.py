@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import errors
+from keras_capsules.evaluation import attack_memory
 from keras_capsules.ops.compile import compiled_inference
 
 #: The attacks, by name.
@@ -41,6 +42,7 @@ class AdversarialExamples:
         input_scale: the factor the images were multiplied by before the model (1 or 255).
         zero_gradient: fraction of images whose loss gradient was zero at the first step (the attack's
             first step left them where they were: e.g. a margin loss already at 0).
+        batch_size: images per gradient call, as given or planned (the images do not depend on it).
     """
 
     images: np.ndarray
@@ -54,6 +56,7 @@ class AdversarialExamples:
     loss_source: str
     input_scale: float
     zero_gradient: float
+    batch_size: int
 
 
 def _open_model(function, model):
@@ -148,7 +151,8 @@ def input_scale(model):
 
 
 def _loss_gradient(function, model, per_example, scale, padding):
-    """``gradient(images, labels)``: the gradient of the summed loss with respect to ``(N, H, W, C)`` images, as NumPy."""
+    """``(gradient, graph_function)``: ``gradient(images, labels)`` is the gradient of the summed loss with respect to
+    ``(N, H, W, C)`` images, as NumPy; ``graph_function`` the same as TensorFlow ops to trace (``None`` on another backend)."""
 
     def model_input(images):
         if padding is not None:
@@ -162,14 +166,14 @@ def _loss_gradient(function, model, per_example, scale, padding):
     if backend == "tensorflow":
         import tensorflow as tf
 
-        @tf.function(reduce_retracing=True)
-        def gradient(images, labels):
+        def graph_function(images, labels):
             with tf.GradientTape() as tape, compiled_inference():  # routers compile as in training
                 tape.watch(images)
                 value = total(model(model_input(images), training=False), labels)
             return tape.gradient(value, images)
 
-        return lambda images, labels: gradient(tf.constant(images), tf.constant(labels)).numpy()
+        gradient = tf.function(graph_function, reduce_retracing=True)
+        return lambda images, labels: gradient(tf.constant(images), tf.constant(labels)).numpy(), graph_function
     if backend == "jax":
         import jax
 
@@ -185,7 +189,7 @@ def _loss_gradient(function, model, per_example, scale, padding):
                 [v.value for v in model.trainable_variables],
                 [v.value for v in model.non_trainable_variables],
             )
-        )
+        ), None
     if backend == "torch":
         import torch
 
@@ -195,7 +199,7 @@ def _loss_gradient(function, model, per_example, scale, padding):
             (grad,) = torch.autograd.grad(value, [inputs])
             return ops.convert_to_numpy(grad)
 
-        return gradient
+        return gradient, None
     raise NotImplementedError(
         f"{function}: the Keras backend {backend!r} is not supported; expected 'tensorflow', 'jax' or 'torch'."
     )
@@ -239,8 +243,8 @@ def _check_arguments(function, attack, epsilons, steps, step_size, random_start,
         errors.fail(function, "step_size", f"None ({STEP_SIZE_FACTOR} epsilon / steps) or a positive number", step_size)
     if not isinstance(random_start, (bool, np.bool_)):
         errors.fail(function, "random_start", "None or a bool", random_start)
-    if not errors.is_integer(batch_size) or batch_size < 1:
-        errors.fail(function, "batch_size", "a positive integer", batch_size)
+    if batch_size is not None and (not errors.is_integer(batch_size) or batch_size < 1):
+        errors.fail(function, "batch_size", "None (planned from memory) or a positive integer", batch_size)
     if not errors.is_integer(seed) or seed < 0:
         errors.fail(function, "seed", "a non-negative integer", seed)
     return int(steps), step_size, bool(random_start), factor
@@ -275,9 +279,32 @@ class _Attack:
         self.model, self.name, trained = opened
         per_example, self.loss, self.loss_source, self.one_hot = _resolve_loss(function, self.model, loss, trained)
         self.scale = input_scale(self.model) if scale is None else float(scale)
-        self._gradient = _loss_gradient(function, self.model, per_example, self.scale, padding)
+        self._gradient, self._graph_function = _loss_gradient(function, self.model, per_example, self.scale, padding)
         self.function, self.batch_size, self.padding, self.classes = function, batch_size, padding, classes
+        self.planned = batch_size is None
         self.steps, self.step_size, self.random_start, self.factor = settings
+
+    def estimated_peak_bytes(self, image_shape, batch_size):
+        """The memory plan's peak for the gradient on ``batch_size`` images of ``image_shape`` (TensorFlow; traced, not run)."""
+        return attack_memory.estimated_peak_bytes(
+            self._graph_function, self.model, image_shape, self._target_spec(), batch_size
+        )
+
+    def planned_batch_size(self, image_shape, images, limit_bytes=None):
+        """The images per gradient call the memory plan gives for ``images`` images of ``image_shape``
+        (:func:`~keras_capsules.evaluation.attack_memory.gradient_batch_size`)."""
+        return attack_memory.gradient_batch_size(
+            self._graph_function, self.model, image_shape, self._target_spec(), images, limit_bytes
+        )
+
+    def plan_batch_size(self, images):
+        """Sets ``batch_size`` from the memory plan of the gradient on ``(N, H, W, C)`` images when none was given."""
+        if self.planned:
+            self.batch_size = self.planned_batch_size(images.shape[1:], len(images))
+
+    def _target_spec(self):
+        """One target's ``(shape, dtype)``: a one-hot row or a class index."""
+        return ((self.classes,), "float32") if self.one_hot else ((), "int32")
 
     def gradient(self, images, targets):
         """The loss gradient at ``(N, H, W, C)`` images, as NumPy; running out of memory is an error naming ``batch_size``."""
@@ -291,7 +318,8 @@ class _Attack:
             raise MemoryError(
                 f"{self.function}: out of memory computing the loss gradient of {len(images)} images at once (the "
                 f"backward pass keeps every layer's activations of the batch); {spelled('batch_size')} expected fewer "
-                f"images per gradient call, received {self.batch_size}."
+                f"images per gradient call, received {self.batch_size}"
+                + (" (planned from the memory available: pass a smaller one)." if self.planned else ".")
             ) from error
 
     def step_size_for(self, epsilon):
@@ -337,6 +365,7 @@ def _setup(function, model, x, y, attack, epsilons, steps, step_size, random_sta
     x, labels, classes = _check_data(function, opened[0], x, y)
     padding = _padding(opened[0], x.shape[1:])
     prepared = _Attack(function, opened, loss, scale, padding, classes, settings, batch_size)
+    prepared.plan_batch_size(x)
     noise = None
     if prepared.random_start:
         noise = 2 * np.random.default_rng(int(seed)).random(x.shape, dtype="float32") - 1
@@ -353,7 +382,7 @@ def adversarial_examples(
     step_size=None,
     random_start=None,
     loss=None,
-    batch_size=256,
+    batch_size=None,
     seed=0,
     input_scale=None,
 ):
@@ -378,7 +407,9 @@ def adversarial_examples(
             ``(y_true, y_pred) -> per-example losses``.
         batch_size: images per gradient call. The call keeps the activations of the whole batch for its
             backward pass: about a quarter of a GB per image for ConsensusCapsNet with kernel routing at
-            28x28; running out of memory raises a ``MemoryError`` naming this argument.
+            28x28. Default: planned on TensorFlow, the largest batch up to 256 whose estimated peak fits
+            in the memory this process can use (:mod:`~keras_capsules.evaluation.attack_memory`); 256 on
+            JAX and PyTorch. Running out of memory raises a ``MemoryError`` naming this argument.
         seed: seed of the random start (the same seed gives the same start, whatever ``batch_size``).
         input_scale: the factor applied to the images before the model (default: 255 for a model whose
             first layer is ``Rescaling(1/255)``, else 1).
@@ -390,14 +421,15 @@ def adversarial_examples(
     prepared, x, labels, noise = _setup(
         function, model, x, y, attack, [epsilon], steps, step_size, random_start, loss, batch_size, seed, input_scale
     )
+    size = prepared.batch_size
     batches = [
         prepared.run(
-            x[start : start + batch_size],
-            labels[start : start + batch_size],
+            x[start : start + size],
+            labels[start : start + size],
             float(epsilon),
-            None if noise is None else noise[start : start + batch_size],
+            None if noise is None else noise[start : start + size],
         )
-        for start in range(0, len(x), batch_size)
+        for start in range(0, len(x), size)
     ]
     return AdversarialExamples(
         images=np.concatenate([images for images, _ in batches]),
@@ -411,4 +443,5 @@ def adversarial_examples(
         loss_source=prepared.loss_source,
         input_scale=prepared.scale,
         zero_gradient=float(np.mean(np.concatenate([stuck for _, stuck in batches]))),
+        batch_size=size,
     )

@@ -38,6 +38,7 @@ class AdversarialResult:
         input_scale: the factor the [0, 1] images were multiplied by before the model.
         dataset, split: where the images came from (``None`` for arrays passed in).
         seconds: wall time of the attacks and predictions.
+        batch_size: images per gradient call, as given or planned (``None`` in records written before it was kept).
     """
 
     model: str
@@ -56,6 +57,7 @@ class AdversarialResult:
     dataset: Optional[str] = None
     split: Optional[str] = None
     seconds: Optional[float] = None
+    batch_size: Optional[int] = None
 
     def describe_attack(self):
         """``"PGD, 10 steps of 2.5 epsilon / 10, random start (seed 0)"``-style summary."""
@@ -70,7 +72,8 @@ class AdversarialResult:
         """The table as aligned text (what ``keras-capsules robustness --attack`` prints)."""
         where = f" on {self.dataset} {self.split}" if self.dataset else ""
         lines = [
-            f"{self.model}{where}: {self.examples:,d} images; {self.describe_attack()}",
+            f"{self.model}{where}: {self.examples:,d} images; {self.describe_attack()}"
+            + ("" if self.batch_size is None else f"; {self.batch_size} images per gradient call"),
             f"loss attacked: {self.loss} ({self.loss_source}); images in [0, 1] x {self.input_scale:g} into the model",
             f"clean accuracy: {100 * self.accuracy:.2f} %",
             f"{'epsilon':>8}{'accuracy':>12}{'zero gradient':>16}  loss",
@@ -103,14 +106,14 @@ def adversarial_accuracy(
     step_size=None,
     random_start=None,
     loss=None,
-    batch_size=256,
+    batch_size=None,
     seed=0,
     input_scale=None,
 ):
     """Accuracy of ``model`` on adversarial copies of ``(x, y)``, one per epsilon.
 
-    Arguments as :func:`~keras_capsules.evaluation.adversarial_examples`, with ``epsilons`` a list of
-    radii. Returns an :class:`AdversarialResult` (the loss attacked and its source recorded).
+    Arguments as :func:`~keras_capsules.evaluation.adversarial_examples` (``batch_size=None``: planned from
+    memory), with ``epsilons`` a list of radii. Returns an :class:`AdversarialResult` (the loss attacked and its source recorded).
     """
     import time
 
@@ -122,16 +125,17 @@ def adversarial_accuracy(
     prepared, x, labels, noise = _setup(
         function, model, x, y, attack, epsilons, steps, step_size, random_start, loss, batch_size, seed, input_scale
     )
-    batches = range(0, len(x), batch_size)
-    clean = sum(int(np.sum(prepared.predict(x[s : s + batch_size]) == labels[s : s + batch_size])) for s in batches)
+    size = prepared.batch_size
+    batches = range(0, len(x), size)
+    clean = sum(int(np.sum(prepared.predict(x[s : s + size]) == labels[s : s + size])) for s in batches)
     correct, stuck = np.zeros(len(epsilons), int), np.zeros(len(epsilons), int)
     for s in batches:
-        images, batch_labels = x[s : s + batch_size], labels[s : s + batch_size]
+        images, batch_labels = x[s : s + size], labels[s : s + size]
         # Without a random start every epsilon's first step starts at the images: one gradient serves them all
         # (FGSM: the only one).
         first = None if noise is not None else prepared.gradient(images, prepared.targets(batch_labels))
         for i, epsilon in enumerate(epsilons):
-            batch_noise = None if noise is None else noise[s : s + batch_size]
+            batch_noise = None if noise is None else noise[s : s + size]
             adversarial, flat = prepared.run(images, batch_labels, float(epsilon), batch_noise, first_gradient=first)
             correct[i] += int(np.sum(prepared.predict(adversarial) == batch_labels))
             stuck[i] += int(np.sum(flat))
@@ -152,6 +156,7 @@ def adversarial_accuracy(
         loss_source=prepared.loss_source,
         input_scale=prepared.scale,
         seconds=round(time.perf_counter() - started, 2),
+        batch_size=size,
     )
 
 

@@ -171,7 +171,10 @@ def test_the_attacks_lower_a_trained_models_accuracy_to_the_linear_models_worst_
             {"attack": "pgd", "step_size": -1.0},
             r"adversarial_examples: argument `step_size` expected None .* or a positive number, received -1\.0\.",
         ),
-        ({"batch_size": 0}, r"adversarial_examples: argument `batch_size` expected a positive integer, received 0\."),
+        (
+            {"batch_size": 0},
+            r"adversarial_examples: argument `batch_size` expected None \(planned from memory\) or a positive integer, received 0\.",
+        ),
         ({"loss": "hinge"}, r"adversarial_examples: argument `loss` expected None .*, received 'hinge'\."),
     ],
 )
@@ -227,7 +230,7 @@ def test_a_routed_models_attack_gradient_is_compiled_and_equals_the_plain_one(mo
     compiled = []
     monkeypatch.setattr(base, "compiled_reading", lambda f, w: compiled.append(1) or real_compiled_reading(f, w))
     per_example = keras.losses.SparseCategoricalCrossentropy(reduction=None)
-    gradient = adversarial._loss_gradient("test", model, lambda t, s: per_example(t, s), 1.0, None)(x, y)
+    gradient = adversarial._loss_gradient("test", model, lambda t, s: per_example(t, s), 1.0, None)[0](x, y)
     assert compiled  # the router went through compiled_reading at inference
 
     with tf.GradientTape() as tape:  # eager, outside the scope: the plain router
@@ -244,13 +247,13 @@ def _counting_gradients(monkeypatch):
     calls, build = [0], adversarial._loss_gradient
 
     def counted(*args):
-        gradient = build(*args)
+        gradient, graph_function = build(*args)
 
         def run(images, labels):
             calls[0] += 1
             return gradient(images, labels)
 
-        return run
+        return run, graph_function
 
     monkeypatch.setattr(adversarial, "_loss_gradient", counted)
     return calls
@@ -302,7 +305,7 @@ def _gradients_raising(monkeypatch, error):
     def gradient(images, labels):
         raise error
 
-    monkeypatch.setattr(adversarial, "_loss_gradient", lambda *arguments: gradient)
+    monkeypatch.setattr(adversarial, "_loss_gradient", lambda *arguments: (gradient, None))
 
 
 @pytest.mark.parametrize("error", _out_of_memory_errors(), ids=lambda error: type(error).__name__)

@@ -298,7 +298,11 @@ def main(argv=None):
     parser.add_argument("data_dir", nargs="?", help="folder with the MNIST and Fashion-MNIST files")
     parser.add_argument("--limit", type=int, help="the first LIMIT test images only (default: all)")
     parser.add_argument("--models", nargs="+", help="presets (default: every MNIST and Fashion-MNIST preset)")
-    parser.add_argument("--batch-size", type=int, default=250, help="images per gradient call (default: 250)")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="images per gradient call (default: planned, the largest up to 256 that fits in the memory available)",
+    )
     parser.add_argument(
         "--loss", choices=("margin", "cross_entropy"), help="attack this loss (default: each model's training loss)"
     )

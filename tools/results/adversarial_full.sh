@@ -23,17 +23,15 @@ PRESETS=(
 )
 # Those trained with a margin or spread loss, attacked through a cross-entropy too (the table's --loss rows).
 CROSS_ENTROPY=(CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em EffCapsNet/mnist FMCapsNet/fashion_mnist)
-# Images per gradient call: the tool's 250, except where a batch's backward pass would not fit in memory. Kernel
-# and LSTM routing keep about a quarter of a GB per image for it (ConsensusCapsNet at 28x28: 25 images 6.9 and
-# 3.2 GB, 50 kernel images 12.6 GB; 125 ran out beside a 9 GB job), at the same time per image at 25 as at 100.
-declare -A BATCH=([ConsensusCapsNet/mnist-kernel]=25 [ConsensusCapsNet/mnist-lstm]=25)
+# Images per gradient call: planned by the library from the memory available when each model starts (up to 256;
+# kernel and LSTM routing keep about a quarter of a GB an image for the backward pass, at the same time per image).
 mkdir -p "$(dirname "$log")"
 cd "$repo" || exit 1
 echo "$(date -u +%FT%TZ) start (package $(git rev-parse --short HEAD))" >> "$log"
 # One process per model and loss, so that one model's failure (logged) does not stop the others'.
 attack() {  # MODEL [--loss cross_entropy]
-  "$repo/.venv/bin/python" tools/results/adversarial.py "$data" --slice 1000 --batch-size "${BATCH[$1]:-250}" \
-    --models "$1" "${@:2}" >> "$log" 2>&1 || { echo "$(date -u +%FT%TZ) failed: $*" >> "$log"; status=1; }
+  "$repo/.venv/bin/python" tools/results/adversarial.py "$data" --slice 1000 --models "$1" "${@:2}" >> "$log" 2>&1 \
+    || { echo "$(date -u +%FT%TZ) failed: $*" >> "$log"; status=1; }
 }
 status=0
 for model in "${PRESETS[@]}"; do attack "$model"; done
