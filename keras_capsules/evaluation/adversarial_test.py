@@ -319,6 +319,8 @@ def test_running_out_of_memory_is_an_error_naming_batch_size(monkeypatch, error)
     assert raised.value.__cause__ is error
     with pytest.raises(MemoryError, match="adversarial_accuracy: .*received 5"):
         adversarial_accuracy(model, X, Y, "fgsm", batch_size=5)
+    with pytest.raises(MemoryError, match=r"received 6 \(planned from the memory available: pass a smaller one\)\.$"):
+        adversarial_accuracy(model, X, Y, "fgsm")  # planned: all 6 images (no traced graph to read here)
 
 
 def test_an_error_other_than_memory_passes_through_the_attack(monkeypatch):
