@@ -26,6 +26,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from benchmarks.memory_plan import free_memory  # noqa: E402
 from benchmarks.runs import child_row, module_command, run_or_child, run_parser, status_kib, write_run  # noqa: E402
 
 #: (preset, batches): each MNIST and Fashion-MNIST preset at the batch the full-set tool used, and the
@@ -76,11 +77,6 @@ def child_measure(preset, batch):
 def run_child(*arguments):
     """Runs this script as a child with ``arguments``; its result, or ``{"error": last stderr line}``."""
     return child_row(module_command(__spec__.name, "--child", *arguments))
-
-
-def free_memory():
-    with open("/proc/meminfo") as handle:
-        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemAvailable"))
 
 
 def measure_row(preset, batch):
