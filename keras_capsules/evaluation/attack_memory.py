@@ -53,10 +53,9 @@ def estimated_peak_bytes(graph_function, model, image_shape, target_spec, batch_
     with router_compilation(False):  # a compiled cluster would be one opaque op to the replay
         graph = tf.function(graph_function, autograph=False).get_concrete_function(images, targets).graph
     live = memory_plan.live_tensors(graph.get_operations(), graph.outputs)
-    weights = sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in model.weights)
     return (
         memory_plan.PROCESS_BASELINE_BYTES
-        + weights
+        + memory_plan.variables_bytes(model.weights)
         + memory_plan.LIVE_FACTOR * live.peak_bytes
         + memory_plan.BYTES_PER_OP * live.ops
     )

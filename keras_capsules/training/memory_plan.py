@@ -102,6 +102,7 @@ __all__ = [  # the plan's own, and what it reads from its helper modules (import
     "parse_size",
     "plan_fastest",
     "resident_bytes",
+    "variables_bytes",
 ]
 
 #: Peak resident memory of a fresh process that imports keras_capsules (TensorFlow, Keras) and runs one
@@ -186,7 +187,8 @@ def optimizer_slots(optimizer) -> int:
     return sum(1 for v in probe.variables if tuple(v.shape) == (7,))
 
 
-def _variables_bytes(variables):
+def variables_bytes(variables) -> int:
+    """The bytes of ``variables``' values (TensorFlow dtypes)."""
     import tensorflow as tf
 
     return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in variables)
@@ -357,8 +359,8 @@ def estimate(
         batch_size=batch_size,
         optimizer=optimizer_name,
         parameters=int(model.count_params()),
-        weights_bytes=_variables_bytes(model.weights),
-        optimizer_bytes=slots * _variables_bytes(model.trainable_weights),
+        weights_bytes=variables_bytes(model.weights),
+        optimizer_bytes=slots * variables_bytes(model.trainable_weights),
         graph_bytes=round(BYTES_PER_OP * live.ops),
         activation_bytes=round(LIVE_FACTOR * live.peak_bytes),
         votes_bytes=round(LIVE_FACTOR * votes),
