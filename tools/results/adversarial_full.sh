@@ -6,10 +6,9 @@
 #   nohup setsid bash tools/results/adversarial_full.sh DATA_DIR [LOG] >/dev/null 2>&1 &
 #
 # Only presets whose weights are final: EffCapsNet/mnist_rem and EffCapsNet/fashion_mnist wait for their clean
-# reruns (tools/presets/in_progress/clean-reruns/) and ConsensusCapsNet/mnist-lstm for its run to ship; add each
-# to PRESETS (and, if trained with the margin or spread loss, to CROSS_ENTROPY) once its file is the shipped one,
-# after deleting its records made from the earlier file. Each writes the records into docs/results/adversarial/
-# and the table into docs/results.md, for a session to commit.
+# reruns (tools/presets/in_progress/clean-reruns/); add each to PRESETS (and, if trained with the margin or spread
+# loss, to CROSS_ENTROPY) once its file is the shipped one, after deleting its records made from the earlier file.
+# Each writes the records into docs/results/adversarial/ and the table into docs/results.md, for a session to commit.
 set -uo pipefail
 data=$(cd "${1:?usage: adversarial_full.sh DATA_DIR [LOG]}" && pwd)
 log=${2:-/work/runs/adversarial/full.log}
@@ -19,7 +18,8 @@ repo=$(cd "$here/../.." && pwd)
 # Every MNIST and Fashion-MNIST preset whose weights are final, attacked with its own training loss.
 PRESETS=(
   BaselineCNN/mnist CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em
-  ConsensusCapsNet/mnist-kernel EffCapsNet/mnist AgreementGLOM/fashion_mnist FMCapsNet/fashion_mnist
+  ConsensusCapsNet/mnist-kernel ConsensusCapsNet/mnist-lstm EffCapsNet/mnist AgreementGLOM/fashion_mnist
+  FMCapsNet/fashion_mnist
 )
 # Those trained with a margin or spread loss, attacked through a cross-entropy too (the table's --loss rows).
 CROSS_ENTROPY=(CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em EffCapsNet/mnist FMCapsNet/fashion_mnist)
