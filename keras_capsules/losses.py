@@ -228,6 +228,42 @@ class SpreadLoss(keras.losses.Loss):
         return config
 
 
+@register
+class ScoresCrossentropy(keras.losses.SparseCategoricalCrossentropy):
+    """Sparse categorical cross-entropy on ``(batch, classes)`` class scores, the same on every backend.
+
+    Keras's own loss, on TensorFlow, replaces scores that a sigmoid or softmax produced by that activation's input
+    (cached on the tensor; not on JAX or PyTorch, nor after a cast). Here ``from_logits=True`` takes the scores as
+    the logits they are, as a model's class activations are taken in the variational-Bayes code, whatever produced
+    them. ``log_odds=True`` takes instead the logits ``log(p / (1 - p))`` of scores ``p`` in (0, 1), clipped to
+    ``[1e-7, 1 - 1e-7]``: Heinsen's code's loss on the logits of the activations a model outputs.
+    ``from_logits=False`` is Keras's loss on probabilities.
+
+    ``y_true``: class indices ``(batch,)``; ``y_pred``: scores ``(batch, classes)``.
+
+    Args:
+        from_logits: whether the scores (or, with ``log_odds``, their log-odds) are logits.
+        log_odds: whether the logits are the scores' log-odds (needs ``from_logits=True``).
+    """
+
+    def __init__(self, from_logits=False, log_odds=False, name="sparse_categorical_crossentropy", **kwargs):
+        if log_odds and not from_logits:
+            errors.fail("ScoresCrossentropy", "from_logits", "True with log_odds=True", from_logits)
+        super().__init__(from_logits=from_logits, name=name, **kwargs)
+        self.log_odds = bool(log_odds)
+
+    def call(self, y_true, y_pred):
+        if self.log_odds:
+            p = ops.clip(ops.cast(y_pred, "float32"), 1e-7, 1.0 - 1e-7)
+            y_pred = ops.log(p) - ops.log1p(-p)
+        elif self.from_logits:
+            y_pred = ops.copy(y_pred)  # a new tensor, without the activation input Keras would read instead
+        return super().call(y_true, y_pred)
+
+    def get_config(self):
+        return {**super().get_config(), "log_odds": self.log_odds}
+
+
 class SpreadMarginScheduler(keras.callbacks.Callback):
     """Sets a :class:`SpreadLoss` margin from the training step before every batch (see :func:`spread_margin`).
 

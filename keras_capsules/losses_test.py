@@ -41,3 +41,61 @@ def test_margin_loss_rejects_labels_of_the_wrong_width_or_batch():
         MarginLoss()(np.zeros((3,)), lengths)
     with pytest.raises(ValueError, match=r"one-/multi-hot labels with values in \[0, 1\]"):
         MarginLoss()(np.full((4, 10), 2.0), lengths)
+
+
+RNG = np.random.default_rng(5)
+X = RNG.normal(size=(8, 4)).astype("float32")
+Y = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+W = RNG.normal(size=(4, 3)).astype("float32")
+B = RNG.normal(size=(3,)).astype("float32")
+
+
+def _dense(activation, loss):
+    """``activation(x W + b)``, compiled with ``loss``: ``evaluate`` computes it as ``fit`` does (traced on TF)."""
+    import keras
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation)])
+    model.layers[-1].set_weights([W, B])
+    model.compile(loss=loss)
+    return model
+
+
+def _numpy_cross_entropy(logits):
+    logits = logits.astype("float64")
+    log_p = logits - logits.max(axis=1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(axis=1, keepdims=True))
+    return -log_p[np.arange(len(Y)), Y].mean()
+
+
+def test_scores_crossentropy_takes_sigmoid_outputs_as_the_logits_like_numpy():
+    # Keras's SparseCategoricalCrossentropy(from_logits=True) would read x W + b here, on TensorFlow only.
+    from keras_capsules.losses import ScoresCrossentropy
+
+    z = X.astype("float64") @ W + B
+    measured = _dense("sigmoid", ScoresCrossentropy(from_logits=True)).evaluate(X, Y, verbose=0)
+    np.testing.assert_allclose(measured, _numpy_cross_entropy(1 / (1 + np.exp(-z))), rtol=1e-5)
+
+
+def test_scores_crossentropy_on_log_odds_is_the_numpy_cross_entropy_of_the_sigmoids_input():
+    from keras_capsules.losses import ScoresCrossentropy
+
+    z = X.astype("float64") @ W + B
+    measured = _dense("sigmoid", ScoresCrossentropy(from_logits=True, log_odds=True)).evaluate(X, Y, verbose=0)
+    np.testing.assert_allclose(measured, _numpy_cross_entropy(z), rtol=1e-4)
+    # On probabilities (from_logits=False) after a softmax: the cross-entropy of those probabilities.
+    measured = _dense("softmax", ScoresCrossentropy()).evaluate(X, Y, verbose=0)
+    np.testing.assert_allclose(measured, _numpy_cross_entropy(z), rtol=1e-5)
+
+
+def test_scores_crossentropy_round_trips_its_config_and_refuses_log_odds_of_probabilities():
+    import keras
+
+    from keras_capsules.losses import ScoresCrossentropy
+    from keras_capsules.recipes.base import Recipe
+
+    loss = keras.losses.deserialize(keras.losses.serialize(ScoresCrossentropy(from_logits=True, log_odds=True)))
+    assert isinstance(loss, ScoresCrossentropy) and loss.from_logits and loss.log_odds
+    with pytest.raises(ValueError, match="ScoresCrossentropy.*from_logits.*True with log_odds=True.*False"):
+        ScoresCrossentropy(log_odds=True)
+    recipe = Recipe("HeinsenCapsNet", "mnist", loss="log_odds_crossentropy")
+    assert recipe.make_loss().log_odds and Recipe("VBCapsNet", "mnist", loss="crossentropy").make_loss().from_logits

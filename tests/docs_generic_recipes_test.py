@@ -30,6 +30,7 @@ LOSSES = {
     "margin": "margin",
     "spread": "spread",
     "crossentropy": "cross-entropy",
+    "log_odds_crossentropy": "cross-entropy on log-odds",
     "SupervisedContrastiveLoss": "supervised contrastive",
 }
 

@@ -38,7 +38,9 @@ def test_slices_merge_weighted_by_images():
     assert merged["seconds"] == 150.5 and merged["paused_seconds"] == 7
     assert merged["seed"] == [0, 1] and merged["slices"] == [[0, 1000], [1000, 1500]]
     assert merged["date"] == "2026-12-04; 2026-12-05" and merged["commit"] == "abc; def" and merged["host"] == "H"
-    assert "images" not in merged
+    assert "images" not in merged and "note" not in merged
+    slices[1]["note"] = "paused"
+    assert adversarial.merge_slices(slices)["note"] == "images 1000-1500: paused"
 
 
 def test_slices_must_be_consecutive_from_the_first_image():

@@ -130,7 +130,7 @@ def VBCapsNet(
     zeros. Where the library differs from the code: coordinate addition adds IBM's
     ``(i + 0.5) / H`` offsets of :class:`~keras_capsules.layers.FcCaps` (the code adds ``(i + 1) / (10 H)``
     to the same pose entries). The code trains with cross-entropy on the class activations taken as logits
-    (``SparseCategoricalCrossentropy(from_logits=True)``), Adam 1e-3, batches of 128.
+    (:class:`~keras_capsules.losses.ScoresCrossentropy` ``(from_logits=True)``), Adam 1e-3, batches of 128.
 
     Args:
         include_top: with the class capsules; otherwise the ConvCaps2 capsules as a

@@ -32,7 +32,11 @@ RECIPE_FLAGS = {
     "lr_gamma": (float, "FACTOR", "step schedule: learning-rate factor at each milestone"),
     "momentum": (float, "COEFFICIENT", "SGD momentum coefficient"),
     "weight_decay": (float, "COEFFICIENT", "decoupled weight-decay coefficient, 'none' for off"),
-    "loss": (str, "NAME", "margin, spread, crossentropy, binary_crossentropy or a loss class name"),
+    "loss": (
+        str,
+        "NAME",
+        "margin, spread, crossentropy, log_odds_crossentropy, binary_crossentropy or a loss class name",
+    ),
     "metrics": (tuple[str], "NAME", "compile metrics"),
     "augmentation": (str, "PRESET", "augmentation preset, 'none' for off"),
     "train_split": (str, "SPLIT", "split trained on"),

@@ -100,7 +100,9 @@ def _named_loss(function, loss, model):
 
         return MarginLoss()
     if loss == "cross_entropy":
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=not _ends_in_softmax(model))
+        from keras_capsules.losses import ScoresCrossentropy
+
+        return ScoresCrossentropy(from_logits=not _ends_in_softmax(model))
     raise ValueError(
         f"{function}: argument `loss` expected None (the model's training loss), one of {list(_LOSS_NAMES)} or a "
         f"callable (y_true, y_pred) -> losses, received {loss!r}."
@@ -116,6 +118,8 @@ def describe_loss(loss):
         return "margin"
     if isinstance(loss, SpreadLoss):
         return f"spread (margin {float(keras.ops.convert_to_numpy(loss.margin)):g})"
+    if getattr(loss, "log_odds", False):
+        return "cross_entropy (from log-odds)"
     if isinstance(loss, (keras.losses.SparseCategoricalCrossentropy, keras.losses.CategoricalCrossentropy)):
         return f"cross_entropy (from {'logits' if loss.get_config()['from_logits'] else 'probabilities'})"
     if isinstance(loss, keras.losses.Loss):

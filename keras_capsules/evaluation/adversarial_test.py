@@ -60,6 +60,16 @@ def test_fgsm_is_the_sign_of_the_numpy_cross_entropy_gradient_of_a_linear_softma
     assert (named.loss, named.loss_source) == ("cross_entropy (from probabilities)", "argument")
 
 
+def test_cross_entropy_takes_sigmoid_outputs_as_logits_as_they_are_like_its_numpy_gradient():
+    # On TensorFlow, Keras would swap in the sigmoid's input (cached as ``_keras_logits``) for the outputs.
+    v = 1 / (1 + np.exp(-(X.reshape(len(X), -1).astype("float64") @ W + B)))
+    p = np.exp(v) / np.exp(v).sum(axis=1, keepdims=True)
+    gradient = (((p - np.eye(3)[Y]) * v * (1 - v)) @ W.T).reshape(X.shape)
+    result = adversarial_examples(_linear("sigmoid"), X, Y, epsilon=0.1, loss="cross_entropy")
+    np.testing.assert_allclose(result.images, np.clip(X + 0.1 * np.sign(gradient), 0, 1), atol=1e-6)
+    assert result.loss == "cross_entropy (from logits)"
+
+
 def test_fgsm_with_the_margin_loss_follows_its_numpy_gradient_on_sigmoid_scores():
     expected = np.clip(X + 0.05 * np.sign(_sigmoid_margin_gradient(X)), 0, 1)
     result = adversarial_examples(_linear("sigmoid"), X, Y, epsilon=0.05, loss="margin")

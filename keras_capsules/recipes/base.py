@@ -26,7 +26,8 @@ SCHEDULES = ("constant", "exponential", "step", "onecycle")
 LOSS_ALIASES = {
     "margin": ("MarginLoss", {}),
     "spread": ("SpreadLoss", {}),
-    "crossentropy": ("SparseCategoricalCrossentropy", {"from_logits": True}),
+    "crossentropy": ("ScoresCrossentropy", {"from_logits": True}),
+    "log_odds_crossentropy": ("ScoresCrossentropy", {"from_logits": True, "log_odds": True}),
     "binary_crossentropy": ("BinaryCrossentropy", {"from_logits": True}),
 }
 
@@ -87,8 +88,9 @@ class Recipe:
             stays at the optimizer's 0.9 here).
         lr_decay, lr_decay_steps, lr_floor, lr_milestones, lr_gamma: schedule parameters.
         momentum, weight_decay: optimizer options (SGD momentum; Keras' decoupled weight decay).
-        loss: ``"margin"``, ``"spread"``, ``"crossentropy"`` (sparse, from logits),
-            ``"binary_crossentropy"`` (multi-hot, from logits), or a loss class name of
+        loss: ``"margin"``, ``"spread"``, ``"crossentropy"`` (sparse, the scores as logits:
+            :class:`~keras_capsules.losses.ScoresCrossentropy`), ``"log_odds_crossentropy"`` (sparse, on the
+            log-odds of scores in (0, 1)), ``"binary_crossentropy"`` (multi-hot, from logits), or a loss class name of
             ``keras_capsules.losses`` / ``keras.losses``.
         loss_kwargs: loss constructor arguments.
         spread_schedule: :class:`~keras_capsules.losses.SpreadMarginScheduler` arguments (spread loss only).

@@ -53,12 +53,13 @@ CHANGES = {
 }
 #: Applications without a paper recipe: their whole generic recipe.
 STANDALONE = {
-    # The official code's rate and batch (RAdam 5e-4 with a one-cycle schedule, batch 20) with Adam, no decay.
+    # The official code's rate, batch and loss (RAdam 5e-4 with a one-cycle schedule, batch 20; cross-entropy on the
+    # class logits a_out, here the log-odds of the activations the model outputs) with Adam, no decay.
     "HeinsenCapsNet": {
         "optimizer": "adam",
         "learning_rate": 5e-4,
         "lr_decay": 1.0,
-        "loss": "crossentropy",
+        "loss": "log_odds_crossentropy",
         "batch_size": 20,
     },
     "EffConvCapsNet": {

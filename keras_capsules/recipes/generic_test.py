@@ -21,7 +21,7 @@ EXPECTED = {
     "BaselineCNN": ("adam", 5e-4, 0.93, "crossentropy", 16),
     "EffConvCapsNet": ("adam", 1e-3, 0.96, "margin", 32),
     "VBCapsNet": ("adam", 1e-3, 1.0, "crossentropy", 32),
-    "HeinsenCapsNet": ("adam", 5e-4, 1.0, "crossentropy", 20),
+    "HeinsenCapsNet": ("adam", 5e-4, 1.0, "log_odds_crossentropy", 20),
     "SRCapsNet": ("adam", 1e-3, 0.96, "crossentropy", 32),
 }
 

@@ -203,7 +203,8 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
 
 def merge_slices(slices):
     """One record from the records of consecutive slices of a test set: accuracies and zero-gradient shares
-    weighted by each slice's images, times summed, the seeds, hosts, dates and commits listed."""
+    weighted by each slice's images, times summed, the seeds, hosts, dates and commits listed, and each slice's
+    ``note`` kept, named by its images."""
     first, total = slices[0], sum(s["examples"] for s in slices)
     if [s["images"][0] for s in slices] != [0] + [s["images"][1] for s in slices[:-1]]:
         raise ValueError(f"adversarial: slices are not consecutive from image 0: {[s['images'] for s in slices]}")
@@ -213,6 +214,7 @@ def merge_slices(slices):
 
     epsilons = [e for e, _ in first["table"]]
     distinct = lambda field: "; ".join(dict.fromkeys(str(s[field]) for s in slices))  # noqa: E731
+    notes = [f"images {s['images'][0]}-{s['images'][1]}: {s['note']}" for s in slices if s.get("note")]
     return {
         **{k: v for k, v in first.items() if k not in ("images", "paused_seconds", "note")},
         "examples": total,
@@ -226,6 +228,7 @@ def merge_slices(slices):
         "host": distinct("host"),
         "date": distinct("date"),
         "commit": distinct("commit"),
+        **({"note": "; ".join(notes)} if notes else {}),
     }
 
 
