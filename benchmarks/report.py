@@ -73,11 +73,6 @@ def load_runs(folder=RESULTS):
     return runs
 
 
-def render(runs):
-    """The text of ``BENCHMARKS.md`` for ``runs`` (:func:`pages` gives every page)."""
-    return pages(runs)["BENCHMARKS.md"]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

@@ -34,8 +34,7 @@ DOWNSAMPLING: dict[str | None, Any] = {
     None: None,
 }
 
-#: Layer names the two-stage helpers rely on.
-BACKBONE_LAYERS = ("tokenizer", "patch_embedding", "columns", "top_level", "downsampling", "projection_head")
+#: The classifier's layers, which the two-stage helpers tell from the backbone's.
 CLASSIFIER_LAYERS = ("classification_head", "predictions")
 
 

@@ -73,6 +73,7 @@ def test_entropy_and_dictionaries_by_hand():
     scores = np.eye(2, dtype="float32")[predictions]
     metric.update_state(coupling, scores)
     assert metric.result() == pytest.approx(0.75) and metric.num_trees() == {0: 3, 1: 1}
+    assert metric.class_entropies() == {0: pytest.approx(1.5), 1: 0.0}
     metric.reset_state()
     assert metric.result() == 0.0
 

@@ -115,13 +115,6 @@ class Preset:
 
         return class_names(self.dataset)
 
-    def to_json(self):
-        record = dataclasses.asdict(self)
-        record["recipe"] = list(self.recipe)
-        record["removable"] = list(self.removable)
-        record["validation_curve"] = list(self.validation_curve)
-        return record
-
 
 def _read_registry(path=REGISTRY_FILE):
     if not os.path.isfile(path):
