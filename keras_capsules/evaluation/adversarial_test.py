@@ -211,12 +211,13 @@ def test_bad_data_and_an_unreadable_loss_are_refused():
 
 def test_describe_loss_names_the_loss_and_its_settings():
     from keras_capsules.evaluation.adversarial import describe_loss
-    from keras_capsules.losses import MarginLoss, SpreadLoss
+    from keras_capsules.losses import MarginLoss, ScoresCrossentropy, SpreadLoss
 
     assert describe_loss(MarginLoss()) == "margin"
     assert describe_loss(SpreadLoss(0.35)) == "spread (margin 0.35)"
     assert describe_loss(keras.losses.SparseCategoricalCrossentropy(from_logits=True)) == "cross_entropy (from logits)"
     assert describe_loss(keras.losses.CategoricalCrossentropy()) == "cross_entropy (from probabilities)"
+    assert describe_loss(ScoresCrossentropy(from_logits=True, log_odds=True)) == "cross_entropy (from log-odds)"
     assert describe_loss(keras.losses.MeanSquaredError()) == "MeanSquaredError"
 
 
