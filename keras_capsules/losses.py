@@ -234,10 +234,10 @@ class ScoresCrossentropy(keras.losses.SparseCategoricalCrossentropy):
 
     Keras's own loss, on TensorFlow, replaces scores that a sigmoid or softmax produced by that activation's input
     (cached on the tensor; not on JAX or PyTorch, nor after a cast). Here ``from_logits=True`` takes the scores as
-    the logits they are, as a model's class activations are taken in the variational-Bayes code, whatever produced
-    them. ``log_odds=True`` takes instead the logits ``log(p / (1 - p))`` of scores ``p`` in (0, 1), clipped to
-    ``[1e-7, 1 - 1e-7]``: Heinsen's code's loss on the logits of the activations a model outputs.
-    ``from_logits=False`` is Keras's loss on probabilities.
+    the logits they are, whatever produced them (the variational-Bayes code's loss on its class activations).
+    ``log_odds=True`` takes instead the log-odds ``log(p / (1 - p))`` of scores ``p`` in (0, 1) as the logits, ``p``
+    clipped to ``[1e-7, 1 - 1e-7]`` (Heinsen's code's loss: its logits are the log-odds of the activations our
+    model outputs). ``from_logits=False`` is Keras's loss on probabilities.
 
     ``y_true``: class indices ``(batch,)``; ``y_pred``: scores ``(batch, classes)``.
 
