@@ -112,13 +112,13 @@ def _named_loss(function, loss, model):
 def describe_loss(loss):
     """A loss object's short name: ``"margin"``, ``"spread (margin 0.2)"``, ``"cross_entropy (from logits)"``, a
     class or function name."""
-    from keras_capsules.losses import MarginLoss, SpreadLoss
+    from keras_capsules.losses import MarginLoss, ScoresCrossentropy, SpreadLoss
 
     if isinstance(loss, MarginLoss):
         return "margin"
     if isinstance(loss, SpreadLoss):
         return f"spread (margin {float(keras.ops.convert_to_numpy(loss.margin)):g})"
-    if getattr(loss, "log_odds", False):
+    if isinstance(loss, ScoresCrossentropy) and loss.log_odds:
         return "cross_entropy (from log-odds)"
     if isinstance(loss, (keras.losses.SparseCategoricalCrossentropy, keras.losses.CategoricalCrossentropy)):
         return f"cross_entropy (from {'logits' if loss.get_config()['from_logits'] else 'probabilities'})"
