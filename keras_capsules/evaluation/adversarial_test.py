@@ -287,6 +287,33 @@ def test_without_a_random_start_every_epsilon_shares_the_first_gradient(monkeypa
         assert accuracy == np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == Y), epsilon
 
 
+def test_every_gradient_call_has_the_batch_size_and_the_padding_keeps_the_numpy_gradient(monkeypatch):
+    from keras_capsules.evaluation import adversarial
+
+    shapes, build = [], adversarial._loss_gradient
+
+    def recorded(*args):
+        gradient, graph_function = build(*args)
+        return (lambda images, labels: shapes.append(images.shape) or gradient(images, labels)), graph_function
+
+    monkeypatch.setattr(adversarial, "_loss_gradient", recorded)
+    model = _linear("softmax", "sparse_categorical_crossentropy")
+    result = adversarial_examples(model, X, Y, "fgsm", 0.1, batch_size=4)  # 6 images: 4, then 2 padded to 4
+    assert shapes == [(4, 2, 3, 1), (4, 2, 3, 1)]  # one shape: TensorFlow traces the gradient once
+    expected = np.clip(X + 0.1 * np.sign(_softmax_cross_entropy_gradient(X)), 0, 1)
+    np.testing.assert_allclose(result.images, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("images, planned, expected", [(1000, 65, 63), (6, 4, 3), (130, 65, 65), (5, 256, 5)])
+def test_a_planned_batch_is_evened_out_over_the_batches_it_makes(monkeypatch, images, planned, expected):
+    from keras_capsules.evaluation import adversarial
+
+    monkeypatch.setattr(adversarial._Attack, "planned_batch_size", lambda self, shape, count: min(planned, count))
+    x = np.resize(X, (images, 2, 3, 1))
+    result = adversarial_examples(_linear("softmax"), x, np.resize(Y, images), loss="cross_entropy")
+    assert result.batch_size == expected  # ceil(images / ceil(images / planned)): as few batches, none much smaller
+
+
 def _out_of_memory_errors():
     """Each backend's out-of-memory error as raised (the installed ones), with a backend-neutral XLA one."""
     errors = [RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.76GiB.")]  # XLA (JAX)

@@ -15,7 +15,9 @@ that XLA compiles are traced plain, as in the training plan; their compiled infe
 the share leaves room for. Against the measured peak of the MNIST and Fashion-MNIST presets' gradients
 (``benchmarks/attack_memory.py``, 2026-12-05) the estimate read 0.87 (ConsensusCapsNet with kernel routing,
 compiled) to 1.34 (CapsNet), and 2.48 for AgreementGLOM (an overestimate: a smaller batch than would fit).
-Other backends have no traced graph to read: they get ``largest``.
+Every call of the attack has the planned shape (its last batch padded), so one graph runs, the one planned: a
+second, traced with an unknown batch size, kept more per image. Other backends have no traced graph to read:
+they get ``largest``.
 """
 
 import math
