@@ -264,6 +264,38 @@ class ScoresCrossentropy(keras.losses.SparseCategoricalCrossentropy):
         return {**super().get_config(), "log_odds": self.log_odds}
 
 
+@register
+class ScoresBinaryCrossentropy(keras.losses.Loss):
+    """One-vs-all binary cross-entropy on ``(batch, classes)`` class scores, averaged over classes; the same on
+    every backend.
+
+    Each class is its own yes/no question: ``mean_k [-t_k log s(z_k) - (1 - t_k) log(1 - s(z_k))]`` with ``s`` the
+    sigmoid, ``z`` the scores taken as logits (``from_logits=True``; a copy, so that Keras on TensorFlow does not
+    read the input of a sigmoid that produced them instead, as :class:`ScoresCrossentropy` says) and ``t`` the
+    targets. With ``from_logits=False`` the scores are probabilities in [0, 1] (``s(z)`` above).
+
+    ``y_true``: class indices ``(batch,)`` / ``(batch, 1)`` (what the training pipelines give) or one-/multi-hot
+    ``(batch, classes)``, checked as :class:`MarginLoss` checks them; ``y_pred``: scores ``(batch, classes)``.
+
+    Args:
+        from_logits: whether the scores are logits (else probabilities).
+    """
+
+    def __init__(self, from_logits=False, name="binary_crossentropy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.from_logits = bool(from_logits)
+
+    def call(self, y_true, y_pred):
+        scores = ops.cast(y_pred, "float32")
+        targets = class_mask(self, "y_true", y_true, scores.shape[-1], "float32", batch=scores.shape[0])
+        if self.from_logits:
+            scores = ops.copy(scores)  # a new tensor, without the activation input Keras would read instead
+        return ops.mean(ops.binary_crossentropy(targets, scores, from_logits=self.from_logits), axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "from_logits": self.from_logits}
+
+
 class SpreadMarginScheduler(keras.callbacks.Callback):
     """Sets a :class:`SpreadLoss` margin from the training step before every batch (see :func:`spread_margin`).
 

@@ -99,3 +99,43 @@ def test_scores_crossentropy_round_trips_its_config_and_refuses_log_odds_of_prob
         ScoresCrossentropy(log_odds=True)
     recipe = Recipe("HeinsenCapsNet", "mnist", loss="log_odds_crossentropy")
     assert recipe.make_loss().log_odds and Recipe("VBCapsNet", "mnist", loss="crossentropy").make_loss().from_logits
+
+
+def _numpy_one_vs_all(logits, targets):
+    """Mean over examples and classes of the sigmoid cross-entropy of ``logits`` against 0/1 ``targets``."""
+    p = 1 / (1 + np.exp(-logits.astype("float64")))
+    return -(targets * np.log(p) + (1 - targets) * np.log(1 - p)).mean()
+
+
+def test_scores_binary_crossentropy_takes_class_indices_and_sigmoid_outputs_as_logits_like_numpy():
+    # Keras's BinaryCrossentropy(from_logits=True) refuses (batch,) class indices and, on TensorFlow only,
+    # reads x W + b instead of the sigmoid's outputs.
+    from keras_capsules.losses import ScoresBinaryCrossentropy
+
+    z = X.astype("float64") @ W + B
+    one_hot = np.eye(3)[Y]
+    scores = 1 / (1 + np.exp(-z))
+    loss = ScoresBinaryCrossentropy(from_logits=True)
+    np.testing.assert_allclose(
+        _dense("sigmoid", loss).evaluate(X, Y, verbose=0), _numpy_one_vs_all(scores, one_hot), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        _dense("sigmoid", loss).evaluate(X, one_hot, verbose=0), _numpy_one_vs_all(scores, one_hot), rtol=1e-5
+    )
+    # On probabilities: the sigmoid's outputs are s(z), so the loss is that of the logits z.
+    probabilities = _dense("sigmoid", ScoresBinaryCrossentropy()).evaluate(X, Y, verbose=0)
+    np.testing.assert_allclose(probabilities, _numpy_one_vs_all(z, one_hot), rtol=1e-4)
+
+
+def test_scores_binary_crossentropy_is_the_recipes_alias_and_round_trips_its_config():
+    import keras
+
+    from keras_capsules.losses import ScoresBinaryCrossentropy
+    from keras_capsules.recipes.base import Recipe
+
+    loss = keras.losses.deserialize(keras.losses.serialize(ScoresBinaryCrossentropy(from_logits=True)))
+    assert isinstance(loss, ScoresBinaryCrossentropy) and loss.from_logits
+    made = Recipe("EffCapsNet", "mnist", loss="binary_crossentropy").make_loss()
+    assert isinstance(made, ScoresBinaryCrossentropy) and made.from_logits
+    with pytest.raises(ValueError, match=r"`y_true` expected 8 labels"):
+        loss(np.zeros((5,)), np.zeros((8, 3), "float32"))

@@ -28,7 +28,7 @@ LOSS_ALIASES = {
     "spread": ("SpreadLoss", {}),
     "crossentropy": ("ScoresCrossentropy", {"from_logits": True}),
     "log_odds_crossentropy": ("ScoresCrossentropy", {"from_logits": True, "log_odds": True}),
-    "binary_crossentropy": ("BinaryCrossentropy", {"from_logits": True}),
+    "binary_crossentropy": ("ScoresBinaryCrossentropy", {"from_logits": True}),
 }
 
 
@@ -90,7 +90,8 @@ class Recipe:
         momentum, weight_decay: optimizer options (SGD momentum; Keras' decoupled weight decay).
         loss: ``"margin"``, ``"spread"``, ``"crossentropy"`` (sparse, the scores as logits:
             :class:`~keras_capsules.losses.ScoresCrossentropy`), ``"log_odds_crossentropy"`` (sparse, on the
-            log-odds of scores in (0, 1)), ``"binary_crossentropy"`` (multi-hot, from logits), or a loss class name of
+            log-odds of scores in (0, 1)), ``"binary_crossentropy"`` (one-vs-all, the scores as logits:
+            :class:`~keras_capsules.losses.ScoresBinaryCrossentropy`), or a loss class name of
             ``keras_capsules.losses`` / ``keras.losses``.
         loss_kwargs: loss constructor arguments.
         spread_schedule: :class:`~keras_capsules.losses.SpreadMarginScheduler` arguments (spread loss only).
