@@ -426,7 +426,8 @@ def adversarial_examples(
             backward pass: about a quarter of a GB per image for ConsensusCapsNet with kernel routing at
             28x28. Default: planned on TensorFlow, the largest batch up to 256 whose estimated peak fits
             in the memory this process can use (:mod:`~keras_capsules.evaluation.attack_memory`), evened
-            out over the batches it makes; 256 on JAX and PyTorch. A last, smaller batch is padded to this size. Running out of memory raises a ``MemoryError`` naming this argument.
+            out over the batches it makes; 256 on JAX and PyTorch. A last, smaller batch is padded to this
+            size. Running out of memory raises a ``MemoryError`` naming this argument.
         seed: seed of the random start (the same seed gives the same start, whatever ``batch_size``).
         input_scale: the factor applied to the images before the model (default: 255 for a model whose
             first layer is ``Rescaling(1/255)``, else 1).
