@@ -228,6 +228,12 @@ class SpreadLoss(keras.losses.Loss):
         return config
 
 
+def _scores_as_given(scores):
+    """A copy of ``scores``: Keras's cross-entropies on TensorFlow read, instead of a tensor a sigmoid or softmax
+    produced, that activation's input, cached on the tensor; the copy has no cache, so they read the scores."""
+    return ops.copy(scores)
+
+
 @register
 class ScoresCrossentropy(keras.losses.SparseCategoricalCrossentropy):
     """Sparse categorical cross-entropy on ``(batch, classes)`` class scores, the same on every backend.
@@ -257,7 +263,7 @@ class ScoresCrossentropy(keras.losses.SparseCategoricalCrossentropy):
             p = ops.clip(ops.cast(y_pred, "float32"), 1e-7, 1.0 - 1e-7)
             y_pred = ops.log(p) - ops.log1p(-p)
         elif self.from_logits:
-            y_pred = ops.copy(y_pred)  # a new tensor, without the activation input Keras would read instead
+            y_pred = _scores_as_given(y_pred)
         return super().call(y_true, y_pred)
 
     def get_config(self):
@@ -289,7 +295,7 @@ class ScoresBinaryCrossentropy(keras.losses.Loss):
         scores = ops.cast(y_pred, "float32")
         targets = class_mask(self, "y_true", y_true, scores.shape[-1], "float32", batch=scores.shape[0])
         if self.from_logits:
-            scores = ops.copy(scores)  # a new tensor, without the activation input Keras would read instead
+            scores = _scores_as_given(scores)
         return ops.mean(ops.binary_crossentropy(targets, scores, from_logits=self.from_logits), axis=-1)
 
     def get_config(self):
