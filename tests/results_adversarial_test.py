@@ -1,5 +1,8 @@
 """tools/results/adversarial.py: slices of a test set merged into one record."""
 
+import json
+import os
+
 import pytest
 from repo_scripts import load_script
 
@@ -47,6 +50,14 @@ def test_slices_must_be_consecutive_from_the_first_image():
     gap = [_slice(0, 1000, 0.9, (0.5, 0.1), [0, 0], 1.0, 0), _slice(2000, 3000, 0.9, (0.5, 0.1), [0, 0], 1.0, 2)]
     with pytest.raises(ValueError, match="not consecutive"):
         adversarial.merge_slices(gap)
+    mixed = [
+        _slice(0, 1000, 0.9, (0.5, 0.1), [0, 0], 1.0, 0, cumulative=True),
+        _slice(1000, 2000, 0.9, (0.5, 0.1), [0, 0], 1.0, 1),
+    ]
+    with pytest.raises(ValueError, match="cumulative over the epsilons and per epsilon do not merge"):
+        adversarial.merge_slices(mixed)
+    assert adversarial.merge_slices(mixed[:1])["cumulative"]
+    assert not adversarial.merge_slices([_slice(0, 1000, 0.9, (0.5, 0.1), [0, 0], 1.0, 0)])["cumulative"]
 
 
 def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkeypatch):
@@ -82,6 +93,74 @@ def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkey
     assert files == ["000000-000004.json", "000004-000008.json", "000008-000010.json"]
     monkeypatch.setattr(adversarial_accuracy, "adversarial_accuracy", lambda *a, **k: pytest.fail("measured again"))
     assert adversarial.merge_slices(sliced()) == merged  # every slice read back from its file
+
+
+def test_pgd_slices_are_cumulative_and_a_slice_measured_per_epsilon_is_measured_again(tmp_path, monkeypatch):
+    import importlib
+
+    import keras
+    import numpy as np
+
+    accuracy_module = importlib.import_module("keras_capsules.evaluation.adversarial_accuracy")
+    robustness = importlib.import_module("keras_capsules.evaluation.robustness")
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(size=(10, 4, 4, 1)).astype("float32"), rng.integers(0, 3, 10)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(3)])
+    monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
+    monkeypatch.setattr(robustness, "_load_images", lambda dataset, split, limit, data_dir, download: (x, y))
+    earlier = tmp_path / "slices" / "m-pgd" / "000000-000004.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(json.dumps(_slice(0, 4, 0.5, (0.5, 0.5), [0, 0], 1.0, 0)))  # per epsilon: no "cumulative"
+    asked, measure = [], accuracy_module.adversarial_accuracy
+    monkeypatch.setattr(
+        accuracy_module, "adversarial_accuracy", lambda *a, **k: asked.append(k["cumulative"]) or measure(*a, **k)
+    )
+    for attack in ("pgd", "fgsm"):
+        records = adversarial._measure_slices(
+            model, "mnist", attack, f"m-{attack}", "cross_entropy", "test", None, None, 5, 4, "command"
+        )
+        assert [r["cumulative"] for r in records] == [attack == "pgd"] * 3
+    assert asked == [True] * 3 + [False] * 3  # the earlier per-epsilon slice was measured again
+    merged = adversarial.merge_slices(
+        [json.loads((tmp_path / "slices" / "m-pgd" / f).read_text()) for f in sorted(os.listdir(earlier.parent))]
+    )
+    accuracies = [merged["accuracy"]] + [a for _, a in merged["table"]]
+    assert accuracies == sorted(accuracies, reverse=True)  # cumulative: never rises with epsilon
+
+
+def _record(model, attack, cumulative=None, loss_source="recipe"):
+    record = {
+        "model": model,
+        "attack": attack,
+        "dataset": "mnist",
+        "examples": 10000,
+        "accuracy": 0.99,
+        "table": [[0.1, 0.5], [0.3, 0.1]],
+        "zero_gradient": [0.0, 0.0],
+        "loss": "margin",
+        "loss_source": loss_source,
+        "seconds": 10.0,
+        "host": "H",
+    }
+    return record if cumulative is None else {**record, "cumulative": cumulative}
+
+
+@pytest.mark.parametrize(
+    "pgd_cumulative, expected",
+    [
+        ((True, True), "FGSM columns: each epsilon on its own. PGD columns: cumulative over the epsilons, an image"),
+        ((None, None), "FGSM and PGD columns: each epsilon on its own. Images"),
+        ((True, None), "attacks only the images still standing); except the rows of `B/mnist`, measured earlier"),
+    ],
+)
+def test_the_tables_note_says_which_pgd_rows_are_cumulative(tmp_path, monkeypatch, pgd_cumulative, expected):
+    monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
+    for model, cumulative in zip(("A/mnist", "B/mnist"), pgd_cumulative):
+        stem = model.lower().replace("/", "-")
+        (tmp_path / f"{stem}-fgsm.json").write_text(json.dumps(_record(model, "fgsm")))
+        (tmp_path / f"{stem}-pgd.json").write_text(json.dumps(_record(model, "pgd", cumulative)))
+    assert expected in adversarial.table()
 
 
 def test_without_tensorflow_the_test_set_is_read_from_the_idx_files(tmp_path, monkeypatch):

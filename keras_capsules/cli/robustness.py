@@ -80,8 +80,22 @@ def _attack(args, dataset, split, augment):
         random_start=args.random_start,
         batch_size=args.batch_size,
         seed=args.seed,
+        cumulative=args.cumulative,
     )
     return 0
+
+
+def _attack_flags(args):
+    """The attack options given on the command line (they apply with ``--attack`` only)."""
+    given = (
+        ("--epsilons", args.epsilons),
+        ("--pgd-steps", args.pgd_steps),
+        ("--pgd-step-size", args.pgd_step_size),
+        ("--random-start/--no-random-start", args.random_start is not None),
+        ("--loss", args.loss),
+        ("--cumulative", args.cumulative),
+    )
+    return [flag for flag, value in given if value]
 
 
 def _robustness(args):
@@ -103,6 +117,11 @@ def _robustness(args):
     augment = augment_option(args.augment, None if key else args.model)
     if args.attack is not None:
         return _attack(args, dataset, split, augment)
+    if _attack_flags(args):
+        raise ValueError(
+            f"robustness: {', '.join(_attack_flags(args))} apply to an attack only; expected --attack fgsm or pgd "
+            "with them, received no --attack."
+        )
     batch_size = 256 if args.batch_size is None else args.batch_size
     options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=batch_size, seed=args.seed)
     report(
@@ -195,6 +214,13 @@ def add_robustness_command(commands):
         "--random-start",
         action=argparse.BooleanOptionalAction,
         help="start from a uniform draw in the epsilon-ball, seeded by --seed (default: on for PGD, off for FGSM)",
+    )
+    attack.add_argument(
+        "--cumulative",
+        action="store_true",
+        help="count an image as correct at an epsilon only if it was correct clean and withstood the attack at every "
+        "epsilon up to it; each epsilon attacks only the images still standing, so it costs less (default: off, "
+        "each epsilon on its own)",
     )
     attack.add_argument(
         "--loss",

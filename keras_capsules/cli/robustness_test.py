@@ -86,6 +86,12 @@ def test_robustness_attack_reads_a_files_training_loss_and_runs_pgd(tmp_path, ca
     assert record["table"][1][1] <= clean and (record["steps"], record["random_start"]) == (2, True)
     assert (record["loss"], record["loss_source"]) == ("cross_entropy (from logits)", "metrics.json beside the model")
     assert "cross_entropy (from logits)" in capsys.readouterr().out
+    # --cumulative: an image counts at 0.2 only if it was also correct at 0 (clean), under the same attack
+    assert cli.main(arguments + ["--cumulative", "--json", str(out)]) == 0
+    cumulative = json.loads(out.read_text())
+    assert cumulative["cumulative"] and not record["cumulative"] and cumulative["table"][0][1] == clean
+    assert cumulative["table"][1][1] <= min(clean, record["table"][1][1])
+    assert "cumulative over epsilons" in capsys.readouterr().out
 
 
 def test_robustness_attack_errors_name_the_options(tmp_path, capsys):
@@ -97,6 +103,8 @@ def test_robustness_attack_errors_name_the_options(tmp_path, capsys):
     assert "with --attack fgsm, --pgd-steps do not apply" in capsys.readouterr().err
     assert cli.main(base + ["pgd", "--loss", "cross_entropy", "--epsilons", "-0.1"]) != 0
     assert "argument `epsilon` expected a non-negative number" in capsys.readouterr().err
+    assert cli.main(["robustness", path, "--limit", "4", "--epsilons", "0.1", "--cumulative"]) != 0
+    assert "--epsilons, --cumulative apply to an attack only" in capsys.readouterr().err
 
 
 def test_robustness_attack_out_of_memory_is_one_line_naming_batch_size(monkeypatch, capsys):

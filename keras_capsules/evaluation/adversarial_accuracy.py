@@ -2,7 +2,8 @@
 
 The attacks themselves are in :mod:`keras_capsules.evaluation.adversarial`; every epsilon of one result
 attacks the same images with the same loss, and PGD's random start is the same unit draw (from ``seed``)
-scaled by each epsilon.
+scaled by each epsilon. With ``cumulative=True`` an image counts as correct at an epsilon only while every
+attack up to it failed, and each epsilon attacks only the images still standing (see :func:`adversarial_accuracy`).
 """
 
 import dataclasses
@@ -29,7 +30,8 @@ class AdversarialResult:
         examples: how many images (the first ones of the split, or of ``x``).
         accuracy: on the clean images.
         table: ``[(epsilon, accuracy), ...]``, accuracies in [0, 1].
-        zero_gradient: per row, the fraction of images whose loss gradient was zero at the first step.
+        zero_gradient: per row, the fraction of images whose loss gradient was zero at the first step (with
+            ``cumulative``: of the images attacked at that epsilon, counted over all images).
         steps: gradient steps per image (1 for FGSM).
         step_size: the step, or ``None`` for PGD's ``2.5 epsilon / steps`` (FGSM: epsilon).
         random_start: whether each attack started from a uniform draw in the epsilon-ball.
@@ -39,6 +41,8 @@ class AdversarialResult:
         dataset, split: where the images came from (``None`` for arrays passed in).
         seconds: wall time of the attacks and predictions.
         batch_size: images per gradient call, as given or planned (``None`` in records written before it was kept).
+        cumulative: whether an image counted as correct at an epsilon only while it withstood the attack at every
+            smaller epsilon of the table and was classified correctly clean (``False`` in records written before).
     """
 
     model: str
@@ -58,6 +62,7 @@ class AdversarialResult:
     split: Optional[str] = None
     seconds: Optional[float] = None
     batch_size: Optional[int] = None
+    cumulative: bool = False
 
     def describe_attack(self):
         """``"PGD, 10 steps of 2.5 epsilon / 10, random start (seed 0)"``-style summary."""
@@ -66,7 +71,8 @@ class AdversarialResult:
         else:
             size = f"{STEP_SIZE_FACTOR:g} epsilon / {self.steps}" if self.step_size is None else f"{self.step_size:g}"
             text = f"PGD, {self.steps} steps of {size}"
-        return text + (f", random start (seed {self.seed})" if self.random_start else ", no random start")
+        text += f", random start (seed {self.seed})" if self.random_start else ", no random start"
+        return text + (", cumulative over epsilons" if self.cumulative else "")
 
     def to_text(self):
         """The table as aligned text (what ``keras-capsules robustness --attack`` prints)."""
@@ -109,11 +115,22 @@ def adversarial_accuracy(
     batch_size=None,
     seed=0,
     input_scale=None,
+    cumulative=False,
 ):
     """Accuracy of ``model`` on adversarial copies of ``(x, y)``, one per epsilon.
 
     Arguments as :func:`~keras_capsules.evaluation.adversarial_examples` (``batch_size=None``: planned from
-    memory), with ``epsilons`` a list of radii. Returns an :class:`AdversarialResult` (the loss attacked and its source recorded).
+    memory), with ``epsilons`` a list of radii, and:
+
+    cumulative: ``False``: every epsilon attacks every image on its own (as attacks are usually reported; a
+        weak attack can then score lower at a smaller epsilon). ``True``: an image counts as correct at an
+        epsilon only if it was classified correctly clean and withstood the attack at that epsilon and at every
+        smaller one in ``epsilons``: an adversarial image found inside a smaller ball lies in every larger one.
+        Each epsilon then attacks only the images still standing, from the same random start as without
+        ``cumulative``, so each accuracy is the share of images whose per-epsilon attacks all failed, it never
+        rises with epsilon, and the attack costs fewer gradients (PGD: ``steps`` per standing image per epsilon).
+
+    Returns an :class:`AdversarialResult` (the loss attacked and its source recorded).
     """
     import time
 
@@ -126,26 +143,18 @@ def adversarial_accuracy(
         function, model, x, y, attack, epsilons, steps, step_size, random_start, loss, batch_size, seed, input_scale
     )
     size = prepared.batch_size
-    batches = range(0, len(x), size)
-    clean = sum(int(np.sum(prepared.predict(x[s : s + size]) == labels[s : s + size])) for s in batches)
-    correct, stuck = np.zeros(len(epsilons), int), np.zeros(len(epsilons), int)
-    for s in batches:
-        images, batch_labels = x[s : s + size], labels[s : s + size]
-        # Without a random start every epsilon's first step starts at the images: one gradient serves them all
-        # (FGSM: the only one).
-        first = None if noise is not None else prepared.gradient(images, prepared.targets(batch_labels))
-        for i, epsilon in enumerate(epsilons):
-            batch_noise = None if noise is None else noise[s : s + size]
-            adversarial, flat = prepared.run(images, batch_labels, float(epsilon), batch_noise, first_gradient=first)
-            correct[i] += int(np.sum(prepared.predict(adversarial) == batch_labels))
-            stuck[i] += int(np.sum(flat))
+    standing = np.concatenate(
+        [prepared.predict(x[s : s + size]) == labels[s : s + size] for s in range(0, len(x), size)]
+    )
+    counts = _cumulative_counts if cumulative else _independent_counts
+    correct, stuck = counts(prepared, x, labels, noise, epsilons, standing)
     table = [(float(epsilon), int(c) / len(x)) for epsilon, c in zip(epsilons, correct)]
     zero_gradient = [int(z) / len(x) for z in stuck]
     return AdversarialResult(
         model=prepared.name,
         attack=attack,
         examples=len(x),
-        accuracy=clean / len(x),
+        accuracy=int(np.sum(standing)) / len(x),
         table=table,
         zero_gradient=zero_gradient,
         steps=prepared.steps,
@@ -157,7 +166,52 @@ def adversarial_accuracy(
         input_scale=prepared.scale,
         seconds=round(time.perf_counter() - started, 2),
         batch_size=size,
+        cumulative=bool(cumulative),
     )
+
+
+def _independent_counts(prepared, x, labels, noise, epsilons, standing):
+    """``(correct, zero-gradient)`` image counts per epsilon, every epsilon attacking every image."""
+    correct, stuck = np.zeros(len(epsilons), int), np.zeros(len(epsilons), int)
+    size = prepared.batch_size
+    for s in range(0, len(x), size):
+        images, batch_labels = x[s : s + size], labels[s : s + size]
+        # Without a random start every epsilon's first step starts at the images: one gradient serves them all
+        # (FGSM: the only one).
+        first = None if noise is not None else prepared.gradient(images, prepared.targets(batch_labels))
+        for i, epsilon in enumerate(epsilons):
+            batch_noise = None if noise is None else noise[s : s + size]
+            adversarial, flat = prepared.run(images, batch_labels, float(epsilon), batch_noise, first_gradient=first)
+            correct[i] += int(np.sum(prepared.predict(adversarial) == batch_labels))
+            stuck[i] += int(np.sum(flat))
+    return correct, stuck
+
+
+def _cumulative_counts(prepared, x, labels, noise, epsilons, standing):
+    """``(correct, zero-gradient)`` image counts per epsilon, from the smallest epsilon up, each attacking only the
+    images ``standing`` (``(N,)`` bool: correct clean, then under every smaller epsilon). Without a random start
+    each image's first gradient is computed once and serves every epsilon."""
+    standing, counts = standing.copy(), {}
+    first = None if noise is not None else np.zeros_like(x)  # the loss gradient at each image, once computed
+    computed = np.zeros(len(x), bool)
+    for epsilon in sorted(set(float(e) for e in epsilons)):
+        attacked, flat = np.flatnonzero(standing), 0
+        for s in range(0, len(attacked), prepared.batch_size):
+            chosen = attacked[s : s + prepared.batch_size]
+            images, batch_labels = x[chosen], labels[chosen]
+            if first is not None and not computed[chosen].all():
+                first[chosen], computed[chosen] = prepared.gradient(images, prepared.targets(batch_labels)), True
+            adversarial, zero = prepared.run(
+                images,
+                batch_labels,
+                epsilon,
+                None if noise is None else noise[chosen],
+                first_gradient=None if first is None else first[chosen],
+            )
+            standing[chosen] = prepared.predict(adversarial) == batch_labels
+            flat += int(np.sum(zero))
+        counts[epsilon] = (int(np.sum(standing)), flat)
+    return [counts[float(e)][0] for e in epsilons], [counts[float(e)][1] for e in epsilons]
 
 
 def report(

@@ -365,3 +365,74 @@ def test_an_error_other_than_memory_passes_through_the_attack(monkeypatch):
     _gradients_raising(monkeypatch, RuntimeError("INVALID_ARGUMENT: something else"))
     with pytest.raises(RuntimeError, match="INVALID_ARGUMENT: something else"):
         adversarial_examples(_linear("softmax", "sparse_categorical_crossentropy"), X, Y, batch_size=4)
+
+
+def _periodic_model():
+    """Logits ``(cos(pi s), -cos(pi s))`` of the pixel sum ``s``: an attack can flip the class and, at a larger
+    epsilon, flip it back, so the accuracy per epsilon on its own need not fall as epsilon grows."""
+    model = keras.Sequential(
+        [
+            keras.Input((2, 3, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1, use_bias=False, kernel_initializer="ones"),
+            keras.layers.Lambda(
+                lambda s: keras.ops.concatenate([keras.ops.cos(np.pi * s), -keras.ops.cos(np.pi * s)], -1)
+            ),
+        ]
+    )
+    return model
+
+
+def _periodic_fgsm_correct(x, y, epsilon):
+    """NumPy: whether the periodic model still classifies each FGSM image correctly. The cross-entropy's gradient
+    with respect to every pixel is d/ds, whose sign is sign(sin(pi s)) for class 0 and the opposite for class 1."""
+    s = x.reshape(len(x), -1).astype("float64").sum(axis=1)
+    direction = np.sign(np.sin(np.pi * s)) * np.where(y == 0, 1.0, -1.0)
+    attacked = np.clip(x + epsilon * direction[:, None, None, None], 0, 1).reshape(len(x), -1).sum(axis=1)
+    return np.where(np.cos(np.pi * attacked) > 0, 0, 1) == y
+
+
+def test_cumulative_accuracy_counts_an_image_only_while_every_smaller_epsilon_failed_as_numpy_says(monkeypatch):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.2, 0.8, size=(12, 2, 3, 1)).astype("float32")
+    s = x.reshape(len(x), -1).astype("float64").sum(axis=1)
+    y = np.where(np.cos(np.pi * s) > 0, 0, 1)
+    y[0] = 1 - y[0]  # one image misclassified clean: it counts at no epsilon
+    epsilons = [0.2, 0.05, 0.1, 0.3]  # any order: the table keeps it, the attack goes from the smallest up
+    model, calls = _periodic_model(), _counting_gradients(monkeypatch)
+    alone = adversarial_accuracy(model, x, y, "fgsm", epsilons=epsilons, loss="cross_entropy", batch_size=2)
+    assert calls[0] == 6  # one shared first gradient per batch of 2
+    calls[0] = 0
+    cumulative = adversarial_accuracy(
+        model, x, y, "fgsm", epsilons=epsilons, loss="cross_entropy", batch_size=2, cumulative=True
+    )
+    clean = np.where(np.cos(np.pi * s) > 0, 0, 1) == y
+    assert calls[0] == int(np.ceil(clean.sum() / 2))  # each standing image's first gradient, computed once
+    standing, expected = clean.copy(), {}
+    for epsilon in sorted(epsilons):
+        standing &= _periodic_fgsm_correct(x, y, epsilon)
+        expected[epsilon] = standing.mean()
+    assert [a for _, a in cumulative.table] == [expected[e] for e in epsilons]
+    assert [a for _, a in alone.table] == [np.mean(_periodic_fgsm_correct(x, y, e)) for e in epsilons]
+    assert any(a > c for (_, a), (_, c) in zip(alone.table, cumulative.table))  # the case cumulative exists for
+    assert cumulative.cumulative and not alone.cumulative and "cumulative" in cumulative.describe_attack()
+
+
+def test_cumulative_pgd_repeats_each_images_own_attack_and_attacks_only_the_standing_ones(monkeypatch):
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.2, 0.8, size=(10, 2, 3, 1)).astype("float32")
+    y = np.where(np.cos(np.pi * x.reshape(len(x), -1).sum(axis=1)) > 0, 0, 1)
+    model, epsilons, calls = _periodic_model(), [0.05, 0.1, 0.2], _counting_gradients(monkeypatch)
+    result = adversarial_accuracy(
+        model, x, y, "pgd", epsilons=epsilons, steps=3, loss="cross_entropy", batch_size=1, seed=4, cumulative=True
+    )
+    gradients, standing, attacked = calls[0], np.ones(len(x), bool), 0
+    for epsilon, accuracy in result.table:  # each epsilon alone, the same seeded start per image
+        attacked += int(standing.sum())
+        images = adversarial_examples(model, x, y, "pgd", epsilon, steps=3, loss="cross_entropy", seed=4).images
+        sums = images.reshape(len(x), -1).astype("float64").sum(axis=1)
+        standing &= np.where(np.cos(np.pi * sums) > 0, 0, 1) == y
+        assert accuracy == standing.mean(), epsilon
+    assert (
+        attacked < len(x) * len(epsilons) and gradients == 3 * attacked
+    )  # 3 steps for each image standing at each epsilon, none for the others

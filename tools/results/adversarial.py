@@ -4,9 +4,13 @@
     python tools/results/adversarial.py --table     # rewrites the block of docs/results.md from the records
 
 Each preset is attacked with its own training loss (its recipe's: margin loss for the capsule networks,
-cross-entropy for the CNN and GLOM) at epsilon 0.05, 0.1, 0.2 and 0.3 (images in [0, 1]): FGSM, and PGD
-with 10 steps of 2.5 epsilon / 10 from a random start (seed 0), on the first ``--limit`` test images
-(default: all). Writes docs/results/adversarial/<model>-<preset>-<attack>.json (skipped when present:
+cross-entropy for the CNN and GLOM) at epsilon 0.05, 0.1, 0.2 and 0.3 (images in [0, 1]): FGSM, each epsilon
+on its own, and PGD with 10 steps of 2.5 epsilon / 10 from a random start (seed 0), cumulative over the
+epsilons (``adversarial_accuracy(..., cumulative=True)``: an image counts at an epsilon only if it was
+correct clean and PGD failed at that epsilon and every smaller one; each epsilon attacks only the images
+still standing, which costs about half the gradients), on the first ``--limit`` test images (default: all).
+PGD records written before 2026-12-05 are per epsilon (their ``cumulative`` is false); a sliced run measures
+such slices again. Writes docs/results/adversarial/<model>-<preset>-<attack>.json (skipped when present:
 resumable per model and attack) with the host, date, commit and wall time. Inference only.
 
 ``--slice N`` measures the images N at a time, each slice's record kept in
@@ -152,7 +156,7 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
                 )
                 _write(path, {**merge_slices(slices), "command": command})
                 continue
-            if os.path.exists(path):
+            if os.path.exists(path) and _read(path).get("cumulative", False) == (attack == "pgd"):
                 print("have", path, flush=True)
                 continue
             print(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True)
@@ -167,6 +171,7 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
                 loss=attacked,
                 loss_source=source,
                 batch_size=batch_size,
+                cumulative=attack == "pgd",
             )
             _write(path, _stamped(result, command))
 
@@ -182,7 +187,7 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
     for index, start in enumerate(range(0, len(images), slice_size)):
         end = min(start + slice_size, len(images))
         path = os.path.join(RECORDS, "slices", stem, f"{start:06d}-{end:06d}.json")
-        if not os.path.exists(path):
+        if not os.path.exists(path) or _read(path).get("cumulative", False) != (attack == "pgd"):
             print(f"  images {start}-{end}", flush=True)
             result = adversarial_accuracy(
                 key,
@@ -193,12 +198,17 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
                 loss=loss,
                 batch_size=batch_size,
                 seed=index,
+                cumulative=attack == "pgd",
             )
             result = dataclasses.replace(result, dataset=dataset, split="test", loss_source=source)
             _write(path, {**_stamped(result, command), "images": [start, end]})
-        with open(path) as handle:
-            records.append(json.load(handle))
+        records.append(_read(path))
     return records
+
+
+def _read(path):
+    with open(path) as handle:
+        return json.load(handle)
 
 
 def merge_slices(slices):
@@ -208,6 +218,8 @@ def merge_slices(slices):
     first, total = slices[0], sum(s["examples"] for s in slices)
     if [s["images"][0] for s in slices] != [0] + [s["images"][1] for s in slices[:-1]]:
         raise ValueError(f"adversarial: slices are not consecutive from image 0: {[s['images'] for s in slices]}")
+    if len({s.get("cumulative", False) for s in slices}) > 1:
+        raise ValueError("adversarial: slices measured cumulative over the epsilons and per epsilon do not merge")
 
     def mean(values):
         return sum(v * s["examples"] for v, s in zip(values, slices)) / total
@@ -217,6 +229,7 @@ def merge_slices(slices):
     notes = [f"images {s['images'][0]}-{s['images'][1]}: {s['note']}" for s in slices if s.get("note")]
     return {
         **{k: v for k, v in first.items() if k not in ("images", "paused_seconds", "note")},
+        "cumulative": first.get("cumulative", False),
         "examples": total,
         "accuracy": mean([s["accuracy"] for s in slices]),
         "table": [[e, mean([s["table"][i][1] for s in slices])] for i, e in enumerate(epsilons)],
@@ -276,9 +289,25 @@ def table():
         for a, r in pair.items()
     }
     hosts = sorted({r["host"] for pair in records.values() for r in pair.values()})
+    pgd_rows = [(k, pair["pgd"].get("cumulative", False)) for k, pair in records.items() if "pgd" in pair]
+    per_epsilon = [f"`{k[0]}`{' (--loss)' if k[1] else ''}" for k, summed in pgd_rows if not summed]
+    cumulative = (
+        "PGD columns: cumulative over the epsilons, an image counted at an epsilon only if it was correct clean and "
+        "PGD failed at that epsilon and every smaller one (each epsilon attacks only the images still standing)"
+    )
+    if not per_epsilon:
+        columns = f"FGSM columns: each epsilon on its own. {cumulative}. "
+    elif len(per_epsilon) == len(pgd_rows):
+        columns = "FGSM and PGD columns: each epsilon on its own. "
+    else:
+        columns = (
+            f"FGSM columns: each epsilon on its own. {cumulative}; except the rows of {', '.join(per_epsilon)}, "
+            "measured earlier with each epsilon on its own. "
+        )
     lines += [
         "",
-        f"Images (column `images`): the first {' or '.join(f'{n:,d}' for n in sorted(examples))} of the test set "
+        columns
+        + f"Images (column `images`): the first {' or '.join(f'{n:,d}' for n in sorted(examples))} of the test set "
         "(10,000: the whole set). "
         f"Wall time per model and attack, pauses for other jobs' benchmarks subtracted (s): {', '.join(f'{k} {v:,.0f}' for k, v in seconds.items())}; "
         f"on {'; '.join(hosts)}, shared with other jobs.",
