@@ -17,9 +17,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$repo/tools/presets/session_priority.sh" && lower_session_priority
 # Every MNIST and Fashion-MNIST preset whose weights are final, attacked with its own training loss; cheapest
-# first (seconds per 1,000 images, both attacks, 2-core EPYC: the CNN and the Efficient- and FM-CapsNets 120-140,
-# dynamic 240, GLOM and EM 700, CapsNet 1,050, kernel and LSTM about 1,400), so that the most rows are whole
-# if the run stops.
+# first (seconds per 1,000 images, both attacks with PGD per epsilon, 2-core EPYC: the CNN and the Efficient- and
+# FM-CapsNets 120-140, dynamic 240, GLOM and EM 700, CapsNet 1,050, kernel and LSTM about 1,400; PGD, now
+# cumulative over the epsilons, attacks only the images still standing, about half of those), so that the most
+# rows are whole if the run stops. PGD's first slices, measured per epsilon, are measured again.
 PRESETS=(
   BaselineCNN/mnist EffCapsNet/mnist FMCapsNet/fashion_mnist ConsensusCapsNet/mnist-dynamic
   AgreementGLOM/fashion_mnist ConsensusCapsNet/mnist-em CapsNet/mnist ConsensusCapsNet/mnist-kernel
