@@ -60,24 +60,30 @@ def test_slices_must_be_consecutive_from_the_first_image():
     assert not adversarial.merge_slices([_slice(0, 1000, 0.9, (0.5, 0.1), [0, 0], 1.0, 0)])["cumulative"]
 
 
-def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkeypatch):
-    """FGSM (no random draw) over 10 images in slices of 4 gives the accuracies of one call over all 10."""
+def _linear_test_set(tmp_path, monkeypatch, seed):
+    """``(adversarial_accuracy module, model, x, y)``: a 3-class linear model and 10 random images, which the
+    script reads as its test set; its records go to ``tmp_path``."""
     import importlib
 
     import keras
     import numpy as np
 
     # the modules, which keras_capsules.evaluation's functions of the same names shadow
-    adversarial_accuracy = importlib.import_module("keras_capsules.evaluation.adversarial_accuracy")
+    accuracy_module = importlib.import_module("keras_capsules.evaluation.adversarial_accuracy")
     robustness = importlib.import_module("keras_capsules.evaluation.robustness")
-    EPSILONS = adversarial_accuracy.EPSILONS
-
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     x, y = rng.uniform(size=(10, 4, 4, 1)).astype("float32"), rng.integers(0, 3, 10)
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(3)])
     monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
     monkeypatch.setattr(robustness, "_load_images", lambda dataset, split, limit, data_dir, download: (x, y))
+    return accuracy_module, model, x, y
+
+
+def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkeypatch):
+    """FGSM (no random draw) over 10 images in slices of 4 gives the accuracies of one call over all 10."""
+    adversarial_accuracy, model, x, y = _linear_test_set(tmp_path, monkeypatch, 0)
+    EPSILONS = adversarial_accuracy.EPSILONS
 
     def sliced():
         return adversarial._measure_slices(
@@ -96,19 +102,7 @@ def test_sliced_measurement_merges_to_the_whole_set_and_resumes(tmp_path, monkey
 
 
 def test_pgd_slices_are_cumulative_and_a_slice_measured_per_epsilon_is_measured_again(tmp_path, monkeypatch):
-    import importlib
-
-    import keras
-    import numpy as np
-
-    accuracy_module = importlib.import_module("keras_capsules.evaluation.adversarial_accuracy")
-    robustness = importlib.import_module("keras_capsules.evaluation.robustness")
-    rng = np.random.default_rng(1)
-    x, y = rng.uniform(size=(10, 4, 4, 1)).astype("float32"), rng.integers(0, 3, 10)
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(3)])
-    monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
-    monkeypatch.setattr(robustness, "_load_images", lambda dataset, split, limit, data_dir, download: (x, y))
+    accuracy_module, model, _, _ = _linear_test_set(tmp_path, monkeypatch, 1)
     earlier = tmp_path / "slices" / "m-pgd" / "000000-000004.json"
     earlier.parent.mkdir(parents=True)
     earlier.write_text(json.dumps(_slice(0, 4, 0.5, (0.5, 0.5), [0, 0], 1.0, 0)))  # per epsilon: no "cumulative"
