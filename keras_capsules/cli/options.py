@@ -143,15 +143,27 @@ def folder_for_model(command, data_dir, model, split):
     """``(dataset name, split)``: the folder of images ``data_dir`` read at ``model``'s input size and channels.
 
     A folder without ``test/`` has one split, all its images: asked for ``"test"`` (the default), the
-    command evaluates them and says so.
+    command evaluates them and says so. The folder's labels are numbered as the model's class names order its
+    outputs (:func:`~keras_capsules.datasets.in_class_order`: a preset's, or those a trained file carries);
+    a model without class names takes the folder's classes in the folder's order, and the command says so.
 
     Raises:
-        ValueError: the folder holds no class subfolders, or has no split ``split``.
+        ValueError: the folder holds no class subfolders, has no split ``split``, or a class folder whose name
+            is not one of the model's classes.
     """
     from keras_capsules import datasets
+    from keras_capsules.presets import class_names_of
 
     height, width, channels = tuple(model.inputs[0].shape[1:])
     name = folder_dataset(command, data_dir, (height, width), channels)
+    names = class_names_of(model)
+    if names is None:
+        print(
+            f"{command}: the model carries no class names: the folder's classes {list(datasets.class_names(name))} "
+            "are taken as its outputs 0, 1, ... in that order."
+        )
+    else:
+        name = datasets.in_class_order(name, names, command)
     splits = datasets.info(name).splits
     if split == "test" and split not in splits:
         print(

@@ -127,3 +127,34 @@ def test_robustness_attack_out_of_memory_is_one_line_naming_batch_size(monkeypat
         "once (the backward pass keeps every layer's activations of the batch); --batch-size expected fewer images per "
         "gradient call, received 8."
     ]
+
+
+def test_a_folder_is_labelled_as_the_models_classes_and_foreign_class_names_are_refused(tmp_path, capsys):
+    """A preset names its classes ('0'-'9'); a folder holding some of them ('3', '7', '9': the folder's own labels
+    0, 1, 2) is scored against the digits they are, and folders named otherwise ('three') are an error."""
+    import shutil
+
+    import numpy as np
+    from PIL import Image
+
+    from keras_capsules import datasets, presets
+
+    images, labels = datasets.load_arrays("mnist_sample", "test")
+    chosen = np.flatnonzero(np.isin(labels, [3, 7, 9]))[:12]
+    for index in chosen:
+        folder = tmp_path / "digits" / str(labels[index])
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(images[index, :, :, 0]).save(folder / f"{index}.png")
+    model = presets.open_model("EffCapsNet/mnist")[0]
+    predicted = np.argmax(model.predict(images[chosen] / 255.0, verbose=0), axis=1)
+    expected = np.mean(predicted == labels[chosen])  # NumPy: the preset's classes against the true digits
+    out = tmp_path / "r.json"
+    arguments = ["robustness", "EffCapsNet/mnist", "--data-dir", str(tmp_path / "digits"), "--transform", "scale"]
+    assert cli.main(arguments + ["--json", str(out)]) == 0
+    scale = dict(json.loads(out.read_text())["table"]["scale"])
+    assert scale[1.0] == expected and expected > 0.5
+    shutil.copytree(tmp_path / "digits", tmp_path / "named")
+    (tmp_path / "named" / "3").rename(tmp_path / "named" / "three")
+    capsys.readouterr()
+    assert cli.main(arguments[:2] + ["--data-dir", str(tmp_path / "named"), "--transform", "scale"]) == 2
+    assert "expected the model's class names ['0', '1', '2'" in capsys.readouterr().err

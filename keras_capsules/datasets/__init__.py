@@ -15,7 +15,7 @@ from keras_capsules.datasets.augment import (
     get_augmentation,
     register_augmentation,
 )
-from keras_capsules.datasets.folders import folder_summary, from_directory, register_folder
+from keras_capsules.datasets.folders import folder_summary, from_directory, in_class_order, register_folder
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx
 from keras_capsules.datasets.loaders import available, from_arrays, info, load, load_arrays, num_classes
@@ -32,6 +32,7 @@ __all__ = [
     "class_names",
     "evaluation_dataset",
     "folder_summary",
+    "in_class_order",
     "from_directory",
     "get_augmentation",
     "info",

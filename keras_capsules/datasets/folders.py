@@ -349,6 +349,51 @@ def register_folder(
     return register_dataset(info)
 
 
+def in_class_order(name: str, class_names, owner: str = "datasets.in_class_order") -> str:
+    """The registered folder ``name`` with its labels numbered as ``class_names`` orders them (a model's outputs).
+
+    A folder's labels follow its sorted class folder names; a model trained elsewhere (a preset, another folder)
+    numbers its classes its own way. Where the folder's names already stand at their indices in
+    ``class_names`` (the same folder, or one holding its first classes), ``name`` is returned; else the same
+    images are registered once more as ``"<name>@classes-<hash>"``, each label renumbered to its class's index in
+    ``class_names``, and that name is returned.
+
+    Args:
+        name: a folder registered by :func:`register_folder`.
+        class_names: the names of the classes, in the order of the model's outputs.
+        owner: the function or command named in errors.
+
+    Raises:
+        ValueError: a class folder whose name is not in ``class_names``, named with the names it may take.
+    """
+    import hashlib
+
+    info, wanted = get_info(name), tuple(class_names)
+    held = tuple(info.class_names)
+    if held == wanted[: len(held)]:
+        return name
+    unknown = [n for n in held if n not in wanted]
+    if unknown:
+        raise ValueError(
+            f"{owner}: the class folders of {folder_summary(name)['path']} expected "
+            f"the model's class names {list(wanted)} (one per output, in order), received {unknown} among "
+            f"{list(held)}: name each class folder as the model's class it holds."
+        )
+    digest = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:8]
+    ordered = f"{name}@classes-{digest}"
+    if ordered not in available():
+        renumbered = np.array([wanted.index(n) for n in held], "int32")
+
+        def arrays(split, data_dir=None, download=False):
+            images, labels = info.arrays(split, data_dir, download)
+            return images, renumbered[labels]
+
+        register_dataset(
+            dataclasses.replace(info, name=ordered, classes=len(wanted), class_names=wanted, arrays=arrays)
+        )
+    return ordered
+
+
 def folder_summary(name: str) -> dict:
     """The record of the folder registered as ``name`` (what :func:`register_folder` printed), for ``metrics.json``.
 

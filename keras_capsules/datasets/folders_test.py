@@ -208,6 +208,27 @@ def test_train_and_test_splits(tmp_path):
     np.testing.assert_array_equal(y, [0, 0, 1, 1])
 
 
+def test_in_class_order_renumbers_the_labels_as_a_models_classes(tmp_path):
+    for split, count in (("train", 2), ("test", 1)):
+        for name, value in (("cats", 10), ("fish", 30)):
+            for i in range(count):
+                _save(str(tmp_path / split / name / f"{i}.png"), _constant(value + i))
+    name = datasets.register_folder(tmp_path).name  # cats 0, fish 1
+    # a model's classes: the folder's at their own indices (the folder's first classes): nothing changes
+    assert datasets.in_class_order(name, ("cats", "fish", "zebras")) == name
+    ordered = datasets.in_class_order(name, ("ants", "cats", "dogs", "fish"))  # by hand: cats 1, fish 3
+    assert ordered != name and datasets.in_class_order(name, ("ants", "cats", "dogs", "fish")) == ordered
+    assert datasets.class_names(ordered) == ("ants", "cats", "dogs", "fish") and datasets.info(ordered).classes == 4
+    for split, pixels, expected in (("train", [10, 11, 30, 31], [1, 1, 3, 3]), ("test", [10, 30], [1, 3])):
+        images, labels = datasets.load_arrays(ordered, split)
+        np.testing.assert_array_equal(images[:, 0, 0, 0], pixels)
+        np.testing.assert_array_equal(labels, expected)
+    np.testing.assert_array_equal(datasets.load_arrays(name, "train")[1], [0, 0, 1, 1])  # the folder's own unchanged
+    with pytest.raises(ValueError, match=r"evaluate: the class folders of .* expected the model's class names \['0', "
+                       r"'1'\] .* received \['cats', 'fish'\] among \['cats', 'fish'\]"):  # fmt: skip
+        datasets.in_class_order(name, ("0", "1"), "evaluate")
+
+
 # ------------------------------------------------------------------------------------- the hold-out
 
 

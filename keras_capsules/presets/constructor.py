@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from keras_capsules.presets import folders, registry
+from keras_capsules.presets.class_names import output_units
 from keras_capsules.presets.weights_file import PresetFileError, load_weights
 
 #: A constructor: :func:`with_presets` returns it with the same signature.
@@ -165,6 +166,8 @@ def with_presets(model_name: str) -> Callable[[F], F]:
                 **preset_arguments(model_name, preset.name, preset.kwargs, preset.removable, signature, explicit)
             )
             load_weights(model, path)
+            if hasattr(model, "class_names") and output_units(model) == len(preset.class_names):
+                model.class_names = preset.class_names  # its dataset's, as a preset folder's model carries its own
             return model
 
         build.presets = lambda: [key.split("/", 1)[1] for key in registry.available(model_name)]

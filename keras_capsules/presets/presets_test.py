@@ -74,6 +74,8 @@ def test_preset_restores_every_weight_and_fixes_the_arguments(preset, source_mod
             np.testing.assert_array_equal(a, b)
     x = np.random.default_rng(0).uniform(size=(3, 28, 28, 1)).astype("float32")
     np.testing.assert_allclose(model.predict(x, verbose=0), source_model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    # the classes named as its dataset's (MNIST's digits), as a preset folder's model names its own
+    assert model.class_names == tuple(str(digit) for digit in range(10)) == presets.class_names_of(model)
 
 
 def test_float16_storage_halves_the_file_and_rounds_like_float16(tmp_path, source_model):
@@ -91,6 +93,7 @@ def test_float16_storage_halves_the_file_and_rounds_like_float16(tmp_path, sourc
 
 def test_backbone_and_no_decoder_load_the_layers_they_keep(preset, source_model):
     backbone = applications.EffCapsNet(weights="test", include_top=False)
+    assert backbone.class_names is None  # no class outputs, no class names
     assert set(_by_name(backbone)) == {"conv1", "conv2", "conv3", "conv4", "bn1", "bn2", "bn3", "bn4", "primary_caps"}
     np.testing.assert_array_equal(_by_name(backbone)["conv1"][0], _by_name(source_model)["conv1"][0])
     plain = applications.EffCapsNet(weights="test", reconstruction=False)
