@@ -1,9 +1,10 @@
-"""``keras-capsules evaluate``: loss and metrics of a ``.keras`` model on a dataset split, as JSON.
+"""``keras-capsules evaluate``: loss and metrics of a ``.keras`` model (or accuracy of a preset) on a dataset split, as JSON.
 
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
 import json
+import os
 
 from keras_capsules.cli.options import (
     DATA_DEFAULT,
@@ -16,17 +17,36 @@ from keras_capsules.cli.options import (
 )
 
 
-def _evaluate(args):
-    from keras_capsules.datasets import evaluation_dataset
+def _open(text):
+    """``(model, preset key or None)``: a ``.keras`` file loaded compiled (its training loss and metrics), else a
+    preset ``MODEL/NAME`` or a preset folder (uncompiled: accuracy)."""
+    from keras_capsules import presets
     from keras_capsules.saving import load_model
+
+    if text.endswith(".keras") or os.path.isfile(text):
+        return load_model(text), None
+    opened = presets.open_model(text)
+    if opened is None:
+        raise ValueError(
+            f"evaluate: argument `MODEL` expected a .keras file, a preset MODEL/NAME (`keras-capsules presets` lists "
+            f"them) or a preset folder, received {text!r}: no such file, preset or preset folder."
+        )
+    return opened
+
+
+def _evaluate(args):
+    from keras_capsules import presets
+    from keras_capsules.datasets import evaluation_dataset
     from keras_capsules.training import evaluate
 
-    augment = augment_option(args.augment, args.model_file)
-    model, split = load_model(args.model_file), args.split
+    model, key = _open(args.model_file)
+    augment = augment_option(args.augment, None if key else args.model_file)
+    split = args.split
     if args.dataset is None and args.data_dir is not None:
         dataset, split = folder_for_model("evaluate", args.data_dir, model, split)
     else:
-        dataset = evaluation_dataset(args.dataset or trained_on(args.model_file), split, args.data_dir)
+        trained = presets.get(*key).dataset if key else trained_on(args.model_file)
+        dataset = evaluation_dataset(args.dataset or trained, split, args.data_dir)
     results = evaluate(
         model,
         dataset,
@@ -49,15 +69,19 @@ def _evaluate(args):
 def add_evaluate_command(commands):
     evaluate = commands.add_parser(
         "evaluate",
-        help="evaluate a .keras model on a dataset split",
+        help="evaluate a .keras model or a preset on a dataset split",
         description="Evaluates MODEL.keras on a dataset split (with the evaluation transform it was trained with) and prints "
-        "loss and metrics as JSON.",
+        "loss and metrics as JSON; a preset (MODEL/NAME, or a preset folder) prints its accuracy.",
     )
-    evaluate.add_argument("model_file", metavar="MODEL.keras", help="the model file")
+    evaluate.add_argument(
+        "model_file",
+        metavar="MODEL.keras|PRESET",
+        help="the model file, a preset MODEL/NAME (e.g. EffCapsNet/mnist) or a preset folder",
+    )
     evaluate.add_argument(
         "--dataset",
         metavar="NAME",
-        help=f"dataset name; 'affnist|affine_mnist' is affNIST when its files are present, else the generated affine_mnist (default: {TRAINED_ON})",
+        help=f"dataset name; 'affnist|affine_mnist' is affNIST when its files are present, else the generated affine_mnist (default: a preset's own dataset; for a file, {TRAINED_ON})",
     )
     evaluate.add_argument("--split", default="test", help="split evaluated (default: test)")
     evaluate.add_argument(

@@ -86,3 +86,19 @@ def test_evaluate_on_affnist_or_its_generated_stand_in(tmp_path, capsys):
     assert "no official affNIST test files" in out and "evaluating on affine_mnist:test" in out
     report = json.loads(out[out.index("{") :])
     assert report["dataset"] == "affine_mnist" and 0.0 <= report["accuracy"] <= 1.0
+
+
+def test_evaluate_takes_a_preset_and_names_what_it_cannot_open(capsys):
+    import numpy as np
+
+    from keras_capsules import datasets, presets
+
+    assert cli.main(["evaluate", "EffCapsNet/mnist", "--dataset", "mnist_sample", "--limit", "64"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    images, labels = datasets.load_arrays("mnist_sample", "test")
+    model = presets.open_model("EffCapsNet/mnist")[0]
+    predicted = np.argmax(model.predict(images[:64] / 255.0, verbose=0), axis=1)  # NumPy: top class against labels
+    assert report["accuracy"] == pytest.approx(np.mean(predicted == labels[:64]))
+    assert (report["model"], report["dataset"], report["augment"]) == ("EffCapsNet/mnist", "mnist_sample", None)
+    assert cli.main(["evaluate", "EffCapsNet/mnst"]) == 2
+    assert "expected a .keras file, a preset MODEL/NAME" in capsys.readouterr().err
