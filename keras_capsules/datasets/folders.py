@@ -367,12 +367,15 @@ def in_class_order(name: str, class_names, owner: str = "datasets.in_class_order
         ValueError: a class folder whose name is not in ``class_names``, named with the names it may take.
     """
     import hashlib
+    import unicodedata
 
     info, wanted = get_info(name), tuple(class_names)
     held = tuple(info.class_names)
     if held == wanted[: len(held)]:
         return name
-    unknown = [n for n in held if n not in wanted]
+    # Names compared in one Unicode form: macOS writes file names decomposed ('e' + accent), Linux as typed.
+    index = {unicodedata.normalize("NFC", n): i for i, n in enumerate(wanted)}
+    unknown = [n for n in held if unicodedata.normalize("NFC", n) not in index]
     if unknown:
         raise ValueError(
             f"{owner}: the class folders of {folder_summary(name)['path']} expected "
@@ -382,7 +385,7 @@ def in_class_order(name: str, class_names, owner: str = "datasets.in_class_order
     digest = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:8]
     ordered = f"{name}@classes-{digest}"
     if ordered not in available():
-        renumbered = np.array([wanted.index(n) for n in held], "int32")
+        renumbered = np.array([index[unicodedata.normalize("NFC", n)] for n in held], "int32")
 
         def arrays(split, data_dir=None, download=False):
             images, labels = info.arrays(split, data_dir, download)
