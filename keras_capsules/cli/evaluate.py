@@ -11,9 +11,8 @@ from keras_capsules.cli.options import (
     FOLDER_HELP,
     TRAINED_ON,
     augment_option,
-    folder_for_model,
+    dataset_for_model,
     key_values,
-    trained_on,
 )
 
 
@@ -41,12 +40,16 @@ def _evaluate(args):
 
     model, key = _open(args.model_file)
     augment = augment_option(args.augment, None if key else args.model_file)
-    split = args.split
-    if args.dataset is None and args.data_dir is not None:
-        dataset, split = folder_for_model("evaluate", args.data_dir, model, split)
-    else:
-        trained = presets.get(*key).dataset if key else trained_on(args.model_file)
-        dataset = evaluation_dataset(args.dataset or trained, split, args.data_dir)
+    dataset, split = dataset_for_model(
+        "evaluate",
+        lambda: model,
+        None if key else args.model_file,
+        args.dataset,
+        args.data_dir,
+        args.split,
+        presets.get(*key).dataset if key else None,
+    )
+    dataset = evaluation_dataset(dataset, split, args.data_dir)
     results = evaluate(
         model,
         dataset,

@@ -5,7 +5,7 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import os
 
-from keras_capsules.cli.options import DATA_DEFAULT, TRAINED_ON, trained_on
+from keras_capsules.cli.options import DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model
 
 
 def _explain_folder(model_file):
@@ -26,11 +26,13 @@ def _explain(args):
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
 
-    dataset = args.dataset or trained_on(args.model_file)
     model = load_model(args.model_file)
+    dataset, split = dataset_for_model(
+        "explain", lambda: model, args.model_file, args.dataset, args.data_dir, args.split
+    )
     data = datasets.load(
         dataset,
-        args.split,
+        split,
         batch_size=args.batch_size,
         data_dir=args.data_dir,
         download=args.download,
@@ -49,7 +51,7 @@ def _explain(args):
     )
     accuracy = "n/a" if report["accuracy"] is None else f"{report['accuracy']:.4f}"
     print(
-        f"{args.model_file} on {dataset} ({args.split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
+        f"{args.model_file} on {dataset} ({split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
         f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
         f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
     )
@@ -67,7 +69,9 @@ def add_explain_command(commands):
     explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
     explain.add_argument("--split", default="test", help="split read (default: test)")
     explain.add_argument(
-        "--data-dir", metavar="FOLDER", help=f"folder with the dataset's standard files (default: {DATA_DEFAULT})"
+        "--data-dir",
+        metavar="FOLDER",
+        help=f"with --dataset: the folder with its standard files (default: {DATA_DEFAULT}); {FOLDER_HELP}",
     )
     explain.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     explain.add_argument(

@@ -6,20 +6,17 @@ Imports neither Keras nor TensorFlow at module level (``keras-capsules --help`` 
 import argparse
 import ast
 import difflib
+import os
 
 DATA_DEFAULT = "$KERAS_CAPSULES_DATA, then the TFDS cache"
-TRAINED_ON = "the one it was trained on, from the metrics.json next to it; else mnist_sample, the embedded MNIST sample"
+TRAINED_ON = (
+    "the one it was trained on, from the metrics.json next to it (a folder of images: read again from where it was); "
+    "else mnist_sample, the embedded MNIST sample"
+)
 FOLDER_HELP = (
     "without --dataset: a folder of your own images, one subfolder per class (or train/ and test/ holding them), read at the "
     "model's input size and channels; its test/ split, else all its images"
 )
-
-
-def trained_on(model_file):
-    """The dataset of the ``train`` run that wrote ``model_file`` (its ``metrics.json``), else the embedded sample."""
-    from keras_capsules.training.evaluation import training_record
-
-    return training_record(model_file).get("dataset") or "mnist_sample"
 
 
 def augment_option(value, model_file):
@@ -175,6 +172,42 @@ def folder_for_model(command, data_dir, model, split):
             f"{command}: argument `--split` expected one of {list(splits)} for the folder {data_dir!r}, received {split!r}."
         )
     return name, split
+
+
+def dataset_for_model(command, open_model, model_file, dataset, data_dir, split, preset_dataset=None):
+    """``(dataset name, split)`` that ``command`` evaluates a model on, when ``--dataset`` is ``dataset``.
+
+    In order: ``dataset`` when given (``data_dir`` then holds its standard files); the folder of images
+    ``data_dir`` (:func:`folder_for_model`); ``preset_dataset``, a preset's own; the dataset of the ``train`` run
+    that wrote ``model_file`` (its ``metrics.json``), a folder of images read again from where it was;
+    else the embedded MNIST sample. ``open_model()`` returns the model, called only for a folder of images
+    (read at the model's input size, channels and class names).
+
+    Raises:
+        ValueError: the folder of images the model was trained on is not there any more, or as
+            :func:`folder_for_model`.
+    """
+    from keras_capsules.training.evaluation import training_record
+
+    if dataset is not None:
+        return dataset, split
+    if data_dir is not None:
+        return folder_for_model(command, data_dir, open_model(), split)
+    if preset_dataset is not None:
+        return preset_dataset, split
+    record = training_record(model_file) if model_file else {}
+    folder = (record.get("dataset_folder") or {}).get("path")
+    if folder is None:
+        return record.get("dataset") or "mnist_sample", split
+    if not os.path.isdir(folder):
+        raise ValueError(
+            f"{command}: {model_file} was trained on the folder of images {folder} (its metrics.json says), which is "
+            "not there any more; expected --data-dir FOLDER (your images) or --dataset NAME."
+        )
+    print(
+        f"{command}: {model_file} was trained on the folder {folder}: reading it (--data-dir or --dataset for another)."
+    )
+    return folder_for_model(command, folder, open_model(), split)
 
 
 def memory_size(text):

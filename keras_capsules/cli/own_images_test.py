@@ -256,6 +256,37 @@ def test_quiet_keeps_the_plan_the_epoch_line_and_names_a_class_without_validatio
     )
 
 
+def test_a_model_trained_on_a_folder_is_evaluated_and_explained_on_it_by_default(
+    tmp_path, monkeypatch, capsys, small_training
+):
+    data = tmp_path / "shades"
+    _constants(data, "dark", [10, 20, 30, 40])
+    _constants(data, "light", [200, 210, 220, 230])
+    run = tmp_path / "run"
+    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--output", str(run), *small_training]) == 0
+    _new_process(monkeypatch)  # a later command: no folder read or registered
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(run / "model.keras")]) == 0
+    out = capsys.readouterr().out
+    assert f"was trained on the folder {data}: reading it" in out and "has no test/ split" in out
+    report = json.loads(out[out.index("{") :])
+    import keras
+
+    model = keras.saving.load_model(run / "model.keras", compile=False)
+    values = np.array([10, 20, 30, 40, 200, 210, 220, 230], np.float32)
+    images = np.broadcast_to(values[:, None, None, None] / 255, (8, 28, 28, 1))
+    expected = np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == [0, 0, 0, 0, 1, 1, 1, 1])
+    assert report["dataset"] == f"folder:{data}@28x28@1ch" and report["accuracy"] == pytest.approx(expected)
+    assert cli.main(["explain", str(run / "model.keras"), "--num-images", "0", "--output", str(tmp_path / "x")]) == 0
+    assert f"on folder:{data}@28x28@1ch (train, 8 images" in capsys.readouterr().out
+    data.rename(tmp_path / "moved")
+    _new_process(monkeypatch)
+    assert cli.main(["evaluate", str(run / "model.keras")]) == 2
+    assert f"was trained on the folder of images {data} (its metrics.json says), which is not there any more" in (
+        capsys.readouterr().err
+    )
+
+
 def test_an_unreadable_image_is_named_and_the_others_are_answered(tmp_path, capsys):
     import keras
 

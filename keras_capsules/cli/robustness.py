@@ -5,14 +5,14 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 """
 
 import argparse
+import functools
 
 from keras_capsules.cli.options import (
     DATA_DEFAULT,
     FOLDER_HELP,
     TRAINED_ON,
     augment_option,
-    folder_for_model,
-    trained_on,
+    dataset_for_model,
 )
 
 TRANSFORMS = ("rotation", "scale", "shear", "translation")
@@ -103,17 +103,22 @@ def _robustness(args):
     from keras_capsules.evaluation.robustness import report
 
     key = presets.find(args.model)
-    model, split = args.model, args.split
-    if args.dataset is None and args.data_dir is not None:
+
+    @functools.cache
+    def open_model():
         opened = presets.open_model(args.model)
         if opened is None:
             raise ValueError(
                 f"robustness: argument `MODEL` expected a .keras file or a preset, received {args.model!r}: no such file or preset."
             )
-        model = opened[0]
-        dataset, split = folder_for_model("robustness", args.data_dir, model, split)
-    else:
-        dataset = args.dataset or (presets.get(*key).dataset if key else trained_on(args.model))
+        return opened[0]
+
+    preset_dataset = presets.get(*key).dataset if key else None
+    dataset, split = dataset_for_model(
+        "robustness", open_model, None if key else args.model, args.dataset, args.data_dir, args.split, preset_dataset
+    )
+    # the model opened for a folder of images, else its name (a preset's key names the results)
+    model = open_model() if open_model.cache_info().currsize else args.model
     augment = augment_option(args.augment, None if key else args.model)
     if args.attack is not None:
         return _attack(args, dataset, split, augment)
