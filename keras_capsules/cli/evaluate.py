@@ -7,6 +7,7 @@ import json
 import os
 
 from keras_capsules.cli.options import (
+    BY_CLASS,
     DATA_DEFAULT,
     FOLDER_HELP,
     TRAINED_ON,
@@ -103,7 +104,7 @@ def add_evaluate_command(commands):
     )
     evaluate.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     evaluate.add_argument(
-        "--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)"
+        "--limit", type=int, metavar="IMAGES", help=f"evaluate on the first IMAGES images only{BY_CLASS} (default: all)"
     )
     evaluate.add_argument(
         "--dataset-option", action="append", metavar="KEY=VALUE", help="dataset option, repeatable (default: none)"

@@ -5,7 +5,7 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import os
 
-from keras_capsules.cli.options import DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model
+from keras_capsules.cli.options import BY_CLASS, DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model
 
 
 def _explain_folder(model_file):
@@ -77,7 +77,9 @@ def add_explain_command(commands):
     explain.add_argument(
         "--batch-size", type=int, default=100, metavar="IMAGES", help="images per step (default: 100 images)"
     )
-    explain.add_argument("--limit", type=int, metavar="IMAGES", help="use the first IMAGES images only (default: all)")
+    explain.add_argument(
+        "--limit", type=int, metavar="IMAGES", help=f"use the first IMAGES images only{BY_CLASS} (default: all)"
+    )
     explain.add_argument(
         "--levels", type=int, default=11, help="K of REM's quantiser q_K, in quantisation levels (default: 11 levels)"
     )

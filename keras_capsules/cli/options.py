@@ -13,6 +13,7 @@ TRAINED_ON = (
     "the one it was trained on, from the metrics.json next to it (a folder of images: read again from where it was); "
     "else mnist_sample, the embedded MNIST sample"
 )
+BY_CLASS = " (a folder of your images: that many, drawn class by class in proportion)"
 FOLDER_HELP = (
     "without --dataset: a folder of your own images, one subfolder per class (or train/ and test/ holding them), read at the "
     "model's input size and channels; its test/ split, else all its images"

@@ -8,6 +8,7 @@ import argparse
 import functools
 
 from keras_capsules.cli.options import (
+    BY_CLASS,
     DATA_DEFAULT,
     FOLDER_HELP,
     TRAINED_ON,
@@ -165,7 +166,10 @@ def add_robustness_command(commands):
         "--transform", action="append", choices=TRANSFORMS, help="only this transform, repeatable (default: all four)"
     )
     robustness.add_argument(
-        "--limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all images)"
+        "--limit",
+        type=int,
+        metavar="IMAGES",
+        help=f"evaluate on the first IMAGES images only{BY_CLASS} (default: all images)",
     )
     robustness.add_argument(
         "--batch-size", type=int, metavar="IMAGES",

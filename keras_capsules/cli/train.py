@@ -6,6 +6,7 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 import os
 
 from keras_capsules.cli.options import (
+    BY_CLASS,
     DATA_DEFAULT,
     add_folder_options,
     folder_dataset,
@@ -179,10 +180,16 @@ def add_train_command(commands):
     )  # fmt: skip
     train.add_argument("--download", action="store_true", help="allow TFDS downloads (default: off)")
     train.add_argument(
-        "--limit", type=int, metavar="IMAGES", help="train on the first IMAGES training images only (default: all)"
+        "--limit",
+        type=int,
+        metavar="IMAGES",
+        help=f"train on the first IMAGES training images only{BY_CLASS} (default: all)",
     )
     train.add_argument(
-        "--eval-limit", type=int, metavar="IMAGES", help="evaluate on the first IMAGES images only (default: all)"
+        "--eval-limit",
+        type=int,
+        metavar="IMAGES",
+        help=f"evaluate on the first IMAGES images only{BY_CLASS} (default: all)",
     )
     train.add_argument(
         "--validation-examples", type=int, metavar="IMAGES",

@@ -18,7 +18,7 @@ from keras_capsules.datasets.augment import (
 from keras_capsules.datasets.folders import folder_summary, from_directory, in_class_order, register_folder
 from keras_capsules.datasets.formats import DataFormatError
 from keras_capsules.datasets.idx import IdxFormatError, read_idx
-from keras_capsules.datasets.loaders import available, from_arrays, info, load, load_arrays, num_classes
+from keras_capsules.datasets.loaders import available, first_examples, from_arrays, info, load, load_arrays, num_classes
 from keras_capsules.datasets.registry import DatasetInfo, class_names, register_dataset
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "available_augmentations",
     "class_names",
     "evaluation_dataset",
+    "first_examples",
     "folder_summary",
     "in_class_order",
     "from_directory",

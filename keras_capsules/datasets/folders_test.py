@@ -235,6 +235,36 @@ def test_in_class_order_renumbers_the_labels_as_a_models_classes(tmp_path):
         datasets.in_class_order(name, ("0", "1"), "evaluate")
 
 
+def test_a_limit_on_a_folder_draws_from_every_class_in_proportion(tmp_path):
+    """A folder lists its classes one after another: its first 6 images would all be cats. --limit, --eval-limit
+    and the evaluation commands' --limit keep that many drawn class by class instead (by hand: 6 of 8 cats and 4
+    dogs are 4 cats and 2 dogs), in the folder's order; a named dataset keeps its first images."""
+    for i in range(8):
+        _save(str(tmp_path / "cats" / f"{i}.png"), _constant(10 + i))
+    for i in range(4):
+        _save(str(tmp_path / "dogs" / f"{i}.png"), _constant(100 + i))
+    name = datasets.register_folder(tmp_path).name
+    images, labels = datasets.load_arrays(name)
+    kept_images, kept_labels = datasets.first_examples(name, images, labels, 6)
+    assert kept_labels.tolist() == [0, 0, 0, 0, 1, 1]
+    assert set(kept_images[:4, 0, 0, 0]) <= set(range(10, 18)) and set(kept_images[4:, 0, 0, 0]) <= {100, 101, 102, 103}
+    assert list(kept_images[:, 0, 0, 0]) == sorted(kept_images[:, 0, 0, 0])  # in the folder's order
+    _, loaded = _batches(datasets.load(name, batch_size=8, shuffle=False, limit=6))
+    assert loaded.tolist() == [0, 0, 0, 0, 1, 1]
+    assert datasets.first_examples(name, images, labels, 20)[1].tolist() == labels.tolist()  # more than there are
+    sample_images, sample_labels = datasets.load_arrays("mnist_sample")
+    np.testing.assert_array_equal(
+        datasets.first_examples("mnist_sample", sample_images, sample_labels, 5)[1], sample_labels[:5]
+    )
+    # train: the hold-out (one image of each class) first, then 4 of the 10 left, drawn class by class (3 + 1)
+    recipe = recipes.get("EffCapsNet", "mnist_sample").replace(batch_size=16, validation_examples=2)
+    split = train_module.split_training_data(recipe, name, None, False, seed=0, limit=4, multi_worker=False)
+    trained, trained_labels = _batches(split.training(None))
+    held_out, held_out_labels = _batches(split.validation)
+    assert sorted(trained_labels.tolist()) == [0, 0, 0, 1] and sorted(held_out_labels.tolist()) == [0, 1]
+    assert not set(np.round(trained[:, 0, 0, 0] * 255).tolist()) & set(np.round(held_out[:, 0, 0, 0] * 255).tolist())
+
+
 # ------------------------------------------------------------------------------------- the hold-out
 
 

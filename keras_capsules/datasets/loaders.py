@@ -27,7 +27,7 @@ from keras_capsules.datasets.registry import (
 if TYPE_CHECKING:
     import tensorflow as tf
 
-__all__ = ["available", "from_arrays", "info", "load", "load_arrays", "num_classes"]
+__all__ = ["available", "first_examples", "from_arrays", "info", "load", "load_arrays", "num_classes"]
 
 
 def info(name):
@@ -69,6 +69,24 @@ def load_arrays(name, split="train", data_dir=None, download=False, seed=0, **op
     return np.concatenate(images), np.concatenate(labels)
 
 
+def first_examples(name, images, labels, limit):
+    """``(images, labels)`` cut to ``limit`` examples of dataset ``name`` (``None``: all): its first ones.
+
+    A folder of images (``info(name).stratified_holdout``) lists its classes one after another, so its first
+    examples would be its first classes: it keeps ``limit`` examples drawn class by class in proportion
+    instead (the hold-out's stratified draw, :func:`~keras_capsules.datasets.holdout.stratified_split_indices`),
+    in the folder's order. ``images`` may be any array indexed like ``labels`` (indices, say).
+    """
+    if limit is None or limit >= len(labels):
+        return images, labels
+    if get_info(name).stratified_holdout:
+        from keras_capsules.datasets import holdout
+
+        kept = holdout.stratified_split_indices(labels, int(limit))[1]
+        return images[kept], labels[kept]
+    return images[:limit], labels[:limit]
+
+
 def load(
     name: str,
     split: str = "train",
@@ -94,7 +112,8 @@ def load(
         download: allow a TFDS download.
         shuffle: shuffle each epoch (default: only training splits), deterministically from ``seed``.
         seed: seed of the shuffle, of the augmentation and of derived sets.
-        limit: keep only the first ``limit`` examples (derived sets: base digits).
+        limit: keep only the first ``limit`` examples (derived sets: base digits; a folder of images: ``limit``
+            drawn class by class, :func:`first_examples`).
         drop_remainder: drop the last incomplete batch.
         augment: name of an augmentation preset (see
             :func:`~keras_capsules.datasets.augment.available_augmentations`) or ``None``.
@@ -120,8 +139,7 @@ def load(
     shuffle = dataset_info.training_split(split) if shuffle is None else bool(shuffle)
     if dataset_info.pipeline is None:
         images, labels = resolve_arrays(dataset_info, split, data_dir, download, **options)
-        if limit is not None:
-            images, labels = images[:limit], labels[:limit]
+        images, labels = first_examples(name, images, labels, limit)
         dataset = tf.data.Dataset.from_tensor_slices((images, labels))
         if shuffle:
             dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)

@@ -310,7 +310,7 @@ def _load_images(dataset, split, limit, data_dir, download):
     if limit is not None:
         if not errors.is_integer(limit) or limit < 1:
             raise ValueError(f"robustness: argument `limit` expected a positive integer or None, received {limit!r}.")
-        images, labels = images[: int(limit)], labels[: int(limit)]
+        images, labels = datasets.first_examples(dataset, images, labels, int(limit))
     images = images.astype("float32") / 255.0 if images.dtype == np.uint8 else images.astype("float32")
     return images, labels
 
@@ -353,7 +353,7 @@ def robustness(
         transforms: ``None`` for every built-in one at its default magnitudes (``TRANSFORMS``: rotation
             0-60 degrees, scale 0.6-1.4, shear 0-0.4, translation 0-8 pixels), a list of their names, or
             ``{name: magnitudes}``.
-        limit: evaluate the first ``limit`` images only.
+        limit: evaluate the first ``limit`` images only (:func:`~keras_capsules.datasets.first_examples`).
         batch_size: images per prediction call.
         data_dir: folder with the dataset's standard files (as ``datasets.load_arrays``).
         seed: fixes each image's draw (sign, direction); the same seed gives every model the same images.

@@ -195,13 +195,20 @@ def _data_summary(metrics):
     return next((value for value in metrics.values() if isinstance(value, dict) and "images_per_class" in value), None)
 
 
+def _first(limit, metrics):
+    """How a run's ``limit`` chose its images: the first ones, or for a folder of images drawn class by class."""
+    if str(metrics.get("dataset", "")).startswith("folder:"):
+        return f"{limit:,} (drawn class by class)"
+    return f"the first {limit:,}"
+
+
 def _folder_training_data(metrics):
     """The "Training data" paragraph of a preset folder's card, and its per-class image table."""
     held_out = metrics.get("validation") or {}
     limit = (metrics.get("arguments") or {}).get("limit")
     text = (
         f"**Training data.** Dataset `{metrics.get('dataset', 'not recorded')}`: "
-        + (f"the first {limit:,} images of its training split" if limit else "its training split")
+        + (f"{_first(limit, metrics)} images of its training split" if limit else "its training split")
         + (
             f" minus a validation hold-out of {held_out['examples']:,} images ({held_out.get('selection', 'selection not recorded')})."
             if held_out.get("examples")
@@ -261,7 +268,7 @@ def _folder_evaluation(metrics):
     eval_limit = (metrics.get("arguments") or {}).get("eval_limit")
     for split, values in (metrics.get("evaluations") or {}).items():
         if values.get("accuracy") is not None:
-            on = f"the first {eval_limit:,} images of `{split}`" if eval_limit else f"the `{split}` split"
+            on = f"{_first(eval_limit, metrics)} images of `{split}`" if eval_limit else f"the `{split}` split"
             measured.append(f"**{_percent(values['accuracy'])}** on {on}, evaluated once at the end of the run")
     text = (
         "Top-1 accuracy as the training run measured it: " + "; ".join(measured) + "."

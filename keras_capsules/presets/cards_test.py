@@ -208,6 +208,10 @@ def test_card_of_a_preset_folder_reports_the_run():
         f"SHA-256 `{'ab' * 32}`" in card
         and "| saved with | keras-capsules 9.9.9, Keras 3.0.0 (tensorflow), 2026-01-01 00:00:00 UTC |" in card
     )
+    # A folder of images: its --limit and --eval-limit images were drawn class by class.
+    folder = cards.folder_card(config, dict(metadata, metrics=dict(metrics, dataset="folder:/shop/shoes")))
+    assert "Dataset `folder:/shop/shoes`: 300 (drawn class by class) images of its training split minus" in folder
+    assert "**87.50 %** on 40 (drawn class by class) images of `test`" in folder
     # Without a run record the card says that nothing is known about the data or the accuracy.
     bare = cards.folder_card({"keras_config": {}}, dict(metadata, metrics=None, class_names=None))
     assert "No training run is recorded with this folder" in bare and "**Evaluation.**" not in bare

@@ -158,7 +158,8 @@ def train(
             its path>``: see :func:`~keras_capsules.training.run_dataset.default_output`); a run of other images there is
             refused unless ``resume=False`` (:mod:`~keras_capsules.training.run_dataset`).
         data_dir: folder with the dataset's standard files.
-        limit: use only the first ``limit`` training examples. eval_limit: the same for evaluation.
+        limit: use only the first ``limit`` training examples (a folder of images: ``limit`` drawn class by class,
+            :func:`~keras_capsules.datasets.first_examples`). eval_limit: the same for evaluation.
         seed: random seed for weights, shuffling and augmentation.
         verbose: Keras progress-bar verbosity.
         export: also write a SavedModel to ``output/export``.

@@ -91,7 +91,7 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
     else:
         train_indices, validation_indices = validation.split_indices(len(images), examples)
         held_out_record = validation.record(examples)
-    train_indices = train_indices[:limit]
+    train_indices = datasets.first_examples(dataset, train_indices, labels[train_indices], limit)[0]
 
     def training(augment):
         return datasets.from_arrays(
