@@ -11,7 +11,7 @@ the end; otherwise nothing is. ``metrics.json`` records the resolved recipe, ``s
 
 import dataclasses
 
-from keras_capsules.recipes.base import Recipe, get
+from keras_capsules.recipes.base import Recipe, available, get
 
 #: The paper recipe ``(dataset, variant)`` each application's generic recipe starts from.
 HOME = {
@@ -113,3 +113,18 @@ def generic(model, dataset, has_test=True):
     described = ", ".join(f"{key}={value!r}" for key, value in changes.items() if key != "configuration")
     source = f"generic recipe of {model}: its {home_dataset}/{variant} paper recipe with {described}"
     return dataclasses.replace(paper, dataset=dataset, eval_on=eval_on, source=source, variant="generic", **changes)
+
+
+def for_dataset(model, dataset, variant="default"):
+    """``recipes.get(model, dataset, variant)``; for a dataset no paper used (a folder of images) without a recipe of
+    its own, the application's generic recipe (:func:`generic`), its ``test`` split evaluated when it has one."""
+    from keras_capsules import datasets
+
+    info = datasets.info(dataset)
+    if (
+        info.stratified_holdout
+        and (model, dataset, variant) not in available(model)
+        and variant in ("default", "generic")
+    ):
+        return generic(model, dataset, has_test="test" in info.splits)
+    return get(model, dataset, variant)

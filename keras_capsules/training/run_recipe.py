@@ -4,7 +4,7 @@ overrides, checked model arguments, and the frozen-backbone stage of a fine-tuni
 import dataclasses
 import inspect
 
-from keras_capsules import applications, datasets, errors, recipes
+from keras_capsules import applications, errors, recipes
 from keras_capsules.applications import fine_tune
 
 
@@ -20,20 +20,6 @@ def check_model_arguments(model, kwargs):
             f"train: {model} has no constructor argument {', '.join(map(repr, unknown))} (from model_kwargs, the CLI's "
             f"--model-arg, or a keyword that is not a recipe field); its arguments: {', '.join(parameters)}."
         )
-
-
-def _paper_or_generic_recipe(model, dataset, variant):
-    """``recipes.get(model, dataset, variant)``; for a dataset no paper used (a folder of images) without a recipe of its own, the application's generic recipe."""
-    info = datasets.info(dataset)
-    if (
-        info.stratified_holdout
-        and (model, dataset, variant) not in recipes.available(model)
-        and variant in ("default", "generic")
-    ):
-        from keras_capsules.recipes.generic import generic
-
-        return generic(model, dataset, has_test="test" in info.splits)
-    return recipes.get(model, dataset, variant)
 
 
 def fine_tuning_stages(recipe, weights, freeze_backbone_epochs):
@@ -78,7 +64,7 @@ def resolve_recipe(
     recipe_fields = {field.name for field in dataclasses.fields(recipes.Recipe)}
     recipe_overrides = {k: v for k, v in overrides.items() if k in recipe_fields}
     model_overrides = {**{k: v for k, v in overrides.items() if k not in recipe_fields}, **(model_kwargs or {})}
-    recipe = _paper_or_generic_recipe(model, dataset, variant).replace(**replacements)
+    recipe = recipes.for_dataset(model, dataset, variant).replace(**replacements)
     recipe = dataclasses.replace(recipe, **recipe_overrides)  # explicit values, None included (e.g. augmentation=None)
     recipe = dataclasses.replace(
         recipe, model_kwargs={**recipe.model_kwargs, **model_overrides}

@@ -34,7 +34,8 @@ class CapsuleHyperModel(_base()):
         application: constructor name in ``keras_capsules.applications``.
         input_shape: image shape; ``None`` uses the application default.
         classes: number of classes (required).
-        dataset: dataset name used to look up the recipe (optimizer, learning rate, loss).
+        dataset: dataset name used to look up the recipe (optimizer, learning rate, loss; a folder of images:
+            the application's generic recipe).
         routers: router names to search; ``None`` means the application default and ``"dynamic"``.
         application_kwargs: fixed constructor arguments (``variant``, ``reconstruction``, ...).
         name, tunable: as in ``keras_tuner.HyperModel``.
@@ -63,7 +64,7 @@ class CapsuleHyperModel(_base()):
         self.constructor = constructor
         self.input_shape = input_shape
         self.classes = classes
-        self.recipe = recipes.get(application, dataset)
+        self.recipe = recipes.for_dataset(application, dataset)
         self.application_kwargs = {**self.recipe.model_kwargs, **(application_kwargs or {})}
         self.parameters = inspect.signature(constructor).parameters
         default_router = self._default_router()

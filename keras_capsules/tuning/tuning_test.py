@@ -121,3 +121,47 @@ def test_tune_command(tmp_path, capsys):
         == 0
     )
     assert sorted(p.name for p in project.iterdir() if p.name.startswith("trial_")) == trial_folders
+
+
+def _shades(root, counts):
+    """A folder of 28x28 gray PNGs, class ``i`` a constant shade per image; ``counts``: images per class."""
+    from PIL import Image
+
+    for label, count in enumerate(counts):
+        for i in range(count):
+            (root / f"c{label}").mkdir(parents=True, exist_ok=True)
+            Image.fromarray(np.full((28, 28), 40 * label + i, np.uint8)).save(root / f"c{label}" / f"{i}.png")
+    return root
+
+
+def test_a_folder_validates_on_every_classs_share_and_limits_class_by_class(tmp_path, monkeypatch):
+    from keras_capsules import datasets
+    from keras_capsules.datasets import folders, registry
+    from keras_capsules.tuning import search
+
+    monkeypatch.setattr(registry, "_DATASETS", dict(registry._DATASETS))
+    monkeypatch.setattr(folders, "_READ", {})
+    name = datasets.register_folder(_shades(tmp_path / "shades", (10, 10, 20))).name
+    (x, y), (xv, yv) = search._split(name, None, None, 0.1)  # its last tenth would be class 2's alone
+    assert np.bincount(yv).tolist() == [1, 1, 2] and np.bincount(y).tolist() == [9, 9, 18]  # by hand: 4 = 1 + 1 + 2
+    shades = lambda images: set(np.round(images[:, 0, 0, 0] * 255).astype(int).tolist())  # noqa: E731
+    assert not shades(x) & shades(xv)
+    (x, y), (xv, yv) = search._split(name, None, 20, 0.1)  # 20 of 40 drawn class by class: 5 + 5 + 10
+    assert np.bincount(np.concatenate([y, yv])).tolist() == [5, 5, 10] and len(yv) == 2
+    assert search._project("EffCapsNet", name).startswith("EffCapsNet-shades-")  # no path separators
+
+
+def test_tune_command_searches_a_folder_of_images_with_the_generic_recipe(tmp_path, monkeypatch, capsys):
+    from keras_capsules import cli
+    from keras_capsules.datasets import folders, registry
+
+    monkeypatch.setattr(registry, "_DATASETS", dict(registry._DATASETS))
+    monkeypatch.setattr(folders, "_READ", {})
+    data = _shades(tmp_path / "shades", (8, 8))
+    arguments = ["tune", "EffCapsNet", "--data-dir", str(data), "--max-trials", "1", "--routers", "dynamic"]
+    assert cli.main(arguments + ["--output", str(tmp_path / "t"), "--quiet", "--batch-size", "8"]) == 0
+    assert "best validation accuracy" in capsys.readouterr().out
+    (project,) = (tmp_path / "t").iterdir()
+    assert project.name.startswith("EffCapsNet-shades-") and (project / "best_hyperparameters.json").is_file()
+    assert cli.main(arguments + ["--dataset", "mnist_sample", "--channels", "1"]) == 2
+    assert "tune: --image-size and --channels expected --data-dir FOLDER" in capsys.readouterr().err
