@@ -12,6 +12,33 @@ PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp")
 LUMA = (0.299, 0.587, 0.114)
 
 
+def image_files(path):
+    """``[path]`` for a file; for a folder, the picture and ``.npy`` files in it and in its sub-folders, sorted by
+    path (hidden files and folders, whose names start with ``.``, and other files left out).
+
+    Raises:
+        ValueError: a folder without such a file.
+    """
+    if not os.path.isdir(path):
+        return [path]
+    found = []
+    for folder, subfolders, names in os.walk(path):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]  # hidden folders not entered
+        suffixes = (*PICTURE_SUFFIXES, ".npy")
+        found += [
+            os.path.join(folder, name)
+            for name in names
+            if not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
+        ]
+    found.sort()
+    if not found:
+        raise ValueError(
+            f"predict: argument `IMAGE` expected image files or folders holding them (PNG, JPEG, GIF, BMP, WebP or "
+            f".npy), received {path!r}, a folder without one."
+        )
+    return found
+
+
 def read_images(path):
     """The images in file ``path``: ``[(label, array (H, W, C)), ...]``, one per picture or per array of a ``.npy`` batch.
 
@@ -20,15 +47,11 @@ def read_images(path):
     image when its last axis has at most 4 entries, else a batch).
 
     Raises:
-        ValueError: the file is missing, a directory, of another kind or undecodable, or a ``.npy`` array of
+        ValueError: the file is missing, of another kind or undecodable, or a ``.npy`` array of
             another rank or without a pixel (no images).
     """
     import numpy as np
 
-    if os.path.isdir(path):
-        raise ValueError(
-            f"predict: argument `IMAGE` expected image files (PNG, JPEG, GIF, BMP, WebP or .npy), received {path!r}, a directory."
-        )
     if not os.path.isfile(path):
         raise ValueError(f"predict: image file {path!r} does not exist.")
     suffix = os.path.splitext(path)[1].lower()

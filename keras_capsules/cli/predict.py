@@ -5,7 +5,7 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import sys
 
-from keras_capsules.cli.images import read_images, to_model_input
+from keras_capsules.cli.images import image_files, read_images, to_model_input
 from keras_capsules.cli.options import positive_int
 
 
@@ -43,7 +43,8 @@ def _predict(args):
             f"predict: {args.model} takes inputs of shape {shape}; predict needs one image input (batch, height, width, channels)."
         )
     images, failed = [], []
-    for path in args.images:  # an unreadable image is reported; the others are answered
+    paths = [found for path in args.images for found in image_files(path)]
+    for path in paths:  # an unreadable image is reported; the others are answered
         try:
             images += [(label, to_model_input(label, image, *shape[1:])) for label, image in read_images(path)]
         except ValueError as error:
@@ -90,7 +91,12 @@ def add_predict_command(commands):
     predict.add_argument(
         "model", metavar="MODEL", help="a .keras file, or a preset MODEL/NAME or MODEL:NAME, e.g. EffCapsNet/mnist"
     )
-    predict.add_argument("images", metavar="IMAGE", nargs="+", help="PNG, JPEG, GIF, BMP, WebP or .npy files")
+    predict.add_argument(
+        "images",
+        metavar="IMAGE",
+        nargs="+",
+        help="PNG, JPEG, GIF, BMP, WebP or .npy files, or folders: every such file in them and their sub-folders",
+    )
     predict.add_argument(
         "--top-k", type=positive_int, default=5, metavar="K", help="classes shown per image (default: 5 classes)"
     )

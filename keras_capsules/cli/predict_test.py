@@ -124,16 +124,28 @@ def test_an_npy_file_without_images_is_a_one_line_error_naming_it(model_file, tm
         assert captured.out.splitlines()[0] == png  # the readable image is still answered
 
 
-def test_a_directory_is_refused_as_a_directory_not_as_a_missing_file(model_file, tmp_path, capsys):
+def test_a_folder_gives_its_images_and_those_of_its_sub_folders_and_an_empty_one_is_refused(
+    model_file, tmp_path, capsys
+):
     path, _ = model_file
     folder = tmp_path / "pictures"
-    folder.mkdir()
-    write_png(folder / "digit.png", np.zeros((8, 8, 1), np.uint8))
-    assert cli.main(["predict", path, str(folder)]) == 2
+    for name in ("b.png", "a/c.png", "a.npy", ".hidden.png", ".cache/d.png", "notes.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".png"):
+            write_png(folder / name, np.zeros((8, 8, 1), np.uint8))
+        elif name.endswith(".npy"):
+            np.save(folder / name, np.zeros((8, 8), np.uint8))
+        else:
+            (folder / name).write_text("not an image")
+    assert cli.main(["predict", path, str(folder), "--top-k", "1"]) == 0
+    answered = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert answered == [str(folder / "a.npy"), str(folder / "a" / "c.png"), str(folder / "b.png")]  # sorted paths
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["predict", path, str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("keras-capsules predict: error: predict: argument `IMAGE`") and err.count("\n") == 1, err
-    assert f"received {str(folder)!r}, a directory" in err and "image files (PNG, JPEG, GIF, BMP, WebP or .npy)" in err
-    assert "does not exist" not in err and "Traceback" not in err
+    assert f"received {str(empty)!r}, a folder without one" in err and "Traceback" not in err
 
 
 def test_preset_names_the_digits_of_real_mnist_test_images(tmp_path, capsys):
