@@ -316,14 +316,15 @@ def _load_images(dataset, split, limit, data_dir, download):
 
 
 def _evaluation_transform(augment):
-    """``(N, H, W, C) -> (N, H', W', C')``: the evaluation transform of augmentation preset ``augment`` (identity for ``None``)."""
+    """``(N, H, W, C) -> (N, H', W', C')``: the evaluation transform of augmentation preset ``augment``, or ``None``
+    (no preset, or one that transforms training images only)."""
     if augment is None:
-        return lambda images: images
+        return None
     from keras_capsules import datasets
 
     evaluate = datasets.get_augmentation(augment).evaluate
     if evaluate is None:
-        return lambda images: images
+        return None
     import tensorflow as tf
 
     return lambda images: next(
@@ -375,7 +376,8 @@ def robustness(
     batch_size, seed = int(batch_size), int(seed)  # NumPy integers too; the result's JSON records the seed
     model, name = _resolve_model(model)
     images, labels = _load_images(dataset, split, limit, data_dir, download)
-    prepare = _evaluation_transform(augment)
+    evaluation_transform = _evaluation_transform(augment)
+    prepare = evaluation_transform or (lambda images: images)
     padding = _padding(model, prepare(images[:1]).shape[1:])
 
     def accuracy(transform=None, magnitude=None):
@@ -410,7 +412,7 @@ def robustness(
         units={t: TRANSFORMS[t].unit for t in magnitudes},
         draws={t: TRANSFORMS[t].draw for t in magnitudes},
         padding=padding,
-        augment=augment,
+        augment=augment if evaluation_transform else None,
     )
 
 

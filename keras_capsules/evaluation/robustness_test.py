@@ -138,6 +138,11 @@ def test_an_evaluation_transform_follows_the_geometric_one(sample):
     assert recorder.hashes[0] == _hash(np.pad(sheared, ((0, 0), (2, 2), (2, 2), (0, 0))))
     assert (result.padding, result.augment) == (None, "glom_mnist")
     assert "evaluation transform of augmentation preset 'glom_mnist'" in result.to_text()
+    # A preset that transforms training images only (random_shift) changes nothing here, and is not named.
+    shifted = robustness(
+        _constant_model(28, Record()), "mnist_sample", limit=16, transforms={"shear": [0.3]}, augment="random_shift"
+    )
+    assert shifted.augment is None and "evaluation transform" not in shifted.to_text()
 
 
 def test_each_image_draws_a_rotation_sign_and_a_translation_direction(sample):
