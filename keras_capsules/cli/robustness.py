@@ -118,8 +118,6 @@ def _robustness(args):
     dataset, split = dataset_for_model(
         "robustness", open_model, None if key else args.model, args.dataset, args.data_dir, args.split, preset_dataset
     )
-    # the model opened for a folder of images, else its name (a preset's key names the results)
-    model = open_model() if open_model.cache_info().currsize else args.model
     augment = augment_option(args.augment, None if key else args.model)
     if args.attack is not None:
         return _attack(args, dataset, split, augment)
@@ -131,7 +129,7 @@ def _robustness(args):
     batch_size = 256 if args.batch_size is None else args.batch_size
     options = dict(split=split, transforms=args.transform, limit=args.limit, batch_size=batch_size, seed=args.seed)
     report(
-        model,
+        args.model,  # opened again by its name, which names the results (a preset's key)
         dataset,
         data_dir=args.data_dir,
         download=args.download,

@@ -151,8 +151,9 @@ def test_a_folder_is_labelled_as_the_models_classes_and_foreign_class_names_are_
     out = tmp_path / "r.json"
     arguments = ["robustness", "EffCapsNet/mnist", "--data-dir", str(tmp_path / "digits"), "--transform", "scale"]
     assert cli.main(arguments + ["--json", str(out)]) == 0
-    scale = dict(json.loads(out.read_text())["table"]["scale"])
-    assert scale[1.0] == expected and expected > 0.5
+    record = json.loads(out.read_text())
+    scale = dict(record["table"]["scale"])
+    assert scale[1.0] == expected and expected > 0.5 and record["model"] == "EffCapsNet/mnist"
     shutil.copytree(tmp_path / "digits", tmp_path / "named")
     (tmp_path / "named" / "3").rename(tmp_path / "named" / "three")
     capsys.readouterr()
