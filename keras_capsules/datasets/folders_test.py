@@ -235,7 +235,7 @@ def test_in_class_order_renumbers_the_labels_as_a_models_classes(tmp_path):
         datasets.in_class_order(name, ("0", "1"), "evaluate")
 
 
-def test_a_limit_on_a_folder_draws_from_every_class_in_proportion(tmp_path):
+def test_a_limit_on_a_folder_draws_from_every_class_in_proportion(tmp_path, capsys):
     """A folder lists its classes one after another: its first 6 images would all be cats. --limit, --eval-limit
     and the evaluation commands' --limit keep that many drawn class by class instead (by hand: 6 of 8 cats and 4
     dogs are 4 cats and 2 dogs), in the folder's order; a named dataset keeps its first images."""
@@ -262,6 +262,10 @@ def test_a_limit_on_a_folder_draws_from_every_class_in_proportion(tmp_path):
     trained, trained_labels = _batches(split.training(None))
     held_out, held_out_labels = _batches(split.validation)
     assert sorted(trained_labels.tolist()) == [0, 0, 0, 1] and sorted(held_out_labels.tolist()) == [0, 1]
+    assert (
+        "limit 4: training on 4 of the 10 images left after the hold-out, drawn class by class: 'cats' 3, 'dogs' 1"
+        in (capsys.readouterr().out)
+    )
     assert not set(np.round(trained[:, 0, 0, 0] * 255).tolist()) & set(np.round(held_out[:, 0, 0, 0] * 255).tolist())
 
 

@@ -91,7 +91,10 @@ def split_training_data(recipe, dataset, data_dir, download, seed, limit, multi_
     else:
         train_indices, validation_indices = validation.split_indices(len(images), examples)
         held_out_record = validation.record(examples)
+    left = len(train_indices)
     train_indices = datasets.first_examples(dataset, train_indices, labels[train_indices], limit)[0]
+    if datasets.info(dataset).stratified_holdout and len(train_indices) < left:
+        _say_limited_classes(labels[train_indices], datasets.class_names(dataset), left, limit)
 
     def training(augment):
         return datasets.from_arrays(
@@ -128,6 +131,16 @@ def _say_unvalidated_classes(labels, validation_indices, names, examples):
             "few for a share of it (a class keeps at least one image for training), so val_accuracy does not score them.",
             flush=True,
         )
+
+
+def _say_limited_classes(labels, names, left, limit):
+    """Prints how a ``limit`` on a folder of images drew its training images, class by class."""
+    counts = np.bincount(labels, minlength=len(names))
+    print(
+        f"limit {limit}: training on {len(labels)} of the {left} images left after the hold-out, drawn class by class: "
+        + ", ".join(f"{name!r} {count}" for name, count in zip(names, counts)),
+        flush=True,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
