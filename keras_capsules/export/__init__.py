@@ -9,6 +9,20 @@ Every export runs without ``keras_capsules`` or Keras. The library's only privat
 imports are in ``keras_capsules.export._private_api``.
 """
 
-from keras_capsules.export.formats import EXPORT_FORMATS, export_keras_file, export_model, export_saved_model
+from keras_capsules.export.formats import (
+    CLASS_NAMES_ASSET,
+    CLASS_NAMES_KEY,
+    EXPORT_FORMATS,
+    export_keras_file,
+    export_model,
+    export_saved_model,
+)
 
-__all__ = ["EXPORT_FORMATS", "export_keras_file", "export_model", "export_saved_model"]
+__all__ = [
+    "CLASS_NAMES_ASSET",
+    "CLASS_NAMES_KEY",
+    "EXPORT_FORMATS",
+    "export_keras_file",
+    "export_model",
+    "export_saved_model",
+]

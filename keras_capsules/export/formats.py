@@ -1,11 +1,14 @@
 """Export of a model's inference graph to a SavedModel folder, an ONNX file or a LiteRT file, atomically.
 
 TensorFlow backend, through Keras' own exporters. The result runs without ``keras_capsules`` or Keras:
-``tf.saved_model.load(path).serve(images)``, ONNX Runtime, the LiteRT interpreter.
+``tf.saved_model.load(path).serve(images)``, ONNX Runtime, the LiteRT interpreter. A model that names its classes
+(``model.class_names``) ships them in output order: ``assets/class_names.json`` in a SavedModel folder, the
+metadata entry ``class_names`` (a JSON list) of an ONNX file; a LiteRT file has no place for them.
 """
 
 import functools
 import importlib.util
+import json
 import os
 
 from keras_capsules import errors
@@ -19,6 +22,15 @@ EXPORT_FORMATS = ("savedmodel", "onnx", "litert")
 _FILE_SUFFIXES = {"onnx": ".onnx", "litert": ".tflite"}
 #: Packages each single-file format needs (the ``export`` extra); LiteRT's converter ships with TensorFlow.
 _FORMAT_PACKAGES = {"onnx": ("tf2onnx", "onnx")}
+#: Where a SavedModel folder keeps the class names (a JSON list, in output order), and the ONNX metadata key.
+CLASS_NAMES_ASSET = os.path.join("assets", "class_names.json")
+CLASS_NAMES_KEY = "class_names"
+
+
+def _class_names(model):
+    """``model.class_names`` as a list of strings, or ``None``."""
+    names = getattr(model, "class_names", None)
+    return None if names is None else [str(name) for name in names]
 
 
 def export_saved_model(model, path, overwrite=False):
@@ -26,11 +38,17 @@ def export_saved_model(model, path, overwrite=False):
 
     TensorFlow-specific. The export is written to a temporary sibling and renamed into place; an
     existing non-empty folder at ``path`` is replaced only with ``overwrite=True``, and only once the
-    new export is complete. An existing file at ``path`` is never replaced.
+    new export is complete. An existing file at ``path`` is never replaced. A model that names its classes
+    writes them to ``assets/class_names.json``.
     """
     check_output_folder(path, overwrite=overwrite, what="export_saved_model: argument `path`")
     with atomic.atomic_directory(path) as temporary:
         model.export(temporary, format="tf_saved_model", verbose=False)
+        names = _class_names(model)
+        if names is not None:
+            os.makedirs(os.path.join(temporary, "assets"), exist_ok=True)
+            with open(os.path.join(temporary, CLASS_NAMES_ASSET), "w", encoding="utf-8") as handle:
+                json.dump(names, handle, ensure_ascii=False)
     return path
 
 
@@ -146,6 +164,11 @@ def _export_onnx(model, path):
         raise _unsupported(model, "onnx", found, str(error)) from None
     if found:
         raise _unsupported(model, "onnx", found, "")
+    names = _class_names(model)
+    if names is not None:
+        proto = onnx.load(path)
+        proto.metadata_props.add(key=CLASS_NAMES_KEY, value=json.dumps(names, ensure_ascii=False))
+        onnx.save(proto, path)
 
 
 def _export_litert(model, path):

@@ -197,3 +197,20 @@ def test_single_file_exports_never_destroy_user_files(tmp_path):
         cli.main(["export", model_path, str(tmp_path / "cli.onnx"), "--format", "onnx"]) == 2
     )  # exists, no --overwrite
     assert sorted(os.listdir(tmp_path)) == ["cli.onnx", "model.keras", "model.onnx", "model.tflite"]
+
+
+def test_the_class_names_travel_with_a_savedmodel_and_an_onnx_file(tmp_path):
+    named = applications.CapsNet(input_shape=(20, 20, 1), classes=3)
+    named.class_names = ("cat", "dog", "café")
+    export_model(named, str(tmp_path / "saved"), format="savedmodel")
+    asset = tmp_path / "saved" / "assets" / "class_names.json"
+    assert json.loads(asset.read_text(encoding="utf-8")) == ["cat", "dog", "café"]
+    export_model(named, str(tmp_path / "named.onnx"), format="onnx")
+    metadata = {entry.key: entry.value for entry in onnx.load(str(tmp_path / "named.onnx")).metadata_props}
+    assert json.loads(metadata["class_names"]) == ["cat", "dog", "café"]
+    onnx.checker.check_model(str(tmp_path / "named.onnx"), full_check=True)  # still a valid model
+    unnamed = applications.CapsNet(input_shape=(20, 20, 1), classes=3)
+    export_model(unnamed, str(tmp_path / "plain"), format="savedmodel")
+    export_model(unnamed, str(tmp_path / "plain.onnx"), format="onnx")
+    assert not (tmp_path / "plain" / "assets" / "class_names.json").exists()
+    assert "class_names" not in {entry.key for entry in onnx.load(str(tmp_path / "plain.onnx")).metadata_props}
