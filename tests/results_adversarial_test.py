@@ -1,5 +1,6 @@
 """tools/results/adversarial.py: slices of a test set merged into one record."""
 
+import functools
 import json
 import os
 
@@ -106,16 +107,21 @@ def test_pgd_slices_are_cumulative_and_a_slice_measured_per_epsilon_is_measured_
     earlier = tmp_path / "slices" / "m-pgd" / "000000-000004.json"
     earlier.parent.mkdir(parents=True)
     earlier.write_text(json.dumps(_slice(0, 4, 0.5, (0.5, 0.5), [0, 0], 1.0, 0)))  # per epsilon: no "cumulative"
-    asked, measure = [], accuracy_module.adversarial_accuracy
+    asked, measure, opened = [], accuracy_module.adversarial_accuracy, []
     monkeypatch.setattr(
-        accuracy_module, "adversarial_accuracy", lambda *a, **k: asked.append(k["cumulative"]) or measure(*a, **k)
+        accuracy_module,
+        "adversarial_accuracy",
+        lambda *a, **k: asked.append((a[0], k["cumulative"])) or measure(*a, **k),
     )
+    open_model = functools.cache(lambda: opened.append(1) or model)  # as measure() opens a preset: once
     for attack in ("pgd", "fgsm"):
         records = adversarial._measure_slices(
-            model, "mnist", attack, f"m-{attack}", "cross_entropy", "test", None, None, 5, 4, "command"
+            "M/mnist", "mnist", attack, f"m-{attack}", "cross_entropy", "test", None, None, 5, 4, "command", open_model
         )
         assert [r["cumulative"] for r in records] == [attack == "pgd"] * 3
-    assert asked == [True] * 3 + [False] * 3  # the earlier per-epsilon slice was measured again
+        assert {r["model"] for r in records} == {"M/mnist"}  # named by the key, not the model's Keras name
+    assert asked == [(model, True)] * 3 + [(model, False)] * 3  # the earlier per-epsilon slice was measured again
+    assert opened == [1]  # one model for both attacks and all six slices (its traced gradient reused)
     merged = adversarial.merge_slices(
         [json.loads((tmp_path / "slices" / "m-pgd" / f).read_text()) for f in sorted(os.listdir(earlier.parent))]
     )

@@ -13,6 +13,7 @@ attacked (the class scores only). Every result records the loss and where it cam
 """
 
 import dataclasses
+import json
 import math
 import os
 
@@ -129,7 +130,8 @@ def describe_loss(loss):
 
 
 def _resolve_loss(function, model, loss, trained):
-    """``(per-example loss function, name, source, one_hot)``: ``loss=`` if given, else the training loss ``trained``."""
+    """``(per-example loss function, name, source, one_hot, key)``: ``loss=`` if given, else the training loss
+    ``trained``; ``key`` identifies it (:func:`_loss_key`)."""
     if loss is not None:
         chosen, source = _named_loss(function, loss, model), "argument"
     elif trained is not None:
@@ -144,7 +146,14 @@ def _resolve_loss(function, model, loss, trained):
         isinstance(chosen, keras.losses.CategoricalCrossentropy) or chosen is keras.losses.categorical_crossentropy
     )
     per_example = chosen.call if isinstance(chosen, keras.losses.Loss) else chosen
-    return per_example, describe_loss(chosen), source, one_hot
+    return per_example, describe_loss(chosen), source, one_hot, _loss_key(chosen)
+
+
+def _loss_key(loss):
+    """What identifies a loss for reusing a traced gradient: a Keras loss's class and config, else the callable."""
+    if isinstance(loss, keras.losses.Loss):
+        return type(loss), json.dumps(loss.get_config(), sort_keys=True, default=str)
+    return loss
 
 
 def input_scale(model):
@@ -277,14 +286,26 @@ def _check_data(function, model, x, y):
     return x, labels.astype("int32"), classes
 
 
+#: The model attribute holding what its attacks traced: ``{(loss key, scale, padding): (gradient, graph function)}``
+#: and the memory plans made with them, so that a model attacked again with the same loss (the slices of a test set,
+#: an FGSM then a PGD) reuses its traced (and XLA-compiled) gradient instead of tracing and compiling it again. Kept on
+#: the model (set past Keras's attribute tracking), it goes when the model goes.
+_TRACED = "_keras_capsules_attack_traces"
+
+
 class _Attack:
     """One attack set up on one model and loss: ``run(images, labels, epsilon, noise)`` per batch."""
 
     def __init__(self, function, opened, loss, scale, padding, classes, settings, batch_size):
         self.model, self.name, trained = opened
-        per_example, self.loss, self.loss_source, self.one_hot = _resolve_loss(function, self.model, loss, trained)
+        per_example, self.loss, self.loss_source, self.one_hot, key = _resolve_loss(function, self.model, loss, trained)
         self.scale = input_scale(self.model) if scale is None else float(scale)
-        self._gradient, self._graph_function = _loss_gradient(function, self.model, per_example, self.scale, padding)
+        if not hasattr(self.model, _TRACED):
+            object.__setattr__(self.model, _TRACED, {})
+        self._traced, self._key = getattr(self.model, _TRACED), (key, self.scale, padding)
+        if self._key not in self._traced:
+            self._traced[self._key] = _loss_gradient(function, self.model, per_example, self.scale, padding)
+        self._gradient, self._graph_function = self._traced[self._key]
         self.function, self.batch_size, self.padding, self.classes = function, batch_size, padding, classes
         self.planned = batch_size is None
         self.steps, self.step_size, self.random_start, self.factor = settings
@@ -297,9 +318,21 @@ class _Attack:
 
     def planned_batch_size(self, image_shape, images, limit_bytes=None):
         """The images per gradient call the memory plan gives for ``images`` images of ``image_shape``
-        (:func:`~keras_capsules.evaluation.attack_memory.gradient_batch_size`)."""
+        (:func:`~keras_capsules.evaluation.attack_memory.gradient_batch_size`) with the memory available now; its
+        traced peak line is kept with the gradient."""
+        line = ("peak line", self._key, tuple(image_shape))
+        if line not in self._traced and self._graph_function is not None and keras.backend.backend() == "tensorflow":
+            self._traced[line] = attack_memory.peak_line(
+                self._graph_function, self.model, image_shape, self._target_spec()
+            )
         return attack_memory.gradient_batch_size(
-            self._graph_function, self.model, image_shape, self._target_spec(), images, limit_bytes
+            self._graph_function,
+            self.model,
+            image_shape,
+            self._target_spec(),
+            images,
+            limit_bytes,
+            line=self._traced.get(line),
         )
 
     def plan_batch_size(self, images):

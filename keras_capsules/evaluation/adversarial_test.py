@@ -436,3 +436,29 @@ def test_cumulative_pgd_repeats_each_images_own_attack_and_attacks_only_the_stan
     assert (
         attacked < len(x) * len(epsilons) and gradients == 3 * attacked
     )  # 3 steps for each image standing at each epsilon, none for the others
+
+
+def test_a_model_attacked_again_with_the_same_loss_reuses_its_traced_gradient_and_memory_line(monkeypatch):
+    from keras_capsules.evaluation import adversarial, attack_memory
+
+    builds, traces, build, trace = [], [], adversarial._loss_gradient, attack_memory.estimated_peak_bytes
+    monkeypatch.setattr(adversarial, "_loss_gradient", lambda *a: builds.append(a[3:]) or build(*a))
+    monkeypatch.setattr(attack_memory, "estimated_peak_bytes", lambda *a: traces.append(a[-1]) or trace(*a))
+    model = _linear("softmax")
+    first = adversarial_accuracy(model, X, Y, "fgsm", epsilons=[0.1], loss="cross_entropy")
+    again = adversarial_accuracy(model, X[:4], Y[:4], "pgd", epsilons=[0.1], loss="cross_entropy", steps=2)
+    assert len(builds) == 1  # one traced gradient for both attacks (the slices of a test set, FGSM then PGD)
+    if keras.backend.backend() == "tensorflow":
+        assert traces == [4, 8]  # the memory line traced once, at its two probe batches
+    assert (first.batch_size, again.batch_size) == (6, 4)  # planned for each call's images from the one line
+    adversarial_accuracy(model, X, Y, "fgsm", epsilons=[0.1], loss="margin")
+    assert len(builds) == 2  # another loss: its own gradient
+    other = _linear("softmax")
+    adversarial_accuracy(other, X, Y, "fgsm", epsilons=[0.1], loss="cross_entropy")
+    assert len(builds) == 3  # another model: its own
+    np.testing.assert_allclose(  # and the reused gradient is the NumPy one
+        adversarial_examples(model, X, Y, epsilon=0.1, loss="cross_entropy").images,
+        np.clip(X + 0.1 * np.sign(_softmax_cross_entropy_gradient(X)), 0, 1),
+        atol=1e-6,
+    )
+    assert len(builds) == 3

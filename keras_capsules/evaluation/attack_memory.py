@@ -63,7 +63,15 @@ def estimated_peak_bytes(graph_function, model, image_shape, target_spec, batch_
     )
 
 
-def gradient_batch_size(graph_function, model, image_shape, target_spec, images, limit_bytes=None):
+def peak_line(graph_function, model, image_shape, target_spec):
+    """``(fixed bytes, bytes per image)``: the line through the estimated peaks at the two probe batches
+    (:func:`estimated_peak_bytes`; TensorFlow, traced, not run)."""
+    small, large = (estimated_peak_bytes(graph_function, model, image_shape, target_spec, b) for b in _PROBES)
+    per_image = (large - small) / (_PROBES[1] - _PROBES[0])
+    return small - _PROBES[0] * per_image, per_image
+
+
+def gradient_batch_size(graph_function, model, image_shape, target_spec, images, limit_bytes=None, line=None):
     """The planned images per gradient call (see the module docstring).
 
     Args:
@@ -74,6 +82,7 @@ def gradient_batch_size(graph_function, model, image_shape, target_spec, images,
         images: how many images will be attacked (the batch is at most this).
         limit_bytes: the memory the process can use (default
             :func:`~keras_capsules.training.memory_plan.available_bytes`; unknown: ``LARGEST``).
+        line: :func:`peak_line` of the same arguments when already traced (default: traced here).
     """
     largest = max(1, min(LARGEST, int(images)))
     if graph_function is None or keras.backend.backend() != "tensorflow":
@@ -83,6 +92,5 @@ def gradient_batch_size(graph_function, model, image_shape, target_spec, images,
     limit = available_bytes() if limit_bytes is None else limit_bytes
     if limit is None:
         return largest
-    small, large = (estimated_peak_bytes(graph_function, model, image_shape, target_spec, b) for b in _PROBES)
-    per_image = (large - small) / (_PROBES[1] - _PROBES[0])
-    return batch_for(small - _PROBES[0] * per_image, per_image, limit, largest)
+    fixed, per_image = line or peak_line(graph_function, model, image_shape, target_spec)
+    return batch_for(fixed, per_image, limit, largest)

@@ -31,6 +31,7 @@ elsewhere (to bring them back from such a machine, say).
 import argparse
 import contextlib
 import datetime
+import functools
 import glob
 import json
 import os
@@ -139,6 +140,8 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
     for key in models:
         dataset = presets.get(*presets.find(key)).dataset
         attacked, source = training_loss(key) if loss is None else (loss, "argument")
+        # one model for both attacks and every slice: its traced gradient is reused (evaluation.adversarial)
+        model = functools.cache(lambda key=key: presets.open_model(key)[0])
         for attack in ATTACKS:
             suffix = "" if loss is None else f"-{loss}"
             stem = f"{key.lower().replace('/', '-')}-{attack}{suffix}"
@@ -152,7 +155,18 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
                     datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), key, attack, flush=True
                 )
                 slices = _measure_slices(
-                    key, dataset, attack, stem, attacked, source, data_dir, limit, batch_size, slice_size, command
+                    key,
+                    dataset,
+                    attack,
+                    stem,
+                    attacked,
+                    source,
+                    data_dir,
+                    limit,
+                    batch_size,
+                    slice_size,
+                    command,
+                    model,
                 )
                 _write(path, {**merge_slices(slices), "command": command})
                 continue
@@ -176,8 +190,13 @@ def measure(data_dir, models, limit, batch_size, loss=None, slice_size=None):
             _write(path, _stamped(result, command))
 
 
-def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, batch_size, slice_size, command):
-    """The records of ``stem``'s slices, each measured unless its file is there; returns them in order."""
+def _measure_slices(
+    key, dataset, attack, stem, loss, source, data_dir, limit, batch_size, slice_size, command, model=None
+):
+    """The records of ``stem``'s slices, each measured unless its file is there; returns them in order.
+
+    ``model()`` gives the model to attack (opened once for every slice), named ``key`` in the records; without it,
+    ``key`` is attacked (a preset name or a model)."""
     import dataclasses
 
     from keras_capsules.evaluation.adversarial_accuracy import EPSILONS, adversarial_accuracy
@@ -190,7 +209,7 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
         if not os.path.exists(path) or _read(path).get("cumulative", False) != (attack == "pgd"):
             print(f"  images {start}-{end}", flush=True)
             result = adversarial_accuracy(
-                key,
+                key if model is None else model(),
                 images[start:end],
                 labels[start:end],
                 attack,
@@ -200,7 +219,8 @@ def _measure_slices(key, dataset, attack, stem, loss, source, data_dir, limit, b
                 seed=index,
                 cumulative=attack == "pgd",
             )
-            result = dataclasses.replace(result, dataset=dataset, split="test", loss_source=source)
+            named = {} if model is None else {"model": key}
+            result = dataclasses.replace(result, dataset=dataset, split="test", loss_source=source, **named)
             _write(path, {**_stamped(result, command), "images": [start, end]})
         records.append(_read(path))
     return records
