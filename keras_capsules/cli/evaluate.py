@@ -4,7 +4,6 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 """
 
 import json
-import os
 
 from keras_capsules.cli.options import (
     BY_CLASS,
@@ -14,24 +13,8 @@ from keras_capsules.cli.options import (
     augment_option,
     dataset_for_model,
     key_values,
+    open_model,
 )
-
-
-def _open(text):
-    """``(model, preset key or None)``: a ``.keras`` file loaded compiled (its training loss and metrics), else a
-    preset ``MODEL/NAME`` or a preset folder (uncompiled: accuracy)."""
-    from keras_capsules import presets
-    from keras_capsules.saving import load_model
-
-    if text.endswith(".keras") or os.path.isfile(text):
-        return load_model(text), None
-    opened = presets.open_model(text)
-    if opened is None:
-        raise ValueError(
-            f"evaluate: argument `MODEL` expected a .keras file, a preset MODEL/NAME (`keras-capsules presets` lists "
-            f"them) or a preset folder, received {text!r}: no such file, preset or preset folder."
-        )
-    return opened
 
 
 def _evaluate(args):
@@ -39,7 +22,7 @@ def _evaluate(args):
     from keras_capsules.datasets import evaluation_dataset
     from keras_capsules.training import evaluate
 
-    model, key = _open(args.model_file)
+    model, key = open_model("evaluate", args.model_file)
     augment = augment_option(args.augment, None if key else args.model_file)
     dataset, split = dataset_for_model(
         "evaluate",

@@ -1,17 +1,20 @@
-"""``keras-capsules explain``: the REM report of a ``.keras`` model (routing entropy, parse trees, saliency and parse-tree pictures).
+"""``keras-capsules explain``: the REM report of a ``.keras`` model or a preset (routing entropy, parse trees, saliency and parse-tree pictures).
 
 Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --help`` stays fast).
 """
 
 import os
 
-from keras_capsules.cli.options import BY_CLASS, DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model
+from keras_capsules.cli.options import BY_CLASS, DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model, open_model
 
 
-def _explain_folder(model_file):
-    """``runs/explain-<name>``: the run folder's name for a ``train`` run's ``model.keras``, else the file's."""
+def _explain_folder(model_file, key):
+    """``runs/explain-<name>``: the run folder's name for a ``train`` run's ``model.keras``, else the file's, the
+    preset folder's or the preset's (``explain-EffCapsNet-mnist``)."""
     from keras_capsules.training.evaluation import training_record
 
+    if key is not None:
+        return os.path.join("runs", "explain-" + "-".join(key))
     folder, name = os.path.split(os.path.abspath(model_file))
     if name == "model.keras" and training_record(model_file):
         return os.path.join("runs", "explain-" + os.path.basename(folder))
@@ -19,16 +22,21 @@ def _explain_folder(model_file):
 
 
 def _explain(args):
-    from keras_capsules import datasets
+    from keras_capsules import datasets, presets
     from keras_capsules.interpret import explain
     from keras_capsules.interpret.explain import check_pictures
-    from keras_capsules.saving import load_model
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
 
-    model = load_model(args.model_file)
+    model, key = open_model("explain", args.model_file)
     dataset, split = dataset_for_model(
-        "explain", lambda: model, args.model_file, args.dataset, args.data_dir, args.split
+        "explain",
+        lambda: model,
+        None if key else args.model_file,
+        args.dataset,
+        args.data_dir,
+        args.split,
+        presets.get(*key).dataset if key else None,
     )
     data = datasets.load(
         dataset,
@@ -39,7 +47,7 @@ def _explain(args):
         limit=args.limit,
         shuffle=False,
     )
-    output = args.output or _explain_folder(args.model_file)
+    output = args.output or _explain_folder(args.model_file, key)
     report = explain(
         model,
         data,
@@ -61,12 +69,18 @@ def _explain(args):
 def add_explain_command(commands):
     explain = commands.add_parser(
         "explain",
-        help="REM report of a .keras model: routing entropy and parse trees (JSON), saliency and parse-tree PNGs",
+        help="REM report of a .keras model or a preset: routing entropy and parse trees (JSON), saliency and parse-tree PNGs",
         description="Writes the REM report of MODEL.keras: entropy.json (routing entropy, parse trees) and, with matplotlib, "
         "saliency.png and parse_tree_<i>.png.",
     )
-    explain.add_argument("model_file", metavar="MODEL.keras", help="the model file")
-    explain.add_argument("--dataset", metavar="NAME", help=f"dataset name (default: {TRAINED_ON})")
+    explain.add_argument(
+        "model_file",
+        metavar="MODEL.keras|PRESET",
+        help="the model file, a preset MODEL/NAME (e.g. EffCapsNet/mnist) or a preset folder",
+    )
+    explain.add_argument(
+        "--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {TRAINED_ON})"
+    )
     explain.add_argument("--split", default="test", help="split read (default: test)")
     explain.add_argument(
         "--data-dir",

@@ -29,11 +29,32 @@ def test_explain_without_matplotlib_fails_at_once(tmp_path, monkeypatch, capsys)
 @large
 def test_explain_default_folders_do_not_collide(lower_case_run, tmp_path):
     _, output, _ = lower_case_run
-    assert _explain_folder(str(output / "model.keras")) == os.path.join(
+    assert _explain_folder(str(output / "model.keras"), None) == os.path.join(
         "runs", "explain-run"
     )  # a train run: its folder
     (tmp_path / "model.keras").write_bytes(b"")
-    assert _explain_folder(str(tmp_path / "model.keras")) == os.path.join(
+    assert _explain_folder(str(tmp_path / "model.keras"), None) == os.path.join(
         "runs", "explain-model"
     )  # not a run: the file
-    assert _explain_folder("some/where/capsnet.keras") == os.path.join("runs", "explain-capsnet")
+    assert _explain_folder("some/where/capsnet.keras", None) == os.path.join("runs", "explain-capsnet")
+
+
+def test_explain_takes_a_preset_on_its_own_dataset_by_default(tmp_path, monkeypatch, capsys):
+    import json
+
+    import numpy as np
+
+    from keras_capsules import datasets, presets
+
+    monkeypatch.chdir(tmp_path)
+    arguments = ["explain", "EffCapsNet/mnist", "--dataset", "mnist_sample", "--limit", "20", "--num-images", "0"]
+    assert cli.main(arguments) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "runs" / "explain-EffCapsNet-mnist" / "entropy.json").read_text())
+    images, labels = datasets.load_arrays("mnist_sample", "test")
+    model = presets.open_model("EffCapsNet/mnist")[0]
+    expected = np.mean(np.argmax(model.predict(images[:20] / 255.0, verbose=0), axis=1) == labels[:20])
+    assert report["accuracy"] == expected and report["num_samples"] == 20
+    assert "EffCapsNet/mnist on mnist_sample (test, 20 images" in out
+    assert cli.main(["explain", "EffCapsNet/mnst", "--num-images", "0"]) == 2
+    assert "explain: argument `MODEL` expected a .keras file, a preset MODEL/NAME" in capsys.readouterr().err

@@ -175,6 +175,27 @@ def folder_for_model(command, data_dir, model, split):
     return name, split
 
 
+def open_model(command, text):
+    """``(model, preset key or None)``: a ``.keras`` file loaded compiled (its training loss and metrics), else a
+    preset ``MODEL/NAME`` or a preset folder (uncompiled).
+
+    Raises:
+        ValueError: ``text`` names none of them.
+    """
+    from keras_capsules import presets
+    from keras_capsules.saving import load_model
+
+    if text.endswith(".keras") or os.path.isfile(text):
+        return load_model(text), None
+    opened = presets.open_model(text)
+    if opened is None:
+        raise ValueError(
+            f"{command}: argument `MODEL` expected a .keras file, a preset MODEL/NAME (`keras-capsules presets` lists "
+            f"them) or a preset folder, received {text!r}: no such file, preset or preset folder."
+        )
+    return opened
+
+
 def dataset_for_model(command, open_model, model_file, dataset, data_dir, split, preset_dataset=None):
     """``(dataset name, split)`` that ``command`` evaluates a model on, when ``--dataset`` is ``dataset``.
 
