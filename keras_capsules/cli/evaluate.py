@@ -10,6 +10,7 @@ from keras_capsules.cli.options import (
     DATA_DEFAULT,
     FOLDER_HELP,
     TRAINED_ON,
+    add_model_argument,
     augment_option,
     dataset_for_model,
     key_values,
@@ -18,20 +19,13 @@ from keras_capsules.cli.options import (
 
 
 def _evaluate(args):
-    from keras_capsules import presets
     from keras_capsules.datasets import evaluation_dataset
     from keras_capsules.training import evaluate
 
     model, key = open_model("evaluate", args.model_file)
     augment = augment_option(args.augment, None if key else args.model_file)
     dataset, split = dataset_for_model(
-        "evaluate",
-        lambda: model,
-        None if key else args.model_file,
-        args.dataset,
-        args.data_dir,
-        args.split,
-        presets.get(*key).dataset if key else None,
+        "evaluate", lambda: model, args.model_file, key, args.dataset, args.data_dir, args.split
     )
     dataset = evaluation_dataset(dataset, split, args.data_dir)
     results = evaluate(
@@ -60,11 +54,7 @@ def add_evaluate_command(commands):
         description="Evaluates MODEL.keras on a dataset split (with the evaluation transform it was trained with) and prints "
         "loss and metrics as JSON; a preset (MODEL/NAME, or a preset folder) prints its accuracy.",
     )
-    evaluate.add_argument(
-        "model_file",
-        metavar="MODEL.keras|PRESET",
-        help="the model file, a preset MODEL/NAME (e.g. EffCapsNet/mnist) or a preset folder",
-    )
+    add_model_argument(evaluate, "model_file")
     evaluate.add_argument(
         "--dataset",
         metavar="NAME",

@@ -5,7 +5,15 @@ Imports neither Keras nor TensorFlow until the command runs (``keras-capsules --
 
 import os
 
-from keras_capsules.cli.options import BY_CLASS, DATA_DEFAULT, FOLDER_HELP, TRAINED_ON, dataset_for_model, open_model
+from keras_capsules.cli.options import (
+    BY_CLASS,
+    DATA_DEFAULT,
+    FOLDER_HELP,
+    TRAINED_ON,
+    add_model_argument,
+    dataset_for_model,
+    open_model,
+)
 
 
 def _explain_folder(model_file, key):
@@ -22,7 +30,7 @@ def _explain_folder(model_file, key):
 
 
 def _explain(args):
-    from keras_capsules import datasets, presets
+    from keras_capsules import datasets
     from keras_capsules.interpret import explain
     from keras_capsules.interpret.explain import check_pictures
 
@@ -30,13 +38,7 @@ def _explain(args):
 
     model, key = open_model("explain", args.model_file)
     dataset, split = dataset_for_model(
-        "explain",
-        lambda: model,
-        None if key else args.model_file,
-        args.dataset,
-        args.data_dir,
-        args.split,
-        presets.get(*key).dataset if key else None,
+        "explain", lambda: model, args.model_file, key, args.dataset, args.data_dir, args.split
     )
     data = datasets.load(
         dataset,
@@ -73,11 +75,7 @@ def add_explain_command(commands):
         description="Writes the REM report of MODEL.keras: entropy.json (routing entropy, parse trees) and, with matplotlib, "
         "saliency.png and parse_tree_<i>.png.",
     )
-    explain.add_argument(
-        "model_file",
-        metavar="MODEL.keras|PRESET",
-        help="the model file, a preset MODEL/NAME (e.g. EffCapsNet/mnist) or a preset folder",
-    )
+    add_model_argument(explain, "model_file")
     explain.add_argument(
         "--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {TRAINED_ON})"
     )

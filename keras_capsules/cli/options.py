@@ -175,6 +175,15 @@ def folder_for_model(command, data_dir, model, split):
     return name, split
 
 
+def add_model_argument(parser, dest="model"):
+    """The positional ``MODEL.keras|PRESET`` of the commands that read a trained model."""
+    parser.add_argument(
+        dest,
+        metavar="MODEL.keras|PRESET",
+        help="a .keras file, a preset MODEL/NAME or MODEL:NAME (e.g. EffCapsNet/mnist) or a preset folder",
+    )
+
+
 def open_model(command, text):
     """``(model, preset key or None)``: a ``.keras`` file loaded compiled (its training loss and metrics), else a
     preset ``MODEL/NAME`` or a preset folder (uncompiled).
@@ -196,14 +205,15 @@ def open_model(command, text):
     return opened
 
 
-def dataset_for_model(command, open_model, model_file, dataset, data_dir, split, preset_dataset=None):
-    """``(dataset name, split)`` that ``command`` evaluates a model on, when ``--dataset`` is ``dataset``.
+def dataset_for_model(command, open_model, model_text, key, dataset, data_dir, split):
+    """``(dataset name, split)`` that ``command`` evaluates the model ``model_text`` names on, when ``--dataset`` is
+    ``dataset``.
 
     In order: ``dataset`` when given (``data_dir`` then holds its standard files); the folder of images
-    ``data_dir`` (:func:`folder_for_model`); ``preset_dataset``, a preset's own; the dataset of the ``train`` run
-    that wrote ``model_file`` (its ``metrics.json``), a folder of images read again from where it was;
-    else the embedded MNIST sample. ``open_model()`` returns the model, called only for a folder of images
-    (read at the model's input size, channels and class names).
+    ``data_dir`` (:func:`folder_for_model`); a preset's own dataset (``key``: its ``(model, name)``); the dataset of
+    the ``train`` run that wrote the file ``model_text`` (its ``metrics.json``), a folder of images read again from
+    where it was; else the embedded MNIST sample. ``open_model()`` returns the model, called only for a folder of
+    images (read at the model's input size, channels and class names).
 
     Raises:
         ValueError: the folder of images the model was trained on is not there any more, or as
@@ -215,19 +225,21 @@ def dataset_for_model(command, open_model, model_file, dataset, data_dir, split,
         return dataset, split
     if data_dir is not None:
         return folder_for_model(command, data_dir, open_model(), split)
-    if preset_dataset is not None:
-        return preset_dataset, split
-    record = training_record(model_file) if model_file else {}
+    if key is not None:
+        from keras_capsules import presets
+
+        return presets.get(*key).dataset, split
+    record = training_record(model_text)
     folder = (record.get("dataset_folder") or {}).get("path")
     if folder is None:
         return record.get("dataset") or "mnist_sample", split
     if not os.path.isdir(folder):
         raise ValueError(
-            f"{command}: {model_file} was trained on the folder of images {folder} (its metrics.json says), which is "
+            f"{command}: {model_text} was trained on the folder of images {folder} (its metrics.json says), which is "
             "not there any more; expected --data-dir FOLDER (your images) or --dataset NAME."
         )
     print(
-        f"{command}: {model_file} was trained on the folder {folder}: reading it (--data-dir or --dataset for another)."
+        f"{command}: {model_text} was trained on the folder {folder}: reading it (--data-dir or --dataset for another)."
     )
     return folder_for_model(command, folder, open_model(), split)
 

@@ -12,6 +12,7 @@ from keras_capsules.cli.options import (
     DATA_DEFAULT,
     FOLDER_HELP,
     TRAINED_ON,
+    add_model_argument,
     augment_option,
     dataset_for_model,
 )
@@ -114,9 +115,8 @@ def _robustness(args):
             )
         return opened[0]
 
-    preset_dataset = presets.get(*key).dataset if key else None
     dataset, split = dataset_for_model(
-        "robustness", open_model, None if key else args.model, args.dataset, args.data_dir, args.split, preset_dataset
+        "robustness", open_model, args.model, key, args.dataset, args.data_dir, args.split
     )
     augment = augment_option(args.augment, None if key else args.model)
     if args.attack is not None:
@@ -151,11 +151,7 @@ def add_robustness_command(commands):
         "With --attack: accuracy under a white-box L-infinity attack (FGSM, or PGD) per epsilon, on images in [0, 1], "
         "attacking the model's training loss (a preset's recipe, the metrics.json beside a file) or --loss.",
     )
-    robustness.add_argument(
-        "model",
-        metavar="MODEL.keras|PRESET",
-        help="a .keras file or a preset MODEL/NAME or MODEL:NAME (e.g. EffCapsNet/mnist)",
-    )
+    add_model_argument(robustness)
     robustness.add_argument(
         "--dataset", metavar="NAME", help=f"dataset name (default: a preset's own dataset; for a file, {TRAINED_ON})"
     )
