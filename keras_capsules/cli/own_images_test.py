@@ -262,8 +262,9 @@ def test_a_model_trained_on_a_folder_is_evaluated_and_explained_on_it_by_default
     data = tmp_path / "shades"
     _constants(data, "dark", [10, 20, 30, 40])
     _constants(data, "light", [200, 210, 220, 230])
-    run = tmp_path / "run"
-    assert cli.main(["train", "EffCapsNet", "--data-dir", str(data), "--output", str(run), *small_training]) == 0
+    run, preset = tmp_path / "run", tmp_path / "shades-preset"
+    argv = ["train", "EffCapsNet", "--data-dir", str(data), "--output", str(run), "--save-preset", str(preset)]
+    assert cli.main([*argv, *small_training]) == 0
     _new_process(monkeypatch)  # a later command: no folder read or registered
     capsys.readouterr()
     assert cli.main(["evaluate", str(run / "model.keras")]) == 0
@@ -277,6 +278,11 @@ def test_a_model_trained_on_a_folder_is_evaluated_and_explained_on_it_by_default
     images = np.broadcast_to(values[:, None, None, None] / 255, (8, 28, 28, 1))
     expected = np.mean(np.argmax(model.predict(images, verbose=0), axis=1) == [0, 0, 0, 0, 1, 1, 1, 1])
     assert report["dataset"] == f"folder:{data}@28x28@1ch" and report["accuracy"] == pytest.approx(expected)
+    # Its preset folder too: the run record it keeps names the folder (not the embedded MNIST sample).
+    assert cli.main(["evaluate", str(preset)]) == 0
+    out = capsys.readouterr().out
+    from_preset = json.loads(out[out.index("{") :])
+    assert from_preset["dataset"] == report["dataset"] and from_preset["accuracy"] == pytest.approx(expected)
     assert cli.main(["explain", str(run / "model.keras"), "--num-images", "0", "--output", str(tmp_path / "x")]) == 0
     assert f"on folder:{data}@28x28@1ch (train, 8 images" in capsys.readouterr().out
     data.rename(tmp_path / "moved")

@@ -10,7 +10,17 @@ from keras_capsules.saving import load_model
 
 
 def training_record(model_path):
-    """The ``metrics.json`` written next to ``model_path`` by ``train`` as a dict, or ``{}`` when there is none (or it is unreadable)."""
+    """The ``metrics.json`` written next to ``model_path`` by ``train`` as a dict; for a preset folder, the run record
+    it keeps (``presets.save(..., metrics=...)``, what ``train --save-preset`` writes); ``{}`` when there is none (or
+    it is unreadable)."""
+    from keras_capsules.presets import PresetFileError, folders
+
+    if folders.is_preset_folder(model_path):
+        try:
+            record = folders.read(model_path).metadata.get("metrics")
+        except PresetFileError:
+            return {}
+        return record if isinstance(record, dict) else {}
     metrics = os.path.join(os.path.dirname(os.path.abspath(model_path)), "metrics.json")
     try:
         with open(metrics) as handle:
