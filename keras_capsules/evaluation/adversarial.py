@@ -320,19 +320,17 @@ class _Attack:
         """The images per gradient call the memory plan gives for ``images`` images of ``image_shape``
         (:func:`~keras_capsules.evaluation.attack_memory.gradient_batch_size`) with the memory available now; its
         traced peak line is kept with the gradient."""
-        line = ("peak line", self._key, tuple(image_shape))
-        if line not in self._traced and self._graph_function is not None and keras.backend.backend() == "tensorflow":
-            self._traced[line] = attack_memory.peak_line(
-                self._graph_function, self.model, image_shape, self._target_spec()
-            )
+        key = ("peak line", self._key, tuple(image_shape))
+
+        def line():  # traced when the plan needs it, once
+            if key not in self._traced:
+                self._traced[key] = attack_memory.peak_line(
+                    self._graph_function, self.model, image_shape, self._target_spec()
+                )
+            return self._traced[key]
+
         return attack_memory.gradient_batch_size(
-            self._graph_function,
-            self.model,
-            image_shape,
-            self._target_spec(),
-            images,
-            limit_bytes,
-            line=self._traced.get(line),
+            self._graph_function, self.model, image_shape, self._target_spec(), images, limit_bytes, line=line
         )
 
     def plan_batch_size(self, images):

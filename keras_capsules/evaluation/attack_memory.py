@@ -82,7 +82,8 @@ def gradient_batch_size(graph_function, model, image_shape, target_spec, images,
         images: how many images will be attacked (the batch is at most this).
         limit_bytes: the memory the process can use (default
             :func:`~keras_capsules.training.memory_plan.available_bytes`; unknown: ``LARGEST``).
-        line: :func:`peak_line` of the same arguments when already traced (default: traced here).
+        line: a function returning :func:`peak_line` of the same arguments (a cached one, say), called only when
+            the plan needs it (default: traced here).
     """
     largest = max(1, min(LARGEST, int(images)))
     if graph_function is None or keras.backend.backend() != "tensorflow":
@@ -92,5 +93,5 @@ def gradient_batch_size(graph_function, model, image_shape, target_spec, images,
     limit = available_bytes() if limit_bytes is None else limit_bytes
     if limit is None:
         return largest
-    fixed, per_image = line or peak_line(graph_function, model, image_shape, target_spec)
+    fixed, per_image = line() if line else peak_line(graph_function, model, image_shape, target_spec)
     return batch_for(fixed, per_image, limit, largest)
