@@ -126,6 +126,13 @@ def test_rem_metrics_reports_the_zero_fraction_of_conv_and_vote_kernels():
     remaining = total - zeros
     assert metrics["sparsity"].startswith(f"{100 * zeros / total:.1f} % of the {total:,} prunable weights")
     assert f"{remaining:,} remain" in metrics["sparsity"]
+    # REM's architecture_stat: every parameter but BatchNorm's, the convolutions' biases (32 + 64 + 64 + 128 + 128,
+    # zero at initialisation) and the routing bias (16 x 10) included.
+    rem_weights = [keras.ops.convert_to_numpy(w) for w in model.weights if not w.path.startswith("bn")]
+    rem_total = sum(v.size for v in rem_weights)
+    rem_zeros = sum(v.size - np.count_nonzero(v) for v in rem_weights)
+    assert rem_total == total + 416 + 160 == 161_248
+    assert metrics["sparsity"].endswith(f"{100 * rem_zeros / rem_total:.2f} % of 161,248")
     trees = metrics["parse_trees_per_class"]
     per_class = [int(part.split(": ")[1].split(" ")[0]) for part in trees.split(" · ")]
     assert 1 <= sum(per_class) <= 2000 and trees.endswith(f"({sum(per_class):,} in all)")
