@@ -30,13 +30,12 @@ def rem_count(model):
     REM's layers are its convolutions and whole capsule layers: a convolution's bias counts, and so does
     a capsule layer's routing bias, which here sits beside its vote transform in the capsule layer.
     """
-    convolutions = [
-        layer for layer in pruning_scope.pruning_layers(model) if not isinstance(layer, (VectorVotes, MatrixVotes))
-    ]
+    votes = (VectorVotes, MatrixVotes)
+    convolutions = [layer for layer in pruning_scope.pruning_layers(model) if not isinstance(layer, votes)]
     capsule_layers = [
         layer
         for layer in introspection.all_layers(model)
-        if any(isinstance(sub, (VectorVotes, MatrixVotes)) for sub in introspection.sublayers(layer))
+        if any(isinstance(sub, votes) for sub in introspection.sublayers(layer))
     ]
     variables = pruning_scope.unique_variables(v for layer in convolutions + capsule_layers for v in layer.weights)
     values = [np.asarray(ops.convert_to_numpy(v)) for v in variables]
