@@ -80,6 +80,32 @@ def test_given_train_seconds_replace_the_runs_record_whose_epochs_include_pauses
         make_preset.recorded_train_seconds(0.0, paused, str(path))
 
 
+def test_epoch_table_writes_a_row_an_epoch_with_sparsity_only_where_the_run_pruned(tmp_path, capsys):
+    epoch_table = tool("epoch_table")
+    pruned = {
+        "history": {
+            "val_accuracy": [0.98451, 0.9935],
+            "sparsity": [0.1828, 0.75640435],
+            "epoch_seconds": [99.4, 1429.85],
+        }
+    }
+    assert epoch_table.epoch_table(pruned) == [
+        "| epoch | validation accuracy (%) | sparsity (%) | seconds |",
+        "|---:|---:|---:|---:|",
+        "| 1 | 98.45 | 18.28 | 99 |",
+        "| 2 | 99.35 | 75.64 | 1,430 |",
+    ]
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"history": {"val_accuracy": [0.5], "epoch_seconds": [61.5]}}))
+    epoch_table.main([str(path)])
+    printed = capsys.readouterr()
+    assert printed.out.splitlines()[-1] == "| 1 | 50.00 | 62 |" and printed.err == "1 epochs, 62 s\n"
+    with pytest.raises(ValueError, match="epoch_table: expected a history with one `val_accuracy` .* received 0 and 1"):
+        epoch_table.epoch_table({"history": {"epoch_seconds": [3.0]}})  # trained without a hold-out
+    with pytest.raises(ValueError, match=r"expected one `sparsity` an epoch \(1\), received 2"):
+        epoch_table.epoch_table({"history": {"val_accuracy": [0.5], "epoch_seconds": [3.0], "sparsity": [0.1, 0.2]}})
+
+
 def test_a_background_runs_log_gives_its_command_and_its_one_line_epochs(tmp_path):
     # run_in_background.sh's restart lines, and verbose=2's one line per epoch (a training API log).
     log = (

@@ -3,7 +3,8 @@
 # make_preset.py writes the float32 file from the run's model.keras, measures it on the full Fashion-MNIST test
 # set and its first 1,000 images, and rewrites the registry record (the earlier record's texts, the protocol's
 # decisions); a second pass adds the notes, which name the measured accuracy against the 93.3 % target. Then, by
-# hand (as mnist_rem's shipping commit did): tools/presets/write_cards.py; the training log's new top section;
+# hand (as mnist_rem's shipping commit did): tools/presets/write_cards.py; the training log's new top section
+# (its per-epoch table: tools/presets/epoch_table.py RUN/metrics.json);
 # the changelog row with the count of changed test predictions; `SHIPPED` in run.sh (new file + mv: the queue may
 # be reading it); the adversarial records of the earlier file deleted and the first slices measured again
 # (tools/results/adversarial.py DATA_DIR --limit 1000 --slice 1000 --models EffCapsNet/fashion_mnist, then the
