@@ -37,7 +37,8 @@ TABLES = [
         key="gpu-presets",
         heading="GPU checks (JAX and PyTorch backends)",
         rows=("gpu-presets",),
-        intro="The presets on the full test sets, correct images of 10,000 (the registry's count: a CPU with TensorFlow).",
+        intro="The presets on the full test sets, correct images of 10,000 (registry: the count the registry recorded "
+        "then, on a CPU with TensorFlow; a row dated before a preset's retraining measured its earlier file).",
         columns=[
             col("preset"),
             col("registry", "> registry (CPU)"),
