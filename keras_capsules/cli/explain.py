@@ -32,6 +32,7 @@ def _explain_folder(model_file, key):
 def _explain(args):
     from keras_capsules import datasets
     from keras_capsules.interpret import explain
+    from keras_capsules.interpret.coupling import fits_input
     from keras_capsules.interpret.explain import check_pictures
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
@@ -49,6 +50,13 @@ def _explain(args):
         limit=args.limit,
         shuffle=False,
     )
+    received = tuple(data.element_spec[0].shape[1:])
+    if not fits_input(model, received):
+        raise ValueError(
+            f"explain: {args.model_file} takes images of shape {tuple(model.inputs[0].shape[1:])}, but {dataset!r} "
+            f"({split}) gives {received}; "
+            "pass --dataset NAME, or --data-dir FOLDER with your images (read at the model's input size)."
+        )
     output = args.output or _explain_folder(args.model_file, key)
     report = explain(
         model,
@@ -64,6 +72,7 @@ def _explain(args):
         f"{args.model_file} on {dataset} ({split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
         f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
         f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
+        + (f" (saliency {report['saliency']})" if "saliency" in report else "")
     )
     return 0
 

@@ -258,8 +258,28 @@ def routing_trace(model, images, layers=None):
         >>> trace = routing_trace(model, images)
         >>> trace.last.coupling.shape          # CapsNet: (batch, 1152, 10)
     """
+    check_images("interpret.routing_trace", model, images)
     probe = routing_probe(model, layers)
     return trace_from_outputs(model, probe(images, training=False))
+
+
+def fits_input(model, image_shape):
+    """Whether images of shape ``image_shape`` (``(H, W, C)``) fit ``model``'s input (a ``None`` size takes any).
+
+    Grey images without their channel axis fit a one-channel input, as Keras adds the axis.
+    """
+    expected = tuple(routing_graph(model).inputs[0].shape[1:])
+    if len(image_shape) == len(expected) - 1 and expected[-1] == 1:
+        image_shape = tuple(image_shape) + (1,)
+    return len(expected) == len(image_shape) and all(e is None or e == r for e, r in zip(expected, image_shape))
+
+
+def check_images(owner, model, images):
+    """Raises a ``ValueError`` naming ``owner`` when ``images`` ``(batch, H, W, C)`` do not fit ``model``'s input."""
+    graph = routing_graph(model)  # a model that is not functional is named first
+    if not fits_input(graph, tuple(images.shape[1:])):
+        shape = ", ".join(str(size) for size in graph.inputs[0].shape[1:])
+        errors.fail(owner, "images", f"a batch of shape (batch, {shape}), the model's input", tuple(images.shape))
 
 
 def routers(model):

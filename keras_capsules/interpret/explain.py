@@ -11,7 +11,7 @@ from keras_capsules.interpret.coupling import quantization, routing_trace
 from keras_capsules.interpret.fc_tree import fc_parse_tree, plot_parse_tree
 from keras_capsules.interpret.parse_trees import parse_tree_report
 from keras_capsules.interpret.plotting import require_matplotlib
-from keras_capsules.interpret.saliency import plot_saliency, saliency_from_record
+from keras_capsules.interpret.saliency import plot_saliency, saliency_from_record, spatial
 from keras_capsules.metrics import sparsity
 
 
@@ -34,7 +34,8 @@ def explain(
     - ``entropy.json``: :func:`~keras_capsules.interpret.parse_tree_report` (accuracy, per-class
       entropy and number of parse trees, their mean and std) plus the model's pruning sparsity.
     - ``saliency.png``: eq. 16 maps of the first ``num_images`` images, when a routed FcCaps layer
-      has grid children (primary or conv capsules).
+      has children on a grid of more than one position (primary or conv capsules); otherwise the
+      report's ``"saliency"`` says why there is none (Efficient-CapsNet: a 1x1 grid).
     - ``parse_tree_<i>.png``: the FC parse tree of each of those images through the FcCaps layers.
 
     Args:
@@ -67,10 +68,12 @@ def explain(
         with quantization(model, levels) if quantize else contextlib.nullcontext():
             trace = routing_trace(model, images)
         titles = [f"pred {p}" for p in trace.predictions]
-        grid_layers = [r for r in trace.layers if r.layer_type == "FcCaps" and r.grid_input]
+        grid_layers = [r for r in trace.layers if spatial(r)]
         if grid_layers:
             maps = saliency_from_record(grid_layers[-1], trace.predictions, images.shape[1:3])
             files.append(plot_saliency(images, maps, os.path.join(output_dir, "saliency.png"), titles=titles))
+        else:
+            report["saliency"] = "not drawn: no routed FcCaps layer has children on a grid of more than one position"
         if any(r.layer_type == "FcCaps" for r in trace.layers):
             for i in range(len(images)):
                 tree = fc_parse_tree(trace, index=i)

@@ -20,7 +20,13 @@ import keras
 import numpy as np
 
 from keras_capsules import errors
-from keras_capsules.interpret.coupling import quantization, routing_layer_names, routing_probe, trace_from_outputs
+from keras_capsules.interpret.coupling import (
+    check_images,
+    quantization,
+    routing_layer_names,
+    routing_probe,
+    trace_from_outputs,
+)
 from keras_capsules.metrics import ParseTreeDictionary, tree_keys  # noqa: F401  (public here too: interpret.tree_keys)
 
 
@@ -64,6 +70,8 @@ def parse_tree_report(
             if max_batches is not None and step >= max_batches:
                 break
             images, labels = _split_batch(batch)
+            if step == 0:
+                check_images("interpret.parse_tree_report", model, images)
             trace = trace_from_outputs(model, probe.predict_on_batch(images))
             record = trace[layer]
             predictions = trace.predictions

@@ -17,27 +17,46 @@ from keras_capsules.interpret import plotting
 from keras_capsules.interpret.coupling import routing_trace
 
 
+def spatial(record):
+    """Whether ``record`` is an FcCaps layer whose children form a grid of more than one position.
+
+    Eq. 16 maps positions: a 1x1 grid (Efficient-CapsNet's primary capsules) gives one value per
+    image, a map without spatial content.
+    """
+    return record.layer_type == "FcCaps" and record.grid_input and np.prod(record.input_poses.shape[1:3]) > 1
+
+
 def saliency_layer(trace, layer=None):
-    """The :class:`LayerRouting` used for saliency: ``layer`` or the last FcCaps layer with grid children."""
+    """The :class:`LayerRouting` used for saliency: ``layer`` or the last FcCaps layer with grid children.
+
+    The grid must have more than one position (:func:`spatial`).
+    """
+    grid = "whose children form a grid of more than one position (primary or conv capsules)"
     if layer is not None:
         record = trace[layer]
-        if record.layer_type != "FcCaps" or not record.grid_input:
+        if not spatial(record):
             errors.fail(
                 "interpret.saliency_layer",
                 "layer",
-                "an FcCaps layer whose children form a grid (primary or conv capsules)",
-                layer,
+                f"an FcCaps layer {grid}",
+                f"{record.layer_type} '{layer}' with children {_children(record)}",
             )
         return record
-    candidates = [r for r in trace.layers if r.layer_type == "FcCaps" and r.grid_input]
+    candidates = [r for r in trace.layers if spatial(r)]
     if not candidates:
         errors.fail(
             "interpret.saliency_layer",
             "model",
-            "a routed FcCaps layer whose children form a grid (primary or conv capsules)",
-            [f"{r.layer_type} '{r.name}'" for r in trace.layers],
+            f"a routed FcCaps layer {grid}",
+            [f"{r.layer_type} '{r.name}' with children {_children(r)}" for r in trace.layers],
         )
     return candidates[-1]
+
+
+def _children(record):
+    """The child layout of ``record`` for messages: ``"1x1 grid of 16 types"`` or ``"64 capsules"``."""
+    shape = record.input_poses.shape[1:-1]
+    return f"{shape[0]}x{shape[1]} grid of {shape[2]} types" if record.grid_input else f"{shape[0]} capsules"
 
 
 def saliency_from_record(record, classes, image_size):

@@ -13,8 +13,10 @@ from keras_capsules.interpret import (
     LayerRouting,
     RoutingTrace,
     fc_parse_tree,
+    parse_tree_report,
     plot_parse_tree,
     plot_saliency,
+    routing_trace,
     saliency_maps,
 )
 
@@ -65,6 +67,51 @@ def test_saliency_is_eq_16_upsampled():
     assert chosen.shape == (2, 8, 8)
     with pytest.raises(ValueError, match=r"saliency_layer.*grid"):
         saliency_maps(model, x, layer="class_caps")
+
+
+def _one_position_model():
+    """28x28x1 images -> primary capsules on a 1x1 grid of 2 types (Efficient-CapsNet's layout) -> FcCaps(10 classes)."""
+    inputs = keras.Input((28, 28, 1))
+    primary = layers.PrimaryCaps(2, 4, kernel_size=28, strides=1, name="primary_caps")(inputs)
+    poses, _ = layers.FcCaps(10, 4, name="class_caps")(primary)
+    return keras.Model(inputs, layers.Length()(poses), name="one_position")
+
+
+def test_saliency_refuses_a_grid_of_one_position_whose_map_would_be_constant(tmp_path, capsys):
+    model = _one_position_model()
+    x = np.random.default_rng(1).uniform(size=(2, 28, 28, 1)).astype("float32")
+    message = r"saliency_layer.*more than one position.*FcCaps 'class_caps' with children 1x1 grid of 2 types"
+    with pytest.raises(ValueError, match=message):
+        saliency_maps(model, x)
+    with pytest.raises(ValueError, match=message):
+        saliency_maps(model, x, layer="class_caps")
+    path = str(tmp_path / "one.keras")
+    model.save(path)
+    out = tmp_path / "explain"
+    code = main(["explain", path, "--limit", "8", "--batch-size", "8", "--num-images", "1", "--output", str(out)])
+    assert code == 0 and "(saliency not drawn: no routed FcCaps layer has children on a grid" in capsys.readouterr().out
+    report = json.loads((out / "entropy.json").read_text())
+    assert report["files"] == ["parse_tree_0.png"] and not (out / "saliency.png").exists()
+    assert report["saliency"].startswith("not drawn")
+
+
+def test_images_of_another_shape_than_the_models_input_are_named_before_any_routing(tmp_path, capsys):
+    model = _grid_model()  # 8x8x1 inputs
+    with pytest.raises(
+        ValueError, match=r"routing_trace: argument `images` expected a batch of shape \(batch, 8, 8, 1\)"
+    ):
+        routing_trace(model, np.zeros((3, 28, 28, 1), "float32"))
+    with pytest.raises(ValueError, match=r"parse_tree_report: .* received \(3, 8, 9\)"):
+        parse_tree_report(model, [np.zeros((3, 8, 9), "float32")])
+    assert routing_trace(model, np.zeros((3, 8, 8), "float32")).scores.shape == (3, 3)  # grey without its axis
+    path = str(tmp_path / "grid.keras")
+    model.save(path)
+    code = main(["explain", path, "--limit", "8", "--num-images", "0", "--output", str(tmp_path / "x")])
+    assert code != 0 and not (tmp_path / "x").exists()
+    assert (
+        "takes images of shape (8, 8, 1), but 'mnist_sample' (test) gives (28, 28, 1); pass --dataset"
+        in capsys.readouterr().err
+    )
 
 
 def _record(name, coupling, in_acts, out_acts):
