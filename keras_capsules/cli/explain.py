@@ -74,6 +74,8 @@ def _explain(args):
         f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
         + (f" (saliency {report['saliency']})" if "saliency" in report else "")
     )
+    if "note" in report:
+        print(f"explain: note: {report['note']}")
     return 0
 
 

@@ -89,6 +89,15 @@ def routing_layer_names(model):
     return [layer.name for layer in _routed_layers(model)]
 
 
+def routed_layer(model, name):
+    """The routed capsule layer ``name`` of ``model`` (a stack's layers included)."""
+    layers = _routed_layers(model)
+    for layer in layers:
+        if layer.name == name:
+            return layer
+    errors.fail("interpret.routed_layer", "name", f"one of the routed layers {[layer.name for layer in layers]}", name)
+
+
 class _CouplingTap(keras.layers.Layer):
     """Calls a built routed layer with ``return_coupling=True``, or a stack's ``routing_tensors`` (same weights).
 

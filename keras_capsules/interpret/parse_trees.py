@@ -23,6 +23,7 @@ from keras_capsules import errors
 from keras_capsules.interpret.coupling import (
     check_images,
     quantization,
+    routed_layer,
     routing_layer_names,
     routing_probe,
     trace_from_outputs,
@@ -56,14 +57,15 @@ def parse_tree_report(
     Returns:
         A JSON-ready dict: ``layer, levels, quantized, num_samples, accuracy`` (``None`` without
         labels), ``entropy_mean, entropy_std, num_trees_total`` and per class ``samples, entropy,
-        num_trees``.
+        num_trees``; and a ``note`` when the layer's router normalises its coupling over the children
+        (``Router.coupling_sums_over``), where REM's quantiser leaves few distinct keys.
     """
     names = routing_layer_names(model)
     layer = names[-1] if layer is None else layer
     if layer not in names:
         errors.fail("interpret.parse_tree_report", "layer", f"one of the routed layers {names}", layer)
     dictionary = ParseTreeDictionary(levels)
-    correct = labelled = 0
+    correct = labelled = children = 0
     with quantization(model, levels) if quantize else contextlib.nullcontext(model):
         probe = routing_probe(model, [layer])
         for step, batch in enumerate(dataset):
@@ -74,6 +76,7 @@ def parse_tree_report(
                 check_images("interpret.parse_tree_report", model, images)
             trace = trace_from_outputs(model, probe.predict_on_batch(images))
             record = trace[layer]
+            children = record.coupling.shape[1]
             predictions = trace.predictions
             dictionary.update(record.class_coupling(), predictions)
             if labels is not None:
@@ -82,4 +85,12 @@ def parse_tree_report(
                 labelled += labels.size
     report = {"layer": layer, "quantized": bool(quantize), "accuracy": correct / labelled if labelled else None}
     report.update(dictionary.summary(include_dictionaries))
+    router = routed_layer(model, layer).router
+    if router.coupling_sums_over == "children" and children:
+        report["note"] = (
+            f"{layer}'s {router.router_name} routing weights each parent's {children} children with couplings "
+            f"that sum to 1 over the children, not over the parents as REM's routers do: quantised to {levels} levels "
+            "on [0, 1] they fall mostly in the lowest bins, so the entropy and the parse trees say little here; pictures "
+            "drawn without quantisation (quantize=False, --no-quantize) show the raw couplings."
+        )
     return report

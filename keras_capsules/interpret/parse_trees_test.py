@@ -78,10 +78,11 @@ def test_entropy_and_dictionaries_by_hand():
     assert metric.result() == 0.0
 
 
-def _fc_model():
+def _fc_model(router=None):
     inputs = keras.Input((6, 6, 1))
     primary = layers.PrimaryCaps(2, 4, kernel_size=3, strides=1, name="primary_caps")(inputs)
-    poses, _ = layers.FcCaps(3, 4, router={"name": "dynamic", "use_bias": True}, name="class_caps")(primary)
+    router = router or {"name": "dynamic", "use_bias": True}
+    poses, _ = layers.FcCaps(3, 4, router=router, name="class_caps")(primary)
     return keras.Model(inputs, layers.Length()(poses))
 
 
@@ -112,3 +113,13 @@ def test_report_over_a_tf_data_dataset_matches_the_layer_coupling():
     assert math.isfinite(first["entropy_mean"])
     with pytest.raises(ValueError, match=r"parse_tree_report.*layer"):
         parse_tree_report(model, dataset, layer="nope")
+
+
+def test_a_coupling_normalised_over_the_children_gets_a_note_and_a_single_key_per_class():
+    x = np.random.default_rng(2).uniform(size=(12, 6, 6, 1)).astype("float32")
+    report = parse_tree_report(_fc_model("fm_agreement"), [x], levels=11, include_dictionaries=True)
+    # 32 children sharing each parent: every coupling is near 1/32, inside the lowest bin of q_11 (below 0.05).
+    assert all(set(keys) == {"1-" * 32} for keys in report["dictionaries"].values())
+    assert report["entropy_mean"] == 0.0
+    assert "class_caps's fm_agreement routing weights each parent's 32 children" in report["note"]
+    assert "note" not in parse_tree_report(_fc_model(), [x], levels=11)  # dynamic routing: over the parents

@@ -81,6 +81,10 @@ class Router(keras.layers.Layer):
     accepts_vote_sums = False
     #: Whether training calls run through XLA when ``jit_compile`` is ``None`` (TensorFlow backend).
     compiles_in_training = False
+    #: The axis over which the coupling of ``return_coupling=True`` sums to 1: ``"parents"`` (each child splits
+    #: itself over the parents, as REM's parse trees assume) or ``"children"`` (each parent's weights over its
+    #: children: FM agreement, kernel and LSTM routing).
+    coupling_sums_over = "parents"
 
     def __init__(self, iterations=3, quantize_levels=None, jit_compile=None, **kwargs):
         # Routing weights are read in float32 (no mixed-precision autocast to float16).

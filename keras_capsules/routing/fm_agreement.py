@@ -111,6 +111,7 @@ class FMAgreementRouter(Router):
 
     iterative = False
     accepts_parent_major = True
+    coupling_sums_over = "children"
 
     def __init__(
         self,

@@ -97,6 +97,7 @@ class KernelRouter(Router):
     """
 
     accepts_parent_major = True
+    coupling_sums_over = "children"
     compiles_in_training = True
 
     def __init__(

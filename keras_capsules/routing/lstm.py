@@ -73,6 +73,7 @@ class LSTMRouter(Router):
     """
 
     accepts_parent_major = True
+    coupling_sums_over = "children"
 
     def __init__(
         self,

@@ -7,6 +7,8 @@ from keras_capsules.serialization import register
 _ROUTERS = {}
 #: The pose kinds a router may declare in ``pose_kinds`` (a capsule layer's ``transform``).
 POSE_KINDS = ("vector", "matrix")
+#: The values of a router's ``coupling_sums_over``.
+COUPLING_AXES = ("parents", "children")
 #: ``available()``'s boolean filters and the router class attribute each one reads.
 _FLAGS = {"iterative": "iterative", "initial_poses": "supports_initial_poses", "child_grid": "accepts_child_grid"}
 
@@ -17,6 +19,11 @@ def _check_capabilities(cls):
     if not isinstance(kinds, (tuple, list)) or not kinds or any(kind not in POSE_KINDS for kind in kinds):
         raise ValueError(
             f"register_router: {cls.__name__}.pose_kinds expected a non-empty tuple of {POSE_KINDS}, received {kinds!r}."
+        )
+    if cls.coupling_sums_over not in COUPLING_AXES:
+        raise ValueError(
+            f"register_router: {cls.__name__}.coupling_sums_over expected one of {COUPLING_AXES}, "
+            f"received {cls.coupling_sums_over!r}."
         )
     for attribute in _FLAGS.values():
         if not isinstance(getattr(cls, attribute), bool):
@@ -30,7 +37,8 @@ def register_router(name):
 
     Raises:
         ValueError: ``name`` is already registered, or a capability attribute of the class
-            (``pose_kinds``, ``iterative``, ``supports_initial_poses``, ``accepts_child_grid``) is invalid.
+            (``pose_kinds``, ``iterative``, ``supports_initial_poses``, ``accepts_child_grid``,
+            ``coupling_sums_over``) is invalid.
     """
 
     def decorate(cls):

@@ -1,5 +1,6 @@
 """The router registry: capability filters, registration checks and ``unregister_router``."""
 
+import numpy as np
 import pytest
 
 from keras_capsules import routing
@@ -88,6 +89,10 @@ def test_unregister_removes_a_name_that_can_then_be_registered_again():
         ({"pose_kinds": "vector"}, r"_Bad.pose_kinds expected a non-empty tuple"),
         ({"iterative": 1}, r"_Bad.iterative expected True or False, received 1"),
         ({"supports_initial_poses": None}, r"_Bad.supports_initial_poses expected True or False, received None"),
+        (
+            {"coupling_sums_over": "rows"},
+            r"_Bad.coupling_sums_over expected one of \('parents', 'children'\), received 'rows'",
+        ),
     ],
 )
 def test_register_router_refuses_invalid_capabilities(attributes, message):
@@ -95,3 +100,14 @@ def test_register_router_refuses_invalid_capabilities(attributes, message):
     with pytest.raises(ValueError, match=rf"register_router: {message}"):
         routing.register_router("registry_test_bad")(bad)
     assert "registry_test_bad" not in routing.available()
+
+
+@pytest.mark.parametrize("name", routing.available())
+def test_each_routers_coupling_sums_to_one_over_the_axis_it_declares(name):
+    rng = np.random.default_rng(3)
+    votes = rng.normal(size=(2, 6, 4, 8)).astype("float32")
+    activations = rng.uniform(0.1, 1.0, size=(2, 6)).astype("float32")
+    coupling = np.asarray(routing.resolve(name, routing_iterations=None)(votes, activations, return_coupling=True)[-1])
+    declared = {"parents": 2, "children": 1}[routing.get(name).coupling_sums_over]
+    np.testing.assert_allclose(coupling.sum(axis=declared), 1.0, atol=1e-5)
+    assert np.abs(coupling.sum(axis=3 - declared) - 1.0).max() > 0.05  # and not over the other axis
