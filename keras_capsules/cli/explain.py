@@ -32,12 +32,19 @@ def _explain_folder(model_file, key):
 def _explain(args):
     from keras_capsules import datasets
     from keras_capsules.interpret import explain
-    from keras_capsules.interpret.coupling import fits_input
+    from keras_capsules.interpret.coupling import fits_input, routing_layer_names
     from keras_capsules.interpret.explain import check_pictures
 
     check_pictures(args.num_images)  # before the model and data are loaded, and before any folder is made
 
     model, key = open_model("explain", args.model_file)
+    try:
+        routing_layer_names(model)
+    except ValueError:
+        raise ValueError(
+            f"explain: {args.model_file} has no routed capsule layer (FcCaps, ConvCaps or ConcurrentRouting), which "
+            "REM's report reads; a GLOM model's views are interpret.plot_islands and interpret.plot_arrows."
+        ) from None
     dataset, split = dataset_for_model(
         "explain", lambda: model, args.model_file, key, args.dataset, args.data_dir, args.split
     )

@@ -58,3 +58,16 @@ def test_explain_takes_a_preset_on_its_own_dataset_by_default(tmp_path, monkeypa
     assert "EffCapsNet/mnist on mnist_sample (test, 20 images" in out
     assert cli.main(["explain", "EffCapsNet/mnst", "--num-images", "0"]) == 2
     assert "explain: argument `MODEL` expected a .keras file, a preset MODEL/NAME" in capsys.readouterr().err
+
+
+def test_explain_names_a_model_without_routed_capsule_layers_before_reading_data(tmp_path, capsys):
+    import keras
+
+    path = str(tmp_path / "cnn.keras")
+    inputs = keras.Input((28, 28, 1))
+    keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Flatten()(inputs))).save(path)
+    output = tmp_path / "report"
+    assert cli.main(["explain", path, "--dataset", "absent_set", "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert "explain: " + path + " has no routed capsule layer (FcCaps, ConvCaps or ConcurrentRouting)" in err
+    assert "interpret.plot_islands" in err and "absent_set" not in err and not output.exists()
