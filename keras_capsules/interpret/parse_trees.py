@@ -72,6 +72,8 @@ def parse_tree_report(
             if max_batches is not None and step >= max_batches:
                 break
             images, labels = _split_batch(batch)
+            if keras.backend.backend() != "tensorflow":
+                images = np.asarray(images)  # tf.data batches reach a JAX or PyTorch model as arrays
             if step == 0:
                 check_images("interpret.parse_tree_report", model, images)
             trace = trace_from_outputs(model, probe.predict_on_batch(images))

@@ -63,7 +63,7 @@ def dimension_perturbations(model, image, offsets=DEFAULT_OFFSETS, capsule=None,
     if image.shape != expected:
         errors.fail("dimension_perturbations", "image", f"one image of shape {expected}", f"shape {image.shape}")
     scores, poses = _pose_model(model, layer)(image[None], training=False)
-    scores, poses = np.asarray(scores)[0], np.asarray(poses)[0]
+    scores, poses = keras.ops.convert_to_numpy(scores)[0], keras.ops.convert_to_numpy(poses)[0]
     classes, dim = poses.shape
     if capsule is None:
         capsule = int(np.argmax(scores))
@@ -74,7 +74,7 @@ def dimension_perturbations(model, image, offsets=DEFAULT_OFFSETS, capsule=None,
     masked = np.zeros((dim, len(offsets), classes, dim), dtype="float32")
     masked[:, :, capsule, :] = poses[capsule]
     masked[np.arange(dim), :, capsule, np.arange(dim)] += offsets
-    images = np.asarray(decoder(masked.reshape(dim * len(offsets), classes * dim), training=False))
+    images = keras.ops.convert_to_numpy(decoder(masked.reshape(dim * len(offsets), classes * dim), training=False))
     return images.reshape((dim, len(offsets)) + images.shape[1:]), int(capsule)
 
 

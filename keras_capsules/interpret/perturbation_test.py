@@ -18,7 +18,7 @@ def model():
 
 def _numpy_decoder(decoder, vectors):
     """relu(relu(x W0 + b0) W1 + b1) -> sigmoid(. W2 + b2): the dense decoder written out in NumPy."""
-    weights = [np.asarray(w) for w in decoder.weights]
+    weights = [keras.ops.convert_to_numpy(w) for w in decoder.weights]
     h = vectors
     for i in range(0, len(weights) - 2, 2):
         h = np.maximum(h @ weights[i] + weights[i + 1], 0.0)
@@ -33,7 +33,7 @@ def test_grid_matches_hand_built_perturbations(model):
         model.inputs,
         [keras.tree.flatten(model.outputs)[0], keras.tree.flatten(model.get_layer("class_caps").output)[0]],
     )
-    scores, poses = (np.asarray(t)[0] for t in probe(image[None]))
+    scores, poses = (keras.ops.convert_to_numpy(t)[0] for t in probe(image[None]))
     assert capsule == int(np.argmax(scores))
     np.testing.assert_allclose(DEFAULT_OFFSETS, np.linspace(-0.25, 0.25, 11), atol=1e-9)
     for d in (0, 7, 15):

@@ -1,5 +1,6 @@
 """The router registry: capability filters, registration checks and ``unregister_router``."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -107,7 +108,9 @@ def test_each_routers_coupling_sums_to_one_over_the_axis_it_declares(name):
     rng = np.random.default_rng(3)
     votes = rng.normal(size=(2, 6, 4, 8)).astype("float32")
     activations = rng.uniform(0.1, 1.0, size=(2, 6)).astype("float32")
-    coupling = np.asarray(routing.resolve(name, routing_iterations=None)(votes, activations, return_coupling=True)[-1])
+    coupling = keras.ops.convert_to_numpy(
+        routing.resolve(name, routing_iterations=None)(votes, activations, return_coupling=True)[-1]
+    )
     declared = {"parents": 2, "children": 1}[routing.get(name).coupling_sums_over]
     np.testing.assert_allclose(coupling.sum(axis=declared), 1.0, atol=1e-5)
     assert np.abs(coupling.sum(axis=3 - declared) - 1.0).max() > 0.05  # and not over the other axis
