@@ -78,7 +78,7 @@ def _explain(args):
     print(
         f"{args.model_file} on {dataset} ({split}, {report['num_samples']} images, K={args.levels}): accuracy {accuracy}, "
         f"routing entropy {report['entropy_mean']:.3f} +- {report['entropy_std']:.3f} bits, {report['num_trees_total']} parse trees. "
-        f"Wrote entropy.json and {len(report['files'])} pictures to {output}"
+        f"Wrote entropy.json and {len(report['files'])} picture{'' if len(report['files']) == 1 else 's'} to {output}"
         + (f" (saliency {report['saliency']})" if "saliency" in report else "")
     )
     if "note" in report:

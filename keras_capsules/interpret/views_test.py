@@ -89,7 +89,9 @@ def test_saliency_refuses_a_grid_of_one_position_whose_map_would_be_constant(tmp
     model.save(path)
     out = tmp_path / "explain"
     code = main(["explain", path, "--limit", "8", "--batch-size", "8", "--num-images", "1", "--output", str(out)])
-    assert code == 0 and "(saliency not drawn: no routed FcCaps layer has children on a grid" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert code == 0 and "Wrote entropy.json and 1 picture to" in printed
+    assert "(saliency not drawn: no routed FcCaps layer has children on a grid" in printed
     report = json.loads((out / "entropy.json").read_text())
     assert report["files"] == ["parse_tree_0.png"] and not (out / "saliency.png").exists()
     assert report["saliency"].startswith("not drawn")
