@@ -164,6 +164,8 @@ class LayerRouting:
         input_activations: the child activations, same shape without ``dim``; the pose lengths
             where the layer received bare poses.
         output_activations: ``(batch, [H_out, W_out,] out_caps)``.
+        coupling_sums_over: ``"parents"`` or ``"children"``, the axis the layer's router normalises its
+            coupling over (:attr:`~keras_capsules.routing.Router.coupling_sums_over`).
     """
 
     name: str
@@ -172,6 +174,7 @@ class LayerRouting:
     input_poses: np.ndarray
     input_activations: np.ndarray
     output_activations: np.ndarray
+    coupling_sums_over: str = "parents"
 
     @property
     def grid_input(self):
@@ -244,6 +247,7 @@ def trace_from_outputs(model, outputs):
                 input_poses=poses,
                 input_activations=acts,
                 output_activations=_to_numpy(outputs[f"{layer.name}:output_activations"]),
+                coupling_sums_over=layer.router.coupling_sums_over,
             )
         )
     return RoutingTrace(scores=_to_numpy(outputs["scores"]), layers=layers)

@@ -6,7 +6,8 @@ backtracking from the predicted class: an edge ``i -> j`` into a kept capsule ``
 number of its incoming couplings above the threshold) is at least 1; the first layer's children
 have no incoming edges and always qualify. The paper does not give the threshold; the default is
 ``1/|Omega|`` with ``|Omega|`` the number of parents of the layer (the uniform coupling), so an edge
-means "more than its uniform share".
+means "more than its uniform share". For a router whose coupling sums to 1 over the children instead
+(FM agreement, kernel and LSTM routing), the uniform share is one over the number of children.
 """
 
 import numpy as np
@@ -45,7 +46,8 @@ def fc_parse_tree(trace, index=0, layers=None, threshold=None):
         trace: a :class:`~keras_capsules.interpret.RoutingTrace`.
         index: the example in the batch.
         layers: names of the consecutive FcCaps layers (default: every FcCaps layer in the trace).
-        threshold: coupling threshold for edges and in-degrees; ``None`` uses ``1/|Omega|`` per layer.
+        threshold: coupling threshold for edges and in-degrees; ``None`` uses each layer's uniform share,
+            ``1/|Omega|`` (or one over its children where its coupling sums over the children).
 
     Returns:
         A dict: ``predicted`` (class), ``levels`` (one per capsule level, children of the first
@@ -55,7 +57,8 @@ def fc_parse_tree(trace, index=0, layers=None, threshold=None):
     chain = fc_routing_chain(trace, layers)
     predicted = int(trace.predictions[index])
     couplings = [r.coupling[index].reshape(-1, r.coupling.shape[-1]) for r in chain]
-    thresholds = [1.0 / c.shape[1] if threshold is None else float(threshold) for c in couplings]
+    uniform = [1.0 / c.shape[0 if r.coupling_sums_over == "children" else 1] for r, c in zip(chain, couplings)]
+    thresholds = uniform if threshold is None else [float(threshold)] * len(chain)
     levels = [{"name": f"{chain[0].name} children", "activations": chain[0].input_activations[index].reshape(-1)}]
     levels += [{"name": r.name, "activations": r.output_activations[index].reshape(-1)} for r in chain]
     levels[0]["in_degree"] = None

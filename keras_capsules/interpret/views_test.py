@@ -116,12 +116,11 @@ def test_images_of_another_shape_than_the_models_input_are_named_before_any_rout
     )
 
 
-def _record(name, coupling, in_acts, out_acts):
+def _record(name, coupling, in_acts, out_acts, sums_over="parents"):
     coupling = np.asarray(coupling, "float32")[None]
     poses = np.zeros(coupling.shape[:2] + (2,), "float32")
-    return LayerRouting(
-        name, "FcCaps", coupling, poses, np.asarray(in_acts, "float32")[None], np.asarray(out_acts, "float32")[None]
-    )
+    in_acts, out_acts = np.asarray(in_acts, "float32")[None], np.asarray(out_acts, "float32")[None]
+    return LayerRouting(name, "FcCaps", coupling, poses, in_acts, out_acts, coupling_sums_over=sums_over)
 
 
 def test_fc_parse_tree_backtracks_with_the_in_degree_rule():
@@ -153,6 +152,18 @@ def test_fc_parse_tree_backtracks_with_the_in_degree_rule():
     trace.layers[1] = _record("classes", [[0.3, 0.7, 0.0]] * 3, [0, 0, 0], [0, 0, 1])
     with pytest.raises(ValueError, match=r"fc_routing_chain.*consecutive"):
         fc_parse_tree(trace)
+
+
+def test_fc_parse_tree_takes_the_uniform_share_over_the_children_where_the_coupling_sums_over_them():
+    # 4 children, 2 classes, each class's coupling summing to 1 over the children (FM agreement's proxy):
+    # the uniform share is 1/4, so class 1 keeps children 0 and 3 (0.3 and 0.4), not 1 and 2 (0.1 and 0.2).
+    coupling = [[0.5, 0.3], [0.2, 0.1], [0.1, 0.2], [0.2, 0.4]]
+    trace = RoutingTrace(
+        scores=np.array([[0.2, 0.8]], "float32"), layers=[_record("classes", coupling, [1] * 4, [0.2, 0.8], "children")]
+    )
+    tree = fc_parse_tree(trace)
+    assert tree["thresholds"] == [0.25] and tree["levels"][0]["kept"] == [0, 3]
+    assert tree["edges"] == [(0, 0, 1, pytest.approx(0.3)), (0, 3, 1, pytest.approx(0.4))]
 
 
 def test_views_write_pngs(tmp_path):
