@@ -60,7 +60,9 @@ class SelfRoutedClasses(keras.layers.Layer):
     ``b2``.
 
     Input ``(poses (batch, H, W, types, pose), activations (batch, H, W, types))`` -> ``(poses (batch,
-    classes, pose), activations (batch, classes))``.
+    classes, pose), activations (batch, classes))``, and with ``return_coupling=True`` the coupling
+    ``(batch, H * W * types, classes)`` too (children in (row, column, type) order), which the
+    interpretability tools read as an ``FcCaps`` layer's.
 
     Args:
         num_capsules: the classes.
@@ -81,12 +83,13 @@ class SelfRoutedClasses(keras.layers.Layer):
         children = poses_shape[1] * poses_shape[2] * poses_shape[3]
         self.router.build((poses_shape[0], children, self.num_capsules, poses_shape[4]))
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, return_coupling=False):
         poses, activations = inputs
         children, dim = poses.shape[1] * poses.shape[2] * poses.shape[3], poses.shape[4]
         poses = ops.reshape(poses, (-1, children, 1, dim))
         votes = ops.broadcast_to(poses, (ops.shape(poses)[0], children, self.num_capsules, dim))
-        return tuple(self.router(votes, ops.reshape(activations, (-1, children)), training=training))
+        activations = ops.reshape(activations, (-1, children))
+        return tuple(self.router(votes, activations, training=training, return_coupling=return_coupling))
 
     def compute_output_shape(self, input_shape):
         batch, dim = input_shape[0][0], input_shape[0][4]

@@ -83,3 +83,34 @@ def test_errors():
         SRCapsNet(router="nope")
     with pytest.raises(ValueError, match=r"SRCapsNet.*input_shape"):
         SRCapsNet(input_shape=(40, 40, 3))
+
+
+def test_the_interpretability_tools_read_the_class_layers_coupling():
+    from keras_capsules import interpret
+
+    # images -> a 2x2 grid of 3 types (pose 4) -> SelfRoutedClasses(5) with random gates.
+    inputs = keras.Input((4, 4, 1))
+    features = keras.layers.Conv2D(15, 3, strides=2, padding="same", name="features")(inputs)
+    poses = keras.layers.Reshape((2, 2, 3, 5), name="split")(features)
+    grid_poses = keras.layers.Lambda(lambda t: t[..., :4], name="poses")(poses)
+    grid_acts = keras.layers.Lambda(lambda t: keras.ops.sigmoid(t[..., 4]), name="acts")(poses)
+    _, class_acts = SelfRoutedClasses(5, name="class_caps")((grid_poses, grid_acts))
+    model = keras.Model(inputs, class_acts)
+    rng = np.random.default_rng(2)
+    router = model.get_layer("class_caps").router
+    kernel, bias = rng.normal(size=(12, 5, 4)), rng.normal(size=(12, 5))
+    router.routing_kernel.assign(kernel.astype("float32"))
+    router.routing_bias.assign(bias.astype("float32"))
+    x = rng.uniform(size=(3, 4, 4, 1)).astype("float32")
+    trace = interpret.routing_trace(model, x)
+    record = trace["class_caps"]
+    assert record.layer_type == "FcCaps" and record.grid_input and record.coupling.shape == (3, 12, 5)
+    # NumPy: every child's pose is its vote for every class; c_ij = softmax over the classes of W_ij . u_i + b_ij.
+    child_poses = keras.ops.convert_to_numpy(keras.Model(inputs, grid_poses)(x)).reshape(3, 12, 4)
+    logits = np.einsum("bik,ijk->bij", child_poses, kernel) + bias
+    expected = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(record.coupling, expected / expected.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
+    maps, _ = interpret.saliency_maps(model, x)  # a 2x2 grid: a map with spatial content
+    assert maps.shape == (3, 4, 4)
+    report = interpret.parse_tree_report(model, [x], levels=11, include_dictionaries=True)
+    assert report["num_samples"] == 3 and all(k.count("-") == 12 for d in report["dictionaries"].values() for k in d)

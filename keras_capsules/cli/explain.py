@@ -42,7 +42,7 @@ def _explain(args):
         routing_layer_names(model)
     except ValueError:
         raise ValueError(
-            f"explain: {args.model_file} has no routed capsule layer (FcCaps, ConvCaps or ConcurrentRouting), which "
+            f"explain: {args.model_file} has no routed capsule layer (FcCaps, ConvCaps, ConcurrentRouting), which "
             "REM's report reads; a GLOM model's views are interpret.plot_islands and interpret.plot_arrows."
         ) from None
     dataset, split = dataset_for_model(

@@ -69,5 +69,5 @@ def test_explain_names_a_model_without_routed_capsule_layers_before_reading_data
     output = tmp_path / "report"
     assert cli.main(["explain", path, "--dataset", "absent_set", "--output", str(output)]) == 2
     err = capsys.readouterr().err
-    assert "explain: " + path + " has no routed capsule layer (FcCaps, ConvCaps or ConcurrentRouting)" in err
+    assert "explain: " + path + " has no routed capsule layer (FcCaps, ConvCaps, ConcurrentRouting)" in err
     assert "interpret.plot_islands" in err and "absent_set" not in err and not output.exists()

@@ -3,8 +3,9 @@
 ``routing_trace(model, images)`` is the one call. It works on a model built by an application
 constructor or loaded from ``.keras`` with no rebuilding by hand: it walks the model's functional
 graph, finds every routed capsule layer (:class:`~keras_capsules.layers.FcCaps`,
-:class:`~keras_capsules.layers.ConvCaps`, and the layers inside a
-:class:`~keras_capsules.layers.ConcurrentRouting` stack) and builds a *probe* model whose outputs
+:class:`~keras_capsules.layers.ConvCaps`, the layers inside a
+:class:`~keras_capsules.layers.ConcurrentRouting` stack, and any other layer with a ``router`` that takes
+``return_coupling``, as SR-CapsNet's class layer) and builds a *probe* model whose outputs
 include each of those layers called again with ``return_coupling=True`` on the same symbolic inputs
 (for a stack: its final sweep, through ``ConcurrentRouting.routing_tensors``). The probe shares
 every weight with the model (it is the same layer objects) and adds nothing to the model's own
@@ -25,7 +26,6 @@ from keras_capsules.introspection import all_layers
 from keras_capsules.layers.capsule_tensor import unpack_capsules
 from keras_capsules.layers.concurrent_routing import ConcurrentRouting, routing_record
 from keras_capsules.layers.conv_caps import ConvCaps
-from keras_capsules.layers.fc_caps import FcCaps
 from keras_capsules.layers.routed_capsules import RoutedCapsules
 from keras_capsules.routing.base import Router
 
@@ -58,17 +58,20 @@ def routed_layer_calls(model):
     for ``(poses, activations)``).
     """
     graph = routing_graph(model)
-    found = [
-        (layer, layer.input) for layer in graph.operations if isinstance(layer, (RoutedCapsules, ConcurrentRouting))
-    ]
+    found = [(layer, layer.input) for layer in graph.operations if _is_routed(layer)]
     if not found:
         errors.fail(
             "interpret.routed_layer_calls",
             "model",
-            "a model with at least one FcCaps, ConvCaps or ConcurrentRouting layer",
+            "a model with at least one routed capsule layer (FcCaps, ConvCaps, ConcurrentRouting)",
             model.name,
         )
     return found
+
+
+def _is_routed(layer):
+    """Capsule layers with a router (FcCaps, ConvCaps, SR-CapsNet's class layer) and ``ConcurrentRouting`` stacks."""
+    return isinstance(layer, (RoutedCapsules, ConcurrentRouting)) or isinstance(getattr(layer, "router", None), Router)
 
 
 def _capsule_layers(layer):
@@ -155,7 +158,7 @@ class LayerRouting:
 
     Attributes:
         name: layer name.
-        layer_type: ``"FcCaps"`` or ``"ConvCaps"``.
+        layer_type: ``"FcCaps"`` (fully connected: FcCaps, SR-CapsNet's class layer) or ``"ConvCaps"``.
         coupling: the layer's coupling, in its native layout: FcCaps ``(batch, in_caps, out_caps)``
             with children flattened in (row, column, type) order for grid inputs; ConvCaps
             ``(batch * H_out * W_out, K*K*in_types, out_types)`` with children in (kernel row,
@@ -223,10 +226,8 @@ class RoutingTrace:
 
 
 def _layer_type(layer):
-    for cls in (FcCaps, ConvCaps):
-        if isinstance(layer, cls):
-            return cls.__name__
-    return type(layer).__name__
+    """``"ConvCaps"``, or ``"FcCaps"`` for a fully connected routed layer (SR-CapsNet's class layer too)."""
+    return "ConvCaps" if isinstance(layer, ConvCaps) else "FcCaps"
 
 
 def trace_from_outputs(model, outputs):

@@ -120,7 +120,9 @@ def test_errors_name_the_function_and_argument():
     with pytest.raises(ValueError, match=r"set_quantization.*model.*router"):
         set_quantization(dense, 11)
     plain = keras.Model(*(lambda i: (i, keras.layers.Dense(2)(i)))(keras.Input((3,))))
-    with pytest.raises(ValueError, match=r"routed_layer_calls.*FcCaps, ConvCaps or ConcurrentRouting"):
+    with pytest.raises(
+        ValueError, match=r"routed_layer_calls.*routed capsule layer \(FcCaps, ConvCaps, ConcurrentRouting\)"
+    ):
         routing_trace(plain, np.zeros((1, 3), "float32"))
     with pytest.raises(TypeError, match=r"routing_graph.*functional"):
         routing_trace(object(), None)
