@@ -4,7 +4,7 @@
 #   nohup setsid bash tools/presets/resume_queues.sh DATA_DIR >/dev/null 2>&1 &
 #
 # The inner-consensus MNIST queue (in_progress/inner-consensus-mnist/: the LSTM run), then the clean reruns' queue
-# (in_progress/clean-reruns/: EffCapsNet mnist_rem, then fashion_mnist), then the adversarial table on the full test
+# (in_progress/clean-reruns/: every preset shipped, so it skips them all), then the adversarial table on the full test
 # sets for the presets already final (tools/results/adversarial_full.sh, log WORK's sibling runs/adversarial/full.log). Each queue skips what it
 # has finished and resumes the rest after its newest checkpoint (a committed compact checkpoint on a new
 # machine); a queue that stops on a failure stops this script too. The queues' processes end with the session

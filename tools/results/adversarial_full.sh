@@ -5,10 +5,9 @@
 #
 #   nohup setsid bash tools/results/adversarial_full.sh DATA_DIR [LOG] >/dev/null 2>&1 &
 #
-# Only presets whose weights are final: EffCapsNet/fashion_mnist waits for its clean rerun
-# (tools/presets/in_progress/clean-reruns/); add it to PRESETS, after EffCapsNet/mnist_rem, and to CROSS_ENTROPY
-# (it is trained with the margin loss) once its file is the shipped one, after deleting its records made from the
-# earlier file. A model in CROSS_ENTROPY is attacked through the cross-entropy right after its own loss.
+# Only presets whose weights are final (EffCapsNet/fashion_mnist since its clean rerun shipped; its records made
+# from the earlier file were deleted). A model in CROSS_ENTROPY is attacked through the cross-entropy right after
+# its own loss.
 # Each writes the records into docs/results/adversarial/ and the table into docs/results.md, for a session to commit.
 set -uo pipefail
 data=$(cd "${1:?usage: adversarial_full.sh DATA_DIR [LOG]}" && pwd)
@@ -22,14 +21,14 @@ repo=$(cd "$here/../.." && pwd)
 # cumulative over the epsilons, attacks only the images still standing, about half of those), so that the most
 # rows are whole if the run stops. PGD's first slices, measured per epsilon, are measured again.
 PRESETS=(
-  BaselineCNN/mnist EffCapsNet/mnist EffCapsNet/mnist_rem FMCapsNet/fashion_mnist ConsensusCapsNet/mnist-dynamic
-  AgreementGLOM/fashion_mnist ConsensusCapsNet/mnist-em CapsNet/mnist ConsensusCapsNet/mnist-kernel
-  ConsensusCapsNet/mnist-lstm
+  BaselineCNN/mnist EffCapsNet/mnist EffCapsNet/mnist_rem EffCapsNet/fashion_mnist FMCapsNet/fashion_mnist
+  ConsensusCapsNet/mnist-dynamic AgreementGLOM/fashion_mnist ConsensusCapsNet/mnist-em CapsNet/mnist
+  ConsensusCapsNet/mnist-kernel ConsensusCapsNet/mnist-lstm
 )
 # Those trained with a margin or spread loss, attacked through a cross-entropy too (the table's --loss rows).
 CROSS_ENTROPY=(
   CapsNet/mnist ConsensusCapsNet/mnist-dynamic ConsensusCapsNet/mnist-em EffCapsNet/mnist EffCapsNet/mnist_rem
-  FMCapsNet/fashion_mnist
+  EffCapsNet/fashion_mnist FMCapsNet/fashion_mnist
 )
 # Images per gradient call: planned by the library from the memory available when each model starts (up to 256;
 # kernel and LSTM routing keep about a quarter of a GB an image for the backward pass, at the same time per image).

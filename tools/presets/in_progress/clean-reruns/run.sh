@@ -8,5 +8,5 @@
 # would read the test set again).
 here=$(cd "$(dirname "$0")" && pwd)
 QUEUE_FILE="$here/queue.txt" PACKAGE_COMMIT=${PACKAGE_COMMIT:-8a8fbd5a8780183727189282df320bc8bf1dfc54} \
-  SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist capsnet-mnist effcapsnet-mnist_rem " \
+  SHIPPED=" fmcapsnet-fashion_mnist effcapsnet-mnist capsnet-mnist effcapsnet-mnist_rem effcapsnet-fashion_mnist " \
   exec bash "$here/../../run_queue.sh" "${1:?usage: run.sh DATA_DIR [WORK]}" "${2:-/work/runs/clean}"
