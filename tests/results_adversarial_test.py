@@ -186,3 +186,29 @@ def test_without_tensorflow_the_test_set_is_read_from_the_idx_files(tmp_path, mo
         adversarial._test_images("mnist", None, str(tmp_path))
     with pytest.raises(SystemExit):  # the whole set read without slices needs TensorFlow's readers
         adversarial.main([str(tmp_path), "--records", str(tmp_path / "records")])
+
+
+def test_table_names_each_attacks_image_count_while_a_model_is_half_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(adversarial, "RECORDS", str(tmp_path))
+
+    def write(name, attack, examples):
+        record = {
+            **_slice(0, examples, 0.99, (0.5, 0.25), [0.1, 0.0], 10.0, 0),
+            "attack": attack,
+            "dataset": "mnist",
+            "loss": "margin",
+            "loss_source": "training",
+            "cumulative": True,
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+
+    write("m-fgsm", "fgsm", 10000)
+    write("m-pgd", "pgd", 1000)
+    half = adversarial.table()
+    row = next(line for line in half.splitlines() if line.startswith("| `M/mnist`"))
+    assert [cell.strip() for cell in row.split("|")[3:5]] == ["10,000 / 1,000", "99.0"]
+    assert "the first is FGSM's images (and the clean accuracy's), the second PGD's" in half
+    write("m-pgd", "pgd", 10000)
+    whole = adversarial.table()
+    row = next(line for line in whole.splitlines() if line.startswith("| `M/mnist`"))
+    assert row.split("|")[3].strip() == "10,000" and "two counts" not in whole

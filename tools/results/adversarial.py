@@ -292,9 +292,9 @@ def table():
             cells += [f"{100 * a:.1f}" for _, a in pgd["table"]] if pgd else ["—"] * len(epsilons)
             stuck = f"{100 * fgsm['zero_gradient'][0]:.1f}" if fgsm else "—"
             loss = f"{first['loss']}{' (--loss)' if key[1] else ''}"
-            body.append(
-                [f"`{key[0]}`", loss, f"{first['examples']:,d}", f"{100 * first['accuracy']:.1f}", *cells, stuck]
-            )
+            # while a model is being measured on more images, its two attacks can stand on different counts
+            counts = " / ".join(dict.fromkeys(f"{r['examples']:,d}" if r else "—" for r in (fgsm, pgd)))
+            body.append([f"`{key[0]}`", loss, counts, f"{100 * first['accuracy']:.1f}", *cells, stuck])
         title = dataset.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion")
         headers = ["model", "loss attacked", "images", "clean", *heads, "zero gradient (FGSM)"]
         lines += [
@@ -308,6 +308,11 @@ def table():
         for k, pair in records.items()
         for a, r in pair.items()
     }
+    split = (
+        "; where the column has two counts, the first is FGSM's images (and the clean accuracy's), the second PGD's"
+        if any(len({r["examples"] for r in pair.values()}) > 1 for pair in records.values())
+        else ""
+    )
     hosts = sorted({r["host"] for pair in records.values() for r in pair.values()})
     pgd_rows = [(k, pair["pgd"].get("cumulative", False)) for k, pair in records.items() if "pgd" in pair]
     per_epsilon = [f"`{k[0]}`{' (--loss)' if k[1] else ''}" for k, summed in pgd_rows if not summed]
@@ -328,7 +333,7 @@ def table():
         "",
         columns
         + f"Images (column `images`): the first {' or '.join(f'{n:,d}' for n in sorted(examples))} of the test set "
-        "(10,000: the whole set). "
+        f"(10,000: the whole set){split}. "
         f"Wall time per model and attack, pauses for other jobs' benchmarks subtracted (s): {', '.join(f'{k} {v:,.0f}' for k, v in seconds.items())}; "
         f"on {'; '.join(hosts)}, shared with other jobs.",
         "",
